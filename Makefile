@@ -1,0 +1,72 @@
+# roseinfer: the two set-up commands are `make run` and `make test` (README).
+SHELL := /bin/bash
+JOBS ?= $(shell nproc)
+BUILD ?= build
+CMAKE_FLAGS ?=
+DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev libxxhash-dev doctest-dev libpcre2-dev
+# What `make run` runs: a shipped prompt file on the default preset, on the best device present.
+RUN_ARGS ?=
+
+.PHONY: all deps build run test test-fast test-asan fuzz bundle format clean fixtures
+
+all: build
+
+# Installs only what is missing (dpkg-query first, so a ready machine needs no root and no network).
+deps:
+	@missing=""; for p in $(DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing:$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+
+$(BUILD)/CMakeCache.txt:
+	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
+
+build: deps $(BUILD)/CMakeCache.txt
+	cmake --build $(BUILD) -j $(JOBS)
+
+run: build
+	./$(BUILD)/roseinfer run datasets/sample.jsonl $(RUN_ARGS)
+	./$(BUILD)/roseinfer bench datasets/sample.jsonl --mode all $(RUN_ARGS)
+
+# Every test through ctest: the release build, then the same tests under ASan+UBSan (CPU only).
+test: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+	$(MAKE) test-asan
+
+test-fast: build
+	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
+
+test-asan: deps
+	cmake -S . -B build-asan -DCMAKE_BUILD_TYPE=RelWithDebInfo -DROSEINFER_SANITIZE=ON -DROSEINFER_CUDA=OFF
+	cmake --build build-asan -j $(JOBS)
+	cd build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 ctest --output-on-failure -j $(JOBS)
+
+# libFuzzer targets, one per parser, each run for FUZZ_SECONDS.
+FUZZ_SECONDS ?= 30
+fuzz: deps
+	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DROSEINFER_FUZZ=ON -DROSEINFER_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json
+	@for t in fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json; do \
+	  mkdir -p fuzz-corpus/$$t; \
+	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
+	  ./build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus/$$t fuzz/corpus/$$t || exit 1; \
+	done
+
+# The binary plus the one shared library the GPU machine lacks, for carrying there.
+bundle: build
+	rm -rf bundle && mkdir -p bundle
+	cp $(BUILD)/roseinfer bundle/
+	cp -L $$(ldconfig -p | awk '/libsimdjson.so/{print $$NF; exit}') bundle/
+	@echo "bundle/: $$(ls bundle | tr '\n' ' ')"
+
+fixtures:
+	python3 scripts/make_fixtures.py tests/fixtures
+
+format:
+	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
+
+clean:
+	rm -rf $(BUILD) build-asan build-fuzz bundle

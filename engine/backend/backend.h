@@ -1,0 +1,81 @@
+#pragma once
+// A backend executes one step plan: one forward pass over a flat batch that mixes prefill chunks and
+// decode tokens of several sequences over the paged KV cache, then samples. It owns device memory
+// (weights, KV pool, workspaces); the scheduler and KV bookkeeping are host code shared by all
+// backends (DESIGN.md).
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/sampling.h"
+#include "engine/model/config.h"
+#include "engine/model/weights.h"
+
+namespace rose {
+
+// One step. Sequence s owns tokens [query_start[s], query_start[s+1]) of the flat arrays; those are
+// its newest tokens, at positions context_lens[s] - n_s .. context_lens[s] - 1. Each layer first
+// writes every token's K and V into its slot, then runs causal attention for each query token over
+// positions 0..its own position of its sequence, read through the block table. So a sequence whose
+// prefix came from the prefix cache, or was written by another sequence earlier in this same step,
+// reads it from the pages.
+struct StepPlan {
+  std::vector<int32_t> token_ids;     // (num_tokens,)
+  std::vector<int32_t> positions;     // (num_tokens,)
+  std::vector<int32_t> slot_mapping;  // (num_tokens,) block_id * block_size + offset; -1 writes nothing
+  std::vector<int32_t> query_start;   // (num_seqs + 1,) cumulative query lengths, query_start[0] = 0
+  std::vector<int32_t> context_lens;  // (num_seqs,) tokens in the cache after this step's writes
+  std::vector<int32_t> block_tables;  // (num_seqs, block_table_stride) block ids, rows padded with -1
+  int block_table_stride = 0;
+  // Per sequence: sample a token from the logits of its last query token? (false for a prefill chunk
+  // that does not reach the end of the prompt).
+  std::vector<uint8_t> do_sample;          // (num_seqs,)
+  std::vector<SamplingParams> sampling;    // (num_seqs,)
+  std::vector<uint64_t> sample_index;      // (num_seqs,) tokens the request has generated so far
+  bool return_logits = false;              // tests: copy the sampled rows' fp32 logits to the host
+
+  int num_seqs() const { return static_cast<int>(context_lens.size()); }
+  int num_tokens() const { return static_cast<int>(token_ids.size()); }
+  // Every sequence has exactly one query token and samples (the shape CUDA graphs replay).
+  bool is_pure_decode() const;
+  void clear();
+};
+
+struct StepOutput {
+  std::vector<int32_t> sampled;  // (num_seqs,) the sampled id, -1 where do_sample was false
+  std::vector<float> logits;     // (num_seqs, vocab) fp32 when return_logits; rows of unsampled: 0
+};
+
+struct BackendOptions {
+  int block_size = 16;
+  int num_kv_blocks = 0;           // 0: size from memory (gpu_memory_utilization / cpu_kv_bytes)
+  int max_num_seqs = 256;          // upper bound of num_seqs in any plan
+  int max_num_batched_tokens = 8192;  // upper bound of num_tokens in any plan
+  int max_model_len = 0;           // 0: the model's max_position_embeddings
+  double gpu_memory_utilization = 0.9;
+  int64_t cpu_kv_bytes = int64_t(1) << 30;  // CPU KV pool budget when num_kv_blocks == 0
+  std::string dtype = "bf16";      // GPU: bf16 or fp16; the CPU backend is fp32
+  bool cuda_graphs = true;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual void execute(const StepPlan& plan, StepOutput& out) = 0;
+  virtual int num_kv_blocks() const = 0;
+  virtual int block_size() const = 0;
+  virtual std::string device_name() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H100 80GB HBM3"
+  virtual const ModelConfig& config() const = 0;
+  // Bytes read from weights per forward pass (for the achieved-bandwidth figure).
+  virtual int64_t weight_bytes() const = 0;
+  virtual int64_t kv_bytes_per_token() const = 0;
+};
+
+std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights, const BackendOptions& options);
+// Throws rose::Error when the binary was built without CUDA or no GPU can be used.
+std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights, const BackendOptions& options);
+// true when a CUDA device can be used; `why_not` says why not otherwise.
+bool cuda_available(std::string* why_not);
+
+}  // namespace rose

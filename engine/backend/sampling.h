@@ -1,0 +1,31 @@
+#pragma once
+// Sampling parameters and the counter-based random numbers behind them. A request's n-th sampled
+// token uses uniform(seed, n): it does not depend on what else is in the batch, and the CPU and GPU
+// backends draw the same number for the same token.
+#include <cstdint>
+
+#include "engine/model/synthetic.h"
+
+namespace rose {
+
+// The sampling rule, identical in both backends (chosen so a GPU can apply it with thresholds and
+// one scan, no sort):
+//   temperature == 0: argmax of the logits, the lowest id on ties.
+//   otherwise: l = logits / temperature. If top_k > 0, keep the tokens with l >= the k-th largest l
+//   (ties at the boundary are all kept). p = softmax over the kept tokens. If top_p < 1, find the
+//   largest threshold t such that the sum of p_i over {p_i >= t} reaches top_p, and keep {p_i >= t}.
+//   With u = sampling_uniform(seed, token_index), walk the kept tokens in ascending id order and pick
+//   the first whose running sum of p exceeds u * (sum of kept p); the last kept token if none does.
+struct SamplingParams {
+  float temperature = 0.0f;  // 0: greedy (argmax, lowest id on ties)
+  int top_k = 0;             // 0: off
+  float top_p = 1.0f;        // 1: off
+  uint64_t seed = 0;
+};
+
+// The uniform number that picks the `token_index`-th generated token of a request with `seed`.
+ROSE_HOST_DEVICE float sampling_uniform(uint64_t seed, uint64_t token_index) {
+  return uniform01(mix64(seed ^ 0x5A17ED5EEDull), token_index);
+}
+
+}  // namespace rose

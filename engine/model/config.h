@@ -1,0 +1,56 @@
+#pragma once
+// The model shape every backend works from, whatever its source (a Hugging Face config.json or a
+// preset). Field meanings follow Hugging Face's config.json (reference/formats.md).
+#include <cstdint>
+#include <filesystem>
+#include <string>
+#include <vector>
+
+namespace rose {
+
+enum class Arch { kGpt2, kLlama };
+
+const char* arch_name(Arch arch);
+
+struct RopeScaling {
+  std::string type;  // "" (none) or "llama3"; other types are rejected at load time
+  float factor = 1.0f;
+  float low_freq_factor = 1.0f;
+  float high_freq_factor = 4.0f;
+  int original_max_position_embeddings = 8192;
+};
+
+struct ModelConfig {
+  Arch arch = Arch::kLlama;
+  std::string name;  // preset name or the model folder's name; part of the prefix-cache key
+  int vocab_size = 0;
+  int hidden_size = 0;
+  int intermediate_size = 0;  // GPT-2: n_inner, or 4 * hidden when null
+  int num_layers = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;  // == num_heads for GPT-2
+  int head_dim = 0;
+  int max_position_embeddings = 0;
+  float norm_eps = 1e-5f;  // layer_norm_epsilon or rms_norm_eps
+  float rope_theta = 10000.0f;
+  RopeScaling rope_scaling;
+  bool tie_word_embeddings = true;
+  bool qkv_bias = false;  // GPT-2 always has biases everywhere; Llama only with attention_bias (Qwen2)
+  int bos_token_id = -1;
+  std::vector<int> eos_token_ids;
+  bool synthetic_weights = false;  // a preset: deterministic random weights, meaningless text
+
+  int q_dim() const { return num_heads * head_dim; }
+  int kv_dim() const { return num_kv_heads * head_dim; }
+  int qkv_dim() const { return q_dim() + 2 * kv_dim(); }
+  // Elements of K plus V that one token occupies across all layers.
+  int64_t kv_elements_per_token() const { return int64_t(2) * num_layers * kv_dim(); }
+  int64_t num_parameters() const;
+  // Throws rose::Error naming `source` when a field is inconsistent (head_dim * heads, GQA ratio...).
+  void validate(const std::string& source) const;
+};
+
+// Parses a Hugging Face config.json (GPT-2, Llama, Mistral, Qwen2). Errors name the file and field.
+ModelConfig load_config_json(const std::filesystem::path& path);
+
+}  // namespace rose

@@ -1,0 +1,64 @@
+#pragma once
+// The canonical weight layout every backend consumes, independent of the checkpoint's naming.
+// All matrices are in nn.Linear layout (out_features, in_features), so y = x W^T: GPT-2's Conv1D
+// weights are transposed when loaded. Attention projections are fused into one qkv matrix with rows
+// q | k | v, and Llama's gate and up projections into one matrix with rows gate | up.
+//
+// Canonical names and shapes (H hidden, I intermediate, V vocab, P positions, L layers):
+//   tok_emb                  (V, H)
+//   pos_emb                  (P, H)                GPT-2 only
+//   layers.N.attn_norm.weight (H)   .bias (H)      bias GPT-2 only
+//   layers.N.qkv.weight      (q_dim + 2 kv_dim, H) .bias (same rows) GPT-2, or Llama with qkv_bias
+//   layers.N.o.weight        (H, q_dim)            .bias (H)   GPT-2 only
+//   layers.N.mlp_norm.weight (H)   .bias (H)      bias GPT-2 only
+//   layers.N.up.weight       GPT-2: (I, H) + .bias (I); Llama: (2I, H) rows gate | up, no bias
+//   layers.N.down.weight     (H, I)                .bias (H)   GPT-2 only
+//   final_norm.weight (H)    .bias (H)             bias GPT-2 only
+//   lm_head.weight           (V, H)                absent when tie_word_embeddings (use tok_emb)
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/model/config.h"
+
+namespace rose {
+
+struct TensorSpec {
+  std::string name;
+  std::vector<int64_t> shape;
+  int64_t numel() const;
+};
+
+// Every canonical tensor of a model, in a fixed order (the order is part of the synthetic seeds).
+std::vector<TensorSpec> canonical_tensors(const ModelConfig& config);
+
+// How a preset's synthetic tensor is made; see engine/model/synthetic.h for the generator, which is
+// shared with the GPU so a preset has bit-identical fp32 weights on both backends.
+struct SyntheticInit {
+  enum class Kind { kUniform, kConstant } kind = Kind::kUniform;
+  uint64_t seed = 0;   // per tensor: derived from the preset seed and the tensor's index
+  float scale = 0.0f;  // kUniform: values in [-scale, scale)
+  float value = 0.0f;  // kConstant
+};
+
+// Where weights come from: a checkpoint (safetensors) or a preset (synthetic).
+class WeightSource {
+ public:
+  virtual ~WeightSource() = default;
+  virtual const ModelConfig& config() const = 0;
+  // Fills `dst` (numel of the named canonical tensor) with fp32 values, converting from the stored
+  // dtype and transposing to the canonical layout. Throws rose::Error for a missing tensor.
+  virtual void read_f32(const std::string& canonical_name, std::span<float> dst) const = 0;
+  // Set for presets: lets a GPU backend generate the tensor on the device instead of uploading.
+  virtual std::optional<SyntheticInit> synthetic(const std::string& /*canonical_name*/) const {
+    return std::nullopt;
+  }
+};
+
+// A Hugging Face folder (config.json + model.safetensors or an index of shards) or a preset name.
+std::unique_ptr<WeightSource> open_model(const std::string& model_or_preset);
+
+}  // namespace rose
