@@ -1,0 +1,393 @@
+// The CPU backend: the reference forward pass in fp32 over the paged KV cache, built from the ops
+// in kernels/cpu/ops.h. Every GPU result is checked against it, and CI (no GPU) runs the engine on
+// it.
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <memory>
+#include <span>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "kernels/cpu/ops.h"
+
+namespace rose {
+namespace {
+
+// Rows per pass through the MLP and the lm_head: bounds the (rows, intermediate) and (rows, vocab)
+// workspaces whatever the token budget is. Rows are independent there, so chunking changes nothing.
+constexpr int kMlpChunk = 256;
+constexpr int kLogitsChunk = 16;
+
+struct LayerWeights {
+  std::vector<float> attn_norm_w, attn_norm_b;  // (H,)
+  std::vector<float> qkv_w;                     // (q_dim + 2 kv_dim, H)
+  std::vector<float> qkv_b;                     // (q_dim + 2 kv_dim,) or empty
+  std::vector<float> o_w;                       // (H, q_dim)
+  std::vector<float> o_b;                       // (H,) GPT-2
+  std::vector<float> mlp_norm_w, mlp_norm_b;    // (H,)
+  std::vector<float> up_w;                      // GPT-2 (I, H); Llama (2I, H) rows gate | up
+  std::vector<float> up_b;                      // (I,) GPT-2
+  std::vector<float> down_w;                    // (H, I)
+  std::vector<float> down_b;                    // (H,) GPT-2
+};
+
+// Nullable pointer to a tensor that may be absent.
+const float* data_or_null(const std::vector<float>& v) { return v.empty() ? nullptr : v.data(); }
+
+class CpuBackend final : public Backend {
+ public:
+  CpuBackend(const WeightSource& weights, const BackendOptions& options);
+
+  void execute(const StepPlan& plan, StepOutput& out) override;
+  int num_kv_blocks() const override { return num_kv_blocks_; }
+  int block_size() const override { return block_size_; }
+  std::string device_name() const override {
+    return "cpu (" + std::to_string(pool_.num_threads()) + " threads)";
+  }
+  const ModelConfig& config() const override { return config_; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+  int64_t kv_bytes_per_token() const override {
+    return config_.kv_elements_per_token() * int64_t(sizeof(float));
+  }
+
+ private:
+  std::vector<float> load(const WeightSource& weights, const std::string& name, int64_t numel);
+  void validate(const StepPlan& plan) const;
+  // residual += delta (when given); out = the architecture's norm of residual.
+  void add_norm(float* residual, const float* delta, const std::vector<float>& weight,
+                const std::vector<float>& bias, int n, float* out) const;
+  void mlp(const LayerWeights& layer, const float* normed, int n, float* out);
+
+  ModelConfig config_;
+  bool gpt2_ = false;
+  int block_size_ = 0;
+  int num_kv_blocks_ = 0;
+  int max_num_seqs_ = 0;
+  int max_num_tokens_ = 0;
+  int max_model_len_ = 0;
+  int64_t weight_bytes_ = 0;
+  mutable cpu::ThreadPool pool_;
+
+  std::vector<float> tok_emb_;                      // (V, H)
+  std::vector<float> pos_emb_;                      // (P, H) GPT-2
+  std::vector<LayerWeights> layers_;                // (L,)
+  std::vector<float> final_norm_w_, final_norm_b_;  // (H,)
+  std::vector<float> lm_head_;                      // (V, H); empty when tied to tok_emb_
+  std::vector<float> inv_freq_;                     // (head_dim / 2,) Llama
+
+  // Paged KV pool, one K and one V slab per layer; left uninitialised (only written slots are
+  // read).
+  std::vector<std::unique_ptr<float[]>>
+      k_cache_;  // (L) x (num_kv_blocks, block_size, kv_heads, hd)
+  std::vector<std::unique_ptr<float[]>> v_cache_;  // same
+
+  // Workspaces sized by the token budget at construction.
+  std::vector<float> residual_;     // (max_tokens, H)
+  std::vector<float> delta_;        // (max_tokens, H) the last sublayer's output
+  std::vector<float> normed_;       // (max_tokens, H)
+  std::vector<float> qkv_;          // (max_tokens, qkv_dim)
+  std::vector<float> attn_;         // (max_tokens, q_dim)
+  std::vector<float> mlp_up_;       // (kMlpChunk, I or 2I)
+  std::vector<float> mlp_act_;      // (kMlpChunk, I) Llama
+  std::vector<int32_t> last_rows_;  // (max_seqs,) flat row of each sampling sequence's last token
+  std::vector<int32_t> last_seqs_;  // (max_seqs,) its sequence
+  std::vector<float> last_residual_, last_delta_, last_normed_;  // (kLogitsChunk, H)
+  std::vector<float> logits_;                                    // (kLogitsChunk, V)
+  std::vector<float> sample_scratch_;                            // (2 V,)
+};
+
+std::vector<float> CpuBackend::load(const WeightSource& weights, const std::string& name,
+                                    int64_t numel) {
+  std::vector<float> tensor(static_cast<size_t>(numel));
+  weights.read_f32(name, std::span<float>(tensor));
+  weight_bytes_ += numel * int64_t(sizeof(float));
+  return tensor;
+}
+
+CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& options)
+    : config_(weights.config()), pool_(0) {
+  const ModelConfig& c = config_;
+  gpt2_ = c.arch == Arch::kGpt2;
+  if (c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.num_kv_heads <= 0 ||
+      c.head_dim <= 0 || c.vocab_size <= 0 || c.intermediate_size <= 0) {
+    fail(
+        "model {}: hidden, layers, heads, kv heads, head_dim, vocab and intermediate sizes must "
+        "be positive",
+        c.name);
+  }
+  if (c.num_heads % c.num_kv_heads != 0) {
+    fail("model {}: num_attention_heads {} is not a multiple of num_key_value_heads {}", c.name,
+         c.num_heads, c.num_kv_heads);
+  }
+  if (c.head_dim % 2 != 0 || c.head_dim > 1024) {
+    fail("model {}: head_dim {} must be even and at most 1024", c.name, c.head_dim);
+  }
+  if (options.block_size <= 0 || options.max_num_seqs <= 0 || options.max_num_batched_tokens <= 0) {
+    fail(
+        "backend options: block_size {}, max_num_seqs {} and max_num_batched_tokens {} must be "
+        "positive",
+        options.block_size, options.max_num_seqs, options.max_num_batched_tokens);
+  }
+  block_size_ = options.block_size;
+  max_num_seqs_ = options.max_num_seqs;
+  max_num_tokens_ = options.max_num_batched_tokens;
+  max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
+  if (max_model_len_ <= 0) fail("model {}: max_position_embeddings must be positive", c.name);
+  if (gpt2_ && max_model_len_ > c.max_position_embeddings) {
+    fail("max_model_len {} exceeds model {}'s n_positions {} (GPT-2 positions are learned)",
+         max_model_len_, c.name, c.max_position_embeddings);
+  }
+
+  // Weights, in the canonical layout of engine/model/weights.h.
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
+  const int64_t qkv_rows = c.qkv_dim();
+  tok_emb_ = load(weights, "tok_emb", V * H);
+  if (gpt2_) pos_emb_ = load(weights, "pos_emb", int64_t(c.max_position_embeddings) * H);
+  layers_.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    LayerWeights& w = layers_[l];
+    const std::string p = "layers." + std::to_string(l) + ".";
+    w.attn_norm_w = load(weights, p + "attn_norm.weight", H);
+    w.qkv_w = load(weights, p + "qkv.weight", qkv_rows * H);
+    if (gpt2_ || c.qkv_bias) w.qkv_b = load(weights, p + "qkv.bias", qkv_rows);
+    w.o_w = load(weights, p + "o.weight", H * c.q_dim());
+    w.mlp_norm_w = load(weights, p + "mlp_norm.weight", H);
+    w.down_w = load(weights, p + "down.weight", H * I);
+    if (gpt2_) {
+      w.attn_norm_b = load(weights, p + "attn_norm.bias", H);
+      w.o_b = load(weights, p + "o.bias", H);
+      w.mlp_norm_b = load(weights, p + "mlp_norm.bias", H);
+      w.up_w = load(weights, p + "up.weight", I * H);
+      w.up_b = load(weights, p + "up.bias", I);
+      w.down_b = load(weights, p + "down.bias", H);
+    } else {
+      w.up_w = load(weights, p + "up.weight", 2 * I * H);
+    }
+  }
+  final_norm_w_ = load(weights, "final_norm.weight", H);
+  if (gpt2_) final_norm_b_ = load(weights, "final_norm.bias", H);
+  if (!c.tie_word_embeddings) lm_head_ = load(weights, "lm_head.weight", V * H);
+  if (!gpt2_) {
+    inv_freq_.resize(c.head_dim / 2);
+    cpu::rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq_.data());
+  }
+
+  // The KV pool.
+  const int64_t block_bytes = kv_bytes_per_token() * block_size_;
+  const int64_t blocks =
+      options.num_kv_blocks > 0 ? options.num_kv_blocks : options.cpu_kv_bytes / block_bytes;
+  if (blocks <= 0 || blocks > int64_t(INT32_MAX) / block_size_) {
+    fail("CPU KV pool: {} blocks of {} bytes does not fit (num_kv_blocks {}, cpu_kv_bytes {})",
+         blocks, block_bytes, options.num_kv_blocks, options.cpu_kv_bytes);
+  }
+  num_kv_blocks_ = static_cast<int>(blocks);
+  const size_t slab = size_t(num_kv_blocks_) * block_size_ * c.kv_dim();
+  for (int l = 0; l < c.num_layers; ++l) {
+    k_cache_.emplace_back(new float[slab]);
+    v_cache_.emplace_back(new float[slab]);
+  }
+
+  // Workspaces.
+  const size_t T = size_t(max_num_tokens_);
+  residual_.resize(T * H);
+  delta_.resize(T * H);
+  normed_.resize(T * H);
+  qkv_.resize(T * qkv_rows);
+  attn_.resize(T * c.q_dim());
+  const size_t mlp_rows = std::min<size_t>(T, kMlpChunk);
+  mlp_up_.resize(mlp_rows * (gpt2_ ? I : 2 * I));
+  if (!gpt2_) mlp_act_.resize(mlp_rows * I);
+  last_rows_.resize(max_num_seqs_);
+  last_seqs_.resize(max_num_seqs_);
+  last_residual_.resize(kLogitsChunk * H);
+  last_delta_.resize(kLogitsChunk * H);
+  last_normed_.resize(kLogitsChunk * H);
+  logits_.resize(kLogitsChunk * V);
+  sample_scratch_.resize(2 * V);
+}
+
+void CpuBackend::validate(const StepPlan& plan) const {
+  const int num_tokens = plan.num_tokens();
+  const int num_seqs = plan.num_seqs();
+  if (num_tokens > max_num_tokens_) {
+    fail("step plan: {} tokens exceed max_num_batched_tokens {}", num_tokens, max_num_tokens_);
+  }
+  if (num_seqs > max_num_seqs_) {
+    fail("step plan: {} sequences exceed max_num_seqs {}", num_seqs, max_num_seqs_);
+  }
+  if (plan.positions.size() != size_t(num_tokens) ||
+      plan.slot_mapping.size() != size_t(num_tokens)) {
+    fail("step plan: positions ({}) and slot_mapping ({}) must have one entry per token ({})",
+         plan.positions.size(), plan.slot_mapping.size(), num_tokens);
+  }
+  if (plan.query_start.size() != size_t(num_seqs) + 1 ||
+      plan.do_sample.size() != size_t(num_seqs) || plan.sampling.size() != size_t(num_seqs) ||
+      plan.sample_index.size() != size_t(num_seqs)) {
+    fail(
+        "step plan: query_start ({}), do_sample ({}), sampling ({}) and sample_index ({}) do not "
+        "match {} sequences",
+        plan.query_start.size(), plan.do_sample.size(), plan.sampling.size(),
+        plan.sample_index.size(), num_seqs);
+  }
+  if (plan.block_table_stride < 0 ||
+      plan.block_tables.size() != size_t(num_seqs) * size_t(plan.block_table_stride)) {
+    fail("step plan: block_tables has {} entries, expected {} sequences x stride {}",
+         plan.block_tables.size(), num_seqs, plan.block_table_stride);
+  }
+  if (plan.query_start[0] != 0 || plan.query_start[num_seqs] != num_tokens) {
+    fail("step plan: query_start must run from 0 to num_tokens {}", num_tokens);
+  }
+  const int64_t num_slots = int64_t(num_kv_blocks_) * block_size_;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int begin = plan.query_start[s], end = plan.query_start[s + 1];
+    const int n = end - begin;
+    const int context = plan.context_lens[s];
+    if (n < 1 || end > num_tokens) {
+      fail("step plan: sequence {} has query range [{}, {})", s, begin, end);
+    }
+    if (context < n || context > max_model_len_) {
+      fail("step plan: sequence {} has context_len {} for {} query tokens (max_model_len {})", s,
+           context, n, max_model_len_);
+    }
+    const int blocks_needed = (context + block_size_ - 1) / block_size_;
+    if (blocks_needed > plan.block_table_stride) {
+      fail("step plan: sequence {} needs {} blocks, block_table_stride is {}", s, blocks_needed,
+           plan.block_table_stride);
+    }
+    const int32_t* table = plan.block_tables.data() + size_t(s) * plan.block_table_stride;
+    for (int b = 0; b < blocks_needed; ++b) {
+      if (table[b] < 0 || table[b] >= num_kv_blocks_) {
+        fail("step plan: sequence {} block table entry {} is {} (pool has {} blocks)", s, b,
+             table[b], num_kv_blocks_);
+      }
+    }
+    for (int i = begin; i < end; ++i) {
+      if (plan.positions[i] != context - n + (i - begin)) {
+        fail("step plan: token {} of sequence {} has position {}, expected {}", i, s,
+             plan.positions[i], context - n + (i - begin));
+      }
+    }
+    const SamplingParams& sp = plan.sampling[s];
+    if (!(sp.temperature >= 0.0f) || sp.top_k < 0 || !(sp.top_p > 0.0f && sp.top_p <= 1.0f)) {
+      fail("step plan: sequence {} has invalid sampling (temperature {}, top_k {}, top_p {})", s,
+           sp.temperature, sp.top_k, sp.top_p);
+    }
+  }
+  for (int i = 0; i < num_tokens; ++i) {
+    if (plan.token_ids[i] < 0 || plan.token_ids[i] >= config_.vocab_size) {
+      fail("step plan: token {} has id {} outside the vocabulary of {}", i, plan.token_ids[i],
+           config_.vocab_size);
+    }
+    if (plan.slot_mapping[i] < -1 || plan.slot_mapping[i] >= num_slots) {
+      fail("step plan: token {} has slot {} outside the pool of {} slots", i, plan.slot_mapping[i],
+           num_slots);
+    }
+  }
+}
+
+void CpuBackend::add_norm(float* residual, const float* delta, const std::vector<float>& weight,
+                          const std::vector<float>& bias, int n, float* out) const {
+  if (gpt2_) {
+    cpu::add_layernorm(residual, delta, weight.data(), bias.data(), config_.norm_eps, n,
+                       config_.hidden_size, out);
+  } else {
+    cpu::add_rmsnorm(residual, delta, weight.data(), config_.norm_eps, n, config_.hidden_size, out);
+  }
+}
+
+void CpuBackend::mlp(const LayerWeights& w, const float* normed, int n, float* out) {
+  const int H = config_.hidden_size, I = config_.intermediate_size;
+  for (int r0 = 0; r0 < n; r0 += kMlpChunk) {
+    const int rows = std::min(kMlpChunk, n - r0);
+    const float* x = normed + int64_t(r0) * H;
+    float* y = out + int64_t(r0) * H;
+    if (gpt2_) {
+      cpu::linear(x, w.up_w.data(), w.up_b.data(), rows, H, I, mlp_up_.data(), &pool_);
+      cpu::gelu_tanh(mlp_up_.data(), int64_t(rows) * I);
+      cpu::linear(mlp_up_.data(), w.down_w.data(), w.down_b.data(), rows, I, H, y, &pool_);
+    } else {
+      cpu::linear(x, w.up_w.data(), nullptr, rows, H, 2 * I, mlp_up_.data(), &pool_);
+      cpu::silu_and_mul(mlp_up_.data(), rows, I, mlp_act_.data());
+      cpu::linear(mlp_act_.data(), w.down_w.data(), nullptr, rows, I, H, y, &pool_);
+    }
+  }
+}
+
+void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
+  validate(plan);
+  const ModelConfig& c = config_;
+  const int n = plan.num_tokens();
+  const int num_seqs = plan.num_seqs();
+  const int H = c.hidden_size, V = c.vocab_size;
+  out.sampled.assign(num_seqs, -1);
+  if (plan.return_logits) {
+    out.logits.assign(size_t(num_seqs) * V, 0.0f);
+  } else {
+    out.logits.clear();
+  }
+  if (n == 0) return;
+
+  cpu::embedding(plan.token_ids.data(), plan.positions.data(), tok_emb_.data(),
+                 gpt2_ ? pos_emb_.data() : nullptr, n, H, residual_.data());
+  const float* pending = nullptr;  // the previous sublayer's output, not yet added to residual_
+  const float scale = 1.0f / std::sqrt(float(c.head_dim));
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    add_norm(residual_.data(), pending, w.attn_norm_w, w.attn_norm_b, n, normed_.data());
+    cpu::linear(normed_.data(), w.qkv_w.data(), data_or_null(w.qkv_b), n, H, c.qkv_dim(),
+                qkv_.data(), &pool_);
+    cpu::rope_and_write_kv(qkv_.data(), plan.positions.data(), plan.slot_mapping.data(),
+                           gpt2_ ? nullptr : inv_freq_.data(), n, c.num_heads, c.num_kv_heads,
+                           c.head_dim, block_size_, k_cache_[l].get(), v_cache_[l].get());
+    cpu::paged_attention(qkv_.data(), c.qkv_dim(), k_cache_[l].get(), v_cache_[l].get(),
+                         plan.query_start.data(), plan.context_lens.data(),
+                         plan.block_tables.data(), plan.block_table_stride, num_seqs, c.num_heads,
+                         c.num_kv_heads, c.head_dim, block_size_, scale, attn_.data(), &pool_);
+    cpu::linear(attn_.data(), w.o_w.data(), data_or_null(w.o_b), n, c.q_dim(), H, delta_.data(),
+                &pool_);
+    add_norm(residual_.data(), delta_.data(), w.mlp_norm_w, w.mlp_norm_b, n, normed_.data());
+    mlp(w, normed_.data(), n, delta_.data());
+    pending = delta_.data();
+  }
+
+  // The final norm and the lm_head only on each sampling sequence's last token.
+  int num_sampled = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    if (!plan.do_sample[s]) continue;
+    last_rows_[num_sampled] = plan.query_start[s + 1] - 1;
+    last_seqs_[num_sampled] = s;
+    ++num_sampled;
+  }
+  const float* head = lm_head_.empty() ? tok_emb_.data() : lm_head_.data();
+  for (int r0 = 0; r0 < num_sampled; r0 += kLogitsChunk) {
+    const int rows = std::min(kLogitsChunk, num_sampled - r0);
+    for (int r = 0; r < rows; ++r) {
+      const int64_t row = last_rows_[r0 + r];
+      std::memcpy(&last_residual_[size_t(r) * H], &residual_[row * H], sizeof(float) * H);
+      std::memcpy(&last_delta_[size_t(r) * H], &delta_[row * H], sizeof(float) * H);
+    }
+    add_norm(last_residual_.data(), last_delta_.data(), final_norm_w_, final_norm_b_, rows,
+             last_normed_.data());
+    cpu::linear(last_normed_.data(), head, nullptr, rows, H, V, logits_.data(), &pool_);
+    for (int r = 0; r < rows; ++r) {
+      const int s = last_seqs_[r0 + r];
+      const float* row_logits = &logits_[size_t(r) * V];
+      out.sampled[s] = cpu::sample_token(row_logits, V, plan.sampling[s], plan.sample_index[s],
+                                         sample_scratch_.data());
+      if (plan.return_logits) std::copy_n(row_logits, V, &out.logits[size_t(s) * V]);
+    }
+  }
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights,
+                                          const BackendOptions& options) {
+  return std::make_unique<CpuBackend>(weights, options);
+}
+
+}  // namespace rose
