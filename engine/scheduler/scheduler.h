@@ -1,0 +1,124 @@
+#pragma once
+// The scheduler (reference/scheduling.md), vLLM v1 style: every request has num_computed tokens
+// and each step schedules tokens so that it catches up with its num_tokens (prompt plus generated
+// tokens). Chunked prefill, prefix hits, decode and recompute after preemption are all that rule.
+// The three modes differ only in arrival and in the order they hand out the step's budgets.
+#include <cstdint>
+#include <deque>
+#include <limits>
+#include <span>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/kv/block_pool.h"
+#include "engine/kv/prefix_index.h"
+#include "engine/scheduler/engine.h"
+
+namespace rose {
+
+enum class SeqStatus { kPending, kWaiting, kRunning, kFinished };
+
+struct Sequence {
+  int index = 0;  // in the caller's request list
+  const EngineRequest* request = nullptr;
+  double arrival = 0.0;  // seconds since the run's start
+  int prompt_len = 0;
+  std::vector<int32_t> tokens;       // (prompt_len + generated,) reserved for prompt + max_tokens
+  int num_computed = 0;              // tokens whose KV is in the cache (or written this step)
+  std::vector<int32_t> blocks;       // block table, append-only while running
+  std::vector<BlockKey> block_keys;  // keys of the first full blocks, computed once each
+  int num_registered = 0;            // leading blocks already offered to the prefix index
+  SeqStatus status = SeqStatus::kPending;
+  bool admitted_once = false;   // counts toward max_concurrency until it finishes
+  int64_t scheduled_step = -1;  // last step that scheduled it (guards same-step preemption)
+  RequestResult result;
+
+  int num_tokens() const { return int(tokens.size()); }
+  int num_generated() const { return num_tokens() - prompt_len; }
+};
+
+class Scheduler {
+ public:
+  // `index` may be null (prefix caching off). `eos_token_ids`: ids that finish a request unless
+  // it sets ignore_eos.
+  Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* index,
+            std::vector<int32_t> eos_token_ids);
+
+  // Validates and takes the run's requests (rose::Error for one that can never run: empty prompt,
+  // max_tokens < 1, bad arrival, longer than `max_model_len` (0: no limit) or than the whole pool).
+  void start(const std::vector<EngineRequest>& requests, int max_model_len);
+
+  // Builds the next step into `plan` (reusing its storage). `now`: seconds since the run's start;
+  // in online mode only requests with arrival <= now are visible. An empty plan means nothing can
+  // run before the next arrival.
+  void schedule(double now, StepPlan& plan);
+  // Applies the step's sampled ids (`now`: when they reached the host): appends tokens, stamps
+  // times, finishes requests on EOS or max_tokens and frees their blocks tail first.
+  void update(const StepOutput& out, double now, const RunCallbacks& callbacks);
+
+  bool done() const { return num_finished_ == int(seqs_.size()); }
+  // Arrival of the first request not yet visible, +inf when all are.
+  double next_arrival() const;
+
+  const Sequence& seq(int index) const { return seqs_[size_t(index)]; }
+  int num_requests() const { return int(seqs_.size()); }
+  int num_running() const { return int(running_.size()); }
+  int num_waiting() const { return int(waiting_.size()); }
+  int64_t num_preemptions() const { return preemptions_; }
+  int64_t num_steps() const { return step_; }
+  // Of the last scheduled step: prompt (and recomputed) tokens, and decode tokens.
+  int last_prefill_tokens() const { return last_prefill_tokens_; }
+  int last_decode_tokens() const { return last_decode_tokens_; }
+
+ private:
+  struct Scheduled {
+    Sequence* seq;
+    int num_new;
+  };
+  void admit_arrivals(double now);
+  // Schedules up to `max_new` tokens of a running sequence, preempting later-admitted unscheduled
+  // sequences if blocks run out. Returns false when `seq` itself had to be preempted.
+  bool schedule_running(Sequence& seq, int max_new);
+  // Admits waiting sequences (front first) while seats, budget and blocks allow,
+  // keeping `reserve_blocks` free for running sequences' decodes; at most `seat_limit` running.
+  void admit_waiting(int reserve_blocks, int seat_limit);
+  bool try_admit(Sequence& seq, int reserve_blocks);
+  // Offers every running sequence that `filter` accepts and this step has not scheduled yet.
+  template <typename Filter>
+  void schedule_running_pass(Filter filter);
+  bool grow_blocks(Sequence& seq, int num_tokens_after);  // all or nothing
+  void commit(Sequence& seq, int num_new);
+  void register_full_blocks(Sequence& seq);
+  void preempt(Sequence& seq);
+  Sequence* pick_victim(const Sequence& except);
+  void build_plan(StepPlan& plan);
+  int blocks_for(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
+
+  EngineConfig config_;
+  BlockPool& pool_;
+  PrefixIndex* index_;
+  std::vector<int32_t> eos_token_ids_;
+  int block_size_;
+
+  std::vector<Sequence> seqs_;
+  std::vector<int> arrival_order_;  // request indices by (arrival, index)
+  size_t next_arrival_pos_ = 0;     // first of arrival_order_ not yet visible
+  std::deque<int> waiting_;         // visible, not running; preempted ones at the front
+  std::vector<int> running_;        // in admission order
+  int in_flight_ = 0;               // admitted at least once and not finished
+  int num_finished_ = 0;
+  int64_t step_ = 0;
+  int64_t preemptions_ = 0;
+
+  // Per-step scratch, reused.
+  std::vector<Scheduled> scheduled_;
+  std::vector<int32_t> hits_;
+  std::vector<int> running_snapshot_;
+  int token_budget_ = 0;
+  double now_ = 0.0;
+  bool preempted_this_step_ = false;
+  int last_prefill_tokens_ = 0;
+  int last_decode_tokens_ = 0;
+};
+
+}  // namespace rose
