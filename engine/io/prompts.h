@@ -1,6 +1,6 @@
 #pragma once
-// Prompt files (JSONL; reference/formats.md): one request per line, either roseinfer's own fields or
-// an OpenAI batch request line. Errors name the file, the line and the field.
+// Prompt files (JSONL; reference/formats.md): one request per line, either roseinfer's own fields
+// or an OpenAI batch request line. Errors name the file, the line and the field.
 #include <cstdint>
 #include <filesystem>
 #include <optional>
@@ -11,9 +11,9 @@
 namespace rose {
 
 struct RequestSpec {
-  std::string id;  // "id", else the OpenAI "custom_id", else "line-N"
-  std::optional<std::string> custom_id;        // set for OpenAI batch lines; output follows that shape
-  std::optional<std::string> prompt;           // text to tokenize
+  std::string id;                        // "id", else the OpenAI "custom_id", else "line-N"
+  std::optional<std::string> custom_id;  // set for OpenAI batch lines; output follows that shape
+  std::optional<std::string> prompt;     // text to tokenize
   std::optional<std::vector<int32_t>> prompt_token_ids;  // or ids as given
   std::optional<int> max_tokens;
   std::optional<float> temperature;
@@ -23,6 +23,10 @@ struct RequestSpec {
   std::optional<bool> ignore_eos;
   std::optional<double> arrival_time;  // seconds from the start of the run (online trace)
   int line = 0;                        // 1-based line in the file
+  // OpenAI batch lines: the body used "messages" (output is a chat.completion, else a
+  // text_completion). Messages are rendered to one plain prompt: "role: content\n" per message,
+  // then "assistant:" (the presets have no chat template).
+  bool openai_chat = false;
 };
 
 struct SkippedLine {
@@ -35,10 +39,11 @@ struct PromptFile {
   std::vector<SkippedLine> skipped;  // only with skip_invalid
 };
 
-// Reads a whole file. Blank lines are ignored; a UTF-8 BOM and CRLF line ends are accepted; a line
-// with invalid UTF-8 or bad JSON is an error (or a skip with skip_invalid). `source` names the file in
-// messages.
-PromptFile parse_prompt_jsonl(std::string_view content, const std::string& source, bool skip_invalid);
+// Reads a whole file. A file without any request is an error; so is a repeated id. Blank lines are
+// ignored; a UTF-8 BOM and CRLF line ends are accepted; a line with invalid UTF-8 or bad JSON is an
+// error (or a skip with skip_invalid). `source` names the file in messages.
+PromptFile parse_prompt_jsonl(std::string_view content, const std::string& source,
+                              bool skip_invalid);
 PromptFile read_prompt_file(const std::filesystem::path& path, bool skip_invalid);
 
 }  // namespace rose
