@@ -1,0 +1,61 @@
+#include "engine/model/weights.h"
+
+#include <filesystem>
+
+#include "engine/common/error.h"
+#include "engine/model/hf_weights.h"
+#include "engine/model/presets.h"
+
+namespace rose {
+
+int64_t TensorSpec::numel() const {
+  int64_t n = 1;
+  for (int64_t d : shape) n *= d;
+  return n;
+}
+
+std::vector<TensorSpec> canonical_tensors(const ModelConfig& config) {
+  const bool gpt2 = config.arch == Arch::kGpt2;
+  const int64_t hidden = config.hidden_size;
+  const int64_t inter = config.intermediate_size;
+  const int64_t qkv = config.qkv_dim();
+  std::vector<TensorSpec> specs;
+  auto add = [&](std::string name, std::vector<int64_t> shape) {
+    specs.push_back({std::move(name), std::move(shape)});
+  };
+  add("tok_emb", {config.vocab_size, hidden});
+  if (gpt2) add("pos_emb", {config.max_position_embeddings, hidden});
+  for (int layer = 0; layer < config.num_layers; ++layer) {
+    const std::string prefix = "layers." + std::to_string(layer) + ".";
+    add(prefix + "attn_norm.weight", {hidden});
+    if (gpt2) add(prefix + "attn_norm.bias", {hidden});
+    add(prefix + "qkv.weight", {qkv, hidden});
+    if (gpt2 || config.qkv_bias) add(prefix + "qkv.bias", {qkv});
+    add(prefix + "o.weight", {hidden, config.q_dim()});
+    if (gpt2) add(prefix + "o.bias", {hidden});
+    add(prefix + "mlp_norm.weight", {hidden});
+    if (gpt2) add(prefix + "mlp_norm.bias", {hidden});
+    add(prefix + "up.weight", {gpt2 ? inter : 2 * inter, hidden});
+    if (gpt2) add(prefix + "up.bias", {inter});
+    add(prefix + "down.weight", {hidden, inter});
+    if (gpt2) add(prefix + "down.bias", {hidden});
+  }
+  add("final_norm.weight", {hidden});
+  if (gpt2) add("final_norm.bias", {hidden});
+  if (!config.tie_word_embeddings) add("lm_head.weight", {config.vocab_size, hidden});
+  return specs;
+}
+
+std::unique_ptr<WeightSource> open_model(const std::string& model_or_preset) {
+  if (std::unique_ptr<WeightSource> preset = open_preset(model_or_preset)) return preset;
+  const std::filesystem::path folder(model_or_preset);
+  std::error_code ec;
+  if (!model_or_preset.empty() && std::filesystem::is_directory(folder, ec) &&
+      std::filesystem::exists(folder / "config.json", ec)) {
+    return open_hf_model(folder);
+  }
+  fail("unknown model '{}': not a preset ({}) nor a folder with config.json", model_or_preset,
+       preset_names_text());
+}
+
+}  // namespace rose
