@@ -16,7 +16,8 @@ class Tokenizer {
   virtual ~Tokenizer() = default;
   // Special/added tokens in the text are recognised and emitted as their ids.
   virtual std::vector<int32_t> encode(std::string_view text) const = 0;
-  // The raw bytes a token stands for (may be part of a UTF-8 character); "" for ids it does not know.
+  // The raw bytes a token stands for (may be part of a UTF-8 character); "" for ids it does not
+  // know.
   virtual std::string token_bytes(int32_t id) const = 0;
   virtual int vocab_size() const = 0;
   virtual std::string kind() const = 0;  // "byte" or "bpe"
@@ -30,6 +31,9 @@ std::unique_ptr<Tokenizer> make_byte_tokenizer(int vocab_size);
 
 // Loads tokenizer.json. Errors name the file and the offending field.
 std::unique_ptr<Tokenizer> load_tokenizer_json(const std::filesystem::path& path);
+// The same from the file's content; `source_name` stands for the file in error messages.
+std::unique_ptr<Tokenizer> load_tokenizer_json_from_string(std::string_view content,
+                                                           const std::string& source_name);
 
 // Streams text out of a growing id sequence without ever emitting half a UTF-8 character: bytes of
 // an incomplete character are held back until the character completes (or flush() is called, when
