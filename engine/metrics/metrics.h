@@ -10,18 +10,31 @@
 
 namespace rose {
 
-// Linear interpolation between closest ranks (numpy's default). `sorted` must be ascending, nonempty.
+// Linear interpolation between closest ranks (numpy's default). `sorted` must be ascending,
+// nonempty.
 double percentile_sorted(const std::vector<double>& sorted, double q);
 
+// Every field is 0 when there are no values (vLLM writes 0 there too), so a table or JSON never
+// shows NaN.
 struct Distribution {
   size_t count = 0;
-  double mean = 0, std = 0, min = 0, max = 0;  // std: population (numpy's default, ddof=0)
-  std::vector<std::pair<double, double>> percentiles;  // (q, value)
+  double mean = 0, std = 0, min = 0, max = 0;          // std: population (numpy's default, ddof=0)
+  double median = 0;                                   // always the 50th percentile, chosen or not
+  std::vector<std::pair<double, double>> percentiles;  // (q, value), in the order asked for
 };
+// Throws rose::Error when a percentile lies outside [0, 100] (it comes from --percentiles).
 Distribution summarize(std::vector<double> values, const std::vector<double>& percentiles);
 
 struct Slo {
   std::optional<double> ttft_ms, tpot_ms, e2el_ms;
+};
+
+// Per-request numbers for --save-detailed, in input order. Times are in seconds, as in vLLM's
+// detailed JSON (ttfts, itls); a failed request has 0 there and an empty itl list.
+struct RequestDetail {
+  std::vector<int64_t> input_lens, output_lens, cached_tokens;
+  std::vector<double> ttfts, e2els;       // seconds
+  std::vector<std::vector<double>> itls;  // seconds; (num_requests, output_len - 1)
 };
 
 struct BenchReport {
@@ -38,12 +51,17 @@ struct BenchReport {
   PrefixCacheStats cache;
   KvStats kv;
   StepStats steps;
-  double decode_gbps = 0;               // achieved bytes/s of pure-decode steps, GB/s
+  double decode_gbps = 0;                          // achieved bytes/s of pure-decode steps, GB/s
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
+  RequestDetail detail;
 };
 
+// A request counts as failed when it produced no token or never finished; failed requests are
+// left out of every distribution and token count (as in vLLM). `copy_bandwidth_gbps` is a measured
+// device-to-device copy bandwidth (GB/s); when given, bandwidth_floor_fraction is set.
 BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& requests,
                         const std::string& mode, bool prefix_cache,
-                        const std::vector<double>& percentiles, const Slo& slo);
+                        const std::vector<double>& percentiles, const Slo& slo,
+                        std::optional<double> copy_bandwidth_gbps = std::nullopt);
 
 }  // namespace rose

@@ -1,0 +1,294 @@
+#include "engine/metrics/compare.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdlib>
+#include <map>
+
+#include "engine/common/error.h"
+#include "engine/metrics/report_table.h"
+
+namespace rose {
+
+namespace {
+
+constexpr std::string_view kDistributionNames[] = {"ttft", "tpot", "itl", "e2el", "queue"};
+constexpr std::string_view kStatPrefixes[] = {"mean", "median", "std", "min", "max"};
+
+// A latency statistic: (mean|median|std|min|max|pNN)_(ttft|tpot|itl|e2el|queue)_ms.
+bool is_latency_key(std::string_view name) {
+  if (!name.ends_with("_ms")) return false;
+  name.remove_suffix(3);
+  const size_t split = name.rfind('_');
+  if (split == std::string_view::npos) return false;
+  const std::string_view stat = name.substr(0, split);
+  const std::string_view family = name.substr(split + 1);
+  if (std::find(std::begin(kDistributionNames), std::end(kDistributionNames), family) ==
+      std::end(kDistributionNames)) {
+    return false;
+  }
+  if (std::find(std::begin(kStatPrefixes), std::end(kStatPrefixes), stat) !=
+      std::end(kStatPrefixes)) {
+    return true;
+  }
+  // pNN: a number in [0, 100].
+  if (stat.size() < 2 || stat[0] != 'p') return false;
+  const std::string digits(stat.substr(1));
+  if (digits.find_first_not_of("0123456789.") != std::string::npos) return false;
+  char* end = nullptr;
+  const double q = std::strtod(digits.c_str(), &end);
+  return end == digits.c_str() + digits.size() && q >= 0.0 && q <= 100.0;
+}
+
+std::string run_label(const std::string& mode, bool prefix_cache) {
+  return fmt::format("{}, cache {}", mode, prefix_cache ? "on" : "off");
+}
+
+}  // namespace
+
+std::optional<MetricDirection> metric_direction(std::string_view name) {
+  static const std::map<std::string, MetricDirection, std::less<>> kKnown = {
+      {"completed", MetricDirection::kHigherIsBetter},
+      {"request_throughput", MetricDirection::kHigherIsBetter},
+      {"output_throughput", MetricDirection::kHigherIsBetter},
+      {"total_token_throughput", MetricDirection::kHigherIsBetter},
+      {"request_goodput", MetricDirection::kHigherIsBetter},
+      {"prefix_cache_hit_rate", MetricDirection::kHigherIsBetter},
+      {"prefix_cache_hit_tokens", MetricDirection::kHigherIsBetter},
+      {"decode_gbps", MetricDirection::kHigherIsBetter},
+      {"bandwidth_floor_fraction", MetricDirection::kHigherIsBetter},
+      {"failed", MetricDirection::kLowerIsBetter},
+      {"duration", MetricDirection::kLowerIsBetter},
+      {"prefix_cache_evictions", MetricDirection::kLowerIsBetter},
+      {"kv_peak_used_blocks", MetricDirection::kLowerIsBetter},
+      {"kv_peak_usage", MetricDirection::kLowerIsBetter},
+      {"preemptions", MetricDirection::kLowerIsBetter},
+      {"steps", MetricDirection::kLowerIsBetter},
+      {"prefill_tokens_computed", MetricDirection::kLowerIsBetter},
+      {"decode_time_s", MetricDirection::kLowerIsBetter},
+      {"execute_time_s", MetricDirection::kLowerIsBetter},
+      {"schedule_time_s", MetricDirection::kLowerIsBetter},
+  };
+  if (const auto it = kKnown.find(name); it != kKnown.end()) return it->second;
+  if (is_latency_key(name)) return MetricDirection::kLowerIsBetter;
+  return std::nullopt;
+}
+
+const std::vector<std::string>& default_compare_metrics() {
+  static const std::vector<std::string> kDefaults = {
+      "output_throughput", "request_throughput", "median_ttft_ms", "p99_ttft_ms",
+      "median_tpot_ms",    "p99_tpot_ms",        "median_itl_ms",  "p99_itl_ms",
+  };
+  return kDefaults;
+}
+
+double parse_threshold_percent(std::string_view text, std::string_view what) {
+  std::string number(text);
+  if (!number.empty() && number.back() == '%') number.pop_back();
+  char* end = nullptr;
+  const double value = number.empty() ? std::nan("") : std::strtod(number.c_str(), &end);
+  if (number.empty() || end != number.c_str() + number.size() || std::isnan(value)) {
+    fail("{}: '{}' is not a threshold (write a percentage such as 5% or 5)", what, text);
+  }
+  if (value < 0.0) fail("{}: '{}' is negative; a threshold is a percentage >= 0", what, text);
+  return value;
+}
+
+MetricSpec parse_metric_spec(std::string_view spec) {
+  MetricSpec out;
+  const size_t colon = spec.find(':');
+  out.name = std::string(spec.substr(0, colon));
+  if (out.name.empty()) fail("--metric '{}': the metric name is empty", spec);
+  if (!metric_direction(out.name)) {
+    fail(
+        "--metric '{}': unknown or not comparable metric '{}' (use a run key such as "
+        "output_throughput, request_throughput, request_goodput, prefix_cache_hit_rate, duration, "
+        "or mean_/median_/std_/min_/max_/pNN_ of ttft, tpot, itl, e2el, queue with _ms)",
+        spec, out.name);
+  }
+  if (colon != std::string_view::npos) {
+    out.threshold_percent =
+        parse_threshold_percent(spec.substr(colon + 1), fmt::format("--metric '{}'", spec));
+  }
+  return out;
+}
+
+const char* verdict_name(Verdict verdict) {
+  switch (verdict) {
+    case Verdict::kImproved:
+      return "improved";
+    case Verdict::kOk:
+      return "ok";
+    case Verdict::kRegression:
+      return "REGRESSION";
+    case Verdict::kNotANumber:
+      return "not a number";
+  }
+  return "?";
+}
+
+CompareResult compare_results(const BenchResults& base, const BenchResults& next,
+                              const CompareOptions& options, const std::string& base_name,
+                              const std::string& next_name) {
+  CompareResult result;
+  if (base.workload.fingerprint != next.workload.fingerprint) {
+    const std::string why = fmt::format(
+        "{} and {} measured different workloads (workload '{}' fingerprint {} vs '{}' fingerprint "
+        "{}): prompts, lengths, sampling, arrivals or model differ, so their numbers are not "
+        "comparable",
+        base_name, next_name, base.workload.name, base.workload.fingerprint, next.workload.name,
+        next.workload.fingerprint);
+    if (!options.force) fail("{}; pass --force to compare them anyway", why);
+    result.notes.push_back("warning (--force): " + why);
+  }
+
+  // The metrics to check and their thresholds, defaults first, in a stable order.
+  std::vector<std::pair<std::string, double>> metrics;
+  auto set_metric = [&](const std::string& name, double threshold) {
+    for (auto& [existing, existing_threshold] : metrics) {
+      if (existing == name) {
+        existing_threshold = threshold;
+        return;
+      }
+    }
+    metrics.emplace_back(name, threshold);
+  };
+  if (!options.only_listed_metrics) {
+    for (const std::string& name : default_compare_metrics()) {
+      set_metric(name, options.max_regression_percent);
+    }
+  }
+  for (const MetricSpec& spec : options.metrics) {
+    if (!metric_direction(spec.name))
+      fail("--metric: unknown or not comparable metric '{}'", spec.name);
+    set_metric(spec.name, spec.threshold_percent.value_or(options.max_regression_percent));
+  }
+  if (metrics.empty()) fail("compare: no metric to compare (--metrics-only with no --metric)");
+
+  ROSE_ASSERT(base.runs.size() == base.run_values.size());
+  ROSE_ASSERT(next.runs.size() == next.run_values.size());
+  auto find_run = [](const BenchResults& results, const BenchReport& run) -> int {
+    for (size_t i = 0; i < results.runs.size(); ++i) {
+      if (results.runs[i].mode == run.mode && results.runs[i].prefix_cache == run.prefix_cache) {
+        return int(i);
+      }
+    }
+    return -1;
+  };
+
+  int common_runs = 0;
+  for (size_t b = 0; b < base.runs.size(); ++b) {
+    const BenchReport& base_run = base.runs[b];
+    const std::string label = run_label(base_run.mode, base_run.prefix_cache);
+    if (find_run(base, base_run) != int(b)) {
+      result.notes.push_back(
+          fmt::format("{}: run '{}' appears twice; the first is used", base_name, label));
+      continue;
+    }
+    const int n = find_run(next, base_run);
+    if (n < 0) {
+      result.notes.push_back(fmt::format("run '{}' is only in {}", label, base_name));
+      continue;
+    }
+    ++common_runs;
+    for (const auto& [metric, threshold] : metrics) {
+      const auto base_value = base.run_values[b].find(metric);
+      const auto next_value = next.run_values[size_t(n)].find(metric);
+      if (base_value == base.run_values[b].end() ||
+          next_value == next.run_values[size_t(n)].end()) {
+        fail("metric '{}' is not in run '{}' of {} (was it measured, e.g. --slo for goodput?)",
+             metric, label, base_value == base.run_values[b].end() ? base_name : next_name);
+      }
+      CompareRow row;
+      row.run = label;
+      row.metric = metric;
+      row.direction = *metric_direction(metric);
+      row.base = base_value->second;
+      row.next = next_value->second;
+      row.threshold_percent = threshold;
+      if (std::isnan(row.base) || std::isnan(row.next)) {
+        row.change_percent = std::nan("");
+        row.verdict = Verdict::kNotANumber;
+        result.rows.push_back(row);
+        continue;
+      }
+      const double delta = row.next - row.base;
+      if (row.base != 0.0) {
+        row.change_percent = delta / std::fabs(row.base) * 100.0;
+      } else {
+        row.change_percent = delta == 0.0 ? 0.0 : std::copysign(INFINITY, delta);
+      }
+      const double worse_percent = row.direction == MetricDirection::kHigherIsBetter
+                                       ? -row.change_percent
+                                       : row.change_percent;
+      if (worse_percent > threshold) {
+        row.verdict = Verdict::kRegression;
+        ++result.regressions;
+      } else if (worse_percent < 0.0) {
+        row.verdict = Verdict::kImproved;
+      } else {
+        row.verdict = Verdict::kOk;
+      }
+      result.rows.push_back(row);
+    }
+  }
+  for (const BenchReport& next_run : next.runs) {
+    if (find_run(base, next_run) < 0) {
+      result.notes.push_back(fmt::format(
+          "run '{}' is only in {}", run_label(next_run.mode, next_run.prefix_cache), next_name));
+    }
+  }
+  if (common_runs == 0) {
+    fail("{} and {} have no run in common (runs are matched by mode and prefix cache)", base_name,
+         next_name);
+  }
+  return result;
+}
+
+std::string render_compare_table(const CompareResult& result) {
+  TextTable table;
+  table.add_row({"run", "metric", "base", "new", "change", "limit", "verdict"});
+  for (const CompareRow& row : result.rows) {
+    const std::string change = std::isnan(row.change_percent)
+                                   ? std::string("-")
+                                   : fmt::format("{}{}%", row.change_percent > 0 ? "+" : "",
+                                                 format_number(row.change_percent));
+    // The limit is shown in the bad direction: -5% for throughput, +5% for latency.
+    const std::string limit =
+        fmt::format("{}{}%", row.direction == MetricDirection::kHigherIsBetter ? "-" : "+",
+                    format_number(row.threshold_percent));
+    table.add_row({row.run, row.metric, format_number(row.base), format_number(row.next), change,
+                   limit, verdict_name(row.verdict)});
+  }
+  std::string out = table.render();
+  for (const std::string& note : result.notes) out += "note: " + note + "\n";
+  if (result.regressions > 0) {
+    out += fmt::format("compare: {} of {} metrics regressed beyond their threshold\n",
+                       result.regressions, result.rows.size());
+  } else {
+    out += fmt::format("compare: all {} metrics within bounds\n", result.rows.size());
+  }
+  return out;
+}
+
+int run_compare(const std::string& base_path, const std::string& next_path,
+                const CompareOptions& options, std::ostream& out, std::ostream& err) {
+  try {
+    const BenchResults base = read_results_json(base_path);
+    const BenchResults next = read_results_json(next_path);
+    const CompareResult result = compare_results(base, next, options, base_path, next_path);
+    out << fmt::format("base: {} (roseinfer {}, git {}, {}, {})\n", base_path,
+                       base.roseinfer_version, base.git_commit, base.date, base.device);
+    out << fmt::format("new:  {} (roseinfer {}, git {}, {}, {})\n", next_path,
+                       next.roseinfer_version, next.git_commit, next.date, next.device);
+    out << render_compare_table(result);
+    return result.exit_code();
+  } catch (const Error& e) {
+    err << "roseinfer compare: " << e.what() << "\n";
+    return kCompareUsageError;
+  }
+}
+
+}  // namespace rose

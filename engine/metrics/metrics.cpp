@@ -1,0 +1,163 @@
+#include "engine/metrics/metrics.h"
+
+#include <algorithm>
+#include <cmath>
+
+#include "engine/common/error.h"
+
+namespace rose {
+
+double percentile_sorted(const std::vector<double>& sorted, double q) {
+  ROSE_ASSERT(!sorted.empty());
+  ROSE_ASSERT(q >= 0.0 && q <= 100.0);
+  // numpy's "linear" method: the value at fractional rank q/100 * (n - 1).
+  const double rank = q / 100.0 * double(sorted.size() - 1);
+  const size_t lower = size_t(std::floor(rank));
+  const size_t upper = std::min(lower + 1, sorted.size() - 1);
+  const double fraction = rank - double(lower);
+  return sorted[lower] + (sorted[upper] - sorted[lower]) * fraction;
+}
+
+Distribution summarize(std::vector<double> values, const std::vector<double>& percentiles) {
+  for (double q : percentiles) {
+    if (!(q >= 0.0 && q <= 100.0)) fail("--percentiles: {} is outside [0, 100]", q);
+  }
+  Distribution dist;
+  dist.count = values.size();
+  if (values.empty()) {
+    for (double q : percentiles) dist.percentiles.emplace_back(q, 0.0);
+    return dist;
+  }
+  std::sort(values.begin(), values.end());
+  double sum = 0.0;
+  for (double v : values) sum += v;
+  dist.mean = sum / double(values.size());
+  // Two passes: subtracting the mean first keeps the variance exact for tightly clustered
+  // latencies.
+  double squared_deviations = 0.0;
+  for (double v : values) squared_deviations += (v - dist.mean) * (v - dist.mean);
+  dist.std = std::sqrt(squared_deviations / double(values.size()));
+  dist.min = values.front();
+  dist.max = values.back();
+  dist.median = percentile_sorted(values, 50.0);
+  for (double q : percentiles) dist.percentiles.emplace_back(q, percentile_sorted(values, q));
+  return dist;
+}
+
+namespace {
+
+bool request_failed(const RequestResult& result) {
+  return result.timeline.token_times.empty() || result.timeline.finish < 0.0;
+}
+
+double per_second(double count, double duration_s) {
+  return duration_s > 0.0 ? count / duration_s : 0.0;
+}
+
+}  // namespace
+
+BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& requests,
+                        const std::string& mode, bool prefix_cache,
+                        const std::vector<double>& percentiles, const Slo& slo,
+                        std::optional<double> copy_bandwidth_gbps) {
+  ROSE_ASSERT(run.requests.size() == requests.size());
+  constexpr double kMs = 1000.0;
+
+  BenchReport report;
+  report.mode = mode;
+  report.prefix_cache = prefix_cache;
+  report.duration_s = run.duration_s;
+
+  std::vector<double> ttfts, tpots, itls, e2els,
+      queues;  // ms, one per completed request (itl: per gap)
+  const size_t num_requests = requests.size();
+  RequestDetail& detail = report.detail;
+  detail.input_lens.reserve(num_requests);
+  detail.output_lens.reserve(num_requests);
+  detail.cached_tokens.reserve(num_requests);
+  detail.ttfts.reserve(num_requests);
+  detail.e2els.reserve(num_requests);
+  detail.itls.reserve(num_requests);
+
+  const bool has_slo = slo.ttft_ms || slo.tpot_ms || slo.e2el_ms;
+  int64_t good_requests = 0;
+
+  for (size_t i = 0; i < num_requests; ++i) {
+    const RequestResult& result = run.requests[i];
+    const Timeline& timeline = result.timeline;
+    const int64_t input_len = int64_t(requests[i].prompt.size());
+    detail.input_lens.push_back(input_len);
+    detail.cached_tokens.push_back(result.cached_prompt_tokens);
+
+    if (request_failed(result)) {
+      ++report.failed;
+      detail.output_lens.push_back(0);
+      detail.ttfts.push_back(0.0);
+      detail.e2els.push_back(0.0);
+      detail.itls.emplace_back();
+      continue;
+    }
+    ++report.completed;
+    const std::vector<double>& times = timeline.token_times;  // (num_output_tokens,)
+    const int64_t output_len = int64_t(times.size());
+    report.total_input_tokens += input_len;
+    report.total_output_tokens += output_len;
+
+    const double ttft_s = times.front() - timeline.arrival;
+    const double e2el_s = times.back() - timeline.arrival;
+    ttfts.push_back(ttft_s * kMs);
+    e2els.push_back(e2el_s * kMs);
+    if (timeline.first_scheduled >= 0.0) {
+      queues.push_back((timeline.first_scheduled - timeline.arrival) * kMs);
+    }
+    // vLLM counts a one-token request's TPOT as 0 when judging goodput.
+    double tpot_ms = 0.0;
+    if (output_len >= 2) {
+      tpot_ms = (times.back() - times.front()) / double(output_len - 1) * kMs;
+      tpots.push_back(tpot_ms);
+    }
+    std::vector<double> gaps_s;
+    gaps_s.reserve(times.size() - 1);
+    for (size_t t = 1; t < times.size(); ++t) {
+      gaps_s.push_back(times[t] - times[t - 1]);
+      itls.push_back((times[t] - times[t - 1]) * kMs);
+    }
+
+    detail.output_lens.push_back(output_len);
+    detail.ttfts.push_back(ttft_s);
+    detail.e2els.push_back(e2el_s);
+    detail.itls.push_back(std::move(gaps_s));
+
+    if (has_slo) {
+      const bool good = (!slo.ttft_ms || ttft_s * kMs <= *slo.ttft_ms) &&
+                        (!slo.tpot_ms || tpot_ms <= *slo.tpot_ms) &&
+                        (!slo.e2el_ms || e2el_s * kMs <= *slo.e2el_ms);
+      if (good) ++good_requests;
+    }
+  }
+
+  report.ttft_ms = summarize(std::move(ttfts), percentiles);
+  report.tpot_ms = summarize(std::move(tpots), percentiles);
+  report.itl_ms = summarize(std::move(itls), percentiles);
+  report.e2el_ms = summarize(std::move(e2els), percentiles);
+  report.queue_ms = summarize(std::move(queues), percentiles);
+
+  report.request_throughput = per_second(report.completed, report.duration_s);
+  report.output_throughput = per_second(double(report.total_output_tokens), report.duration_s);
+  report.total_token_throughput =
+      per_second(double(report.total_input_tokens + report.total_output_tokens), report.duration_s);
+  if (has_slo) report.goodput = per_second(double(good_requests), report.duration_s);
+
+  report.cache = run.cache;
+  report.kv = run.kv;
+  report.steps = run.steps;
+  if (run.steps.decode_time_s > 0.0) {
+    report.decode_gbps = run.steps.decode_bytes / run.steps.decode_time_s / 1e9;
+  }
+  if (copy_bandwidth_gbps && *copy_bandwidth_gbps > 0.0) {
+    report.bandwidth_floor_fraction = report.decode_gbps / *copy_bandwidth_gbps;
+  }
+  return report;
+}
+
+}  // namespace rose

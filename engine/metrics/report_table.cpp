@@ -1,0 +1,202 @@
+#include "engine/metrics/report_table.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+#include <cmath>
+#include <optional>
+
+#include "engine/metrics/results_json.h"
+
+namespace rose {
+
+void TextTable::add_row(std::vector<std::string> cells) { rows_.push_back(std::move(cells)); }
+
+std::string TextTable::render(int indent) const {
+  std::vector<size_t> widths;
+  for (const auto& row : rows_) {
+    if (row.size() < 2) continue;  // section lines do not widen the columns
+    if (widths.size() < row.size()) widths.resize(row.size(), 0);
+    for (size_t c = 0; c < row.size(); ++c) widths[c] = std::max(widths[c], row[c].size());
+  }
+  std::string out;
+  const std::string margin(size_t(indent), ' ');
+  for (const auto& row : rows_) {
+    std::string line = margin;
+    if (row.size() == 1) {
+      line += row[0];
+    } else {
+      for (size_t c = 0; c < row.size(); ++c) {
+        if (c == 0) {
+          line += fmt::format("{:<{}}", row[c], widths[c]);
+        } else {
+          line += fmt::format("  {:>{}}", row[c], widths[c]);
+        }
+      }
+    }
+    while (!line.empty() && line.back() == ' ') line.pop_back();
+    out += line;
+    out += '\n';
+  }
+  return out;
+}
+
+namespace {
+
+// "1234567" -> "1,234,567"; `digits` is a plain decimal text with an optional sign and fraction.
+std::string group_thousands(const std::string& digits) {
+  const size_t start = (!digits.empty() && (digits[0] == '-' || digits[0] == '+')) ? 1 : 0;
+  size_t end = digits.find('.');
+  if (end == std::string::npos) end = digits.size();
+  std::string out = digits.substr(0, start);
+  for (size_t i = start; i < end; ++i) {
+    out += digits[i];
+    const size_t remaining = end - i - 1;
+    if (remaining > 0 && remaining % 3 == 0) out += ',';
+  }
+  out += digits.substr(end);
+  return out;
+}
+
+}  // namespace
+
+std::string format_number(double value) {
+  if (std::isnan(value)) return "nan";
+  if (std::isinf(value)) return value > 0 ? "inf" : "-inf";
+  const double magnitude = std::fabs(value);
+  std::string text;
+  if (magnitude == 0.0) {
+    text = "0";
+  } else if (magnitude < 10.0) {
+    text = fmt::format("{:.3f}", value);
+  } else if (magnitude < 100.0) {
+    text = fmt::format("{:.2f}", value);
+  } else if (magnitude < 1000.0) {
+    text = fmt::format("{:.1f}", value);
+  } else {
+    text = fmt::format("{:.0f}", value);
+  }
+  return group_thousands(text);
+}
+
+std::string format_count(int64_t value) { return group_thousands(fmt::format("{}", value)); }
+
+std::string format_percent(double fraction) {
+  if (!std::isfinite(fraction)) return format_number(fraction);
+  return fmt::format("{:.1f}%", fraction * 100.0);
+}
+
+namespace {
+
+std::string cache_label(bool prefix_cache) {
+  return prefix_cache ? "prefix cache on" : "prefix cache off";
+}
+
+std::optional<double> chosen_percentile(const Distribution& d, double q) {
+  for (const auto& [chosen, value] : d.percentiles) {
+    if (chosen == q) return value;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::string render_report_table(const BenchReport& r) {
+  std::string out = fmt::format("== {}, {}: {} completed, {} failed, {} s ==\n", r.mode,
+                                cache_label(r.prefix_cache), format_count(r.completed),
+                                format_count(r.failed), format_number(r.duration_s));
+
+  // The percentile columns come from the report itself, so --percentiles changes the table.
+  std::vector<double> qs;
+  for (const auto& [q, value] : r.ttft_ms.percentiles) qs.push_back(q);
+  TextTable latency;
+  std::vector<std::string> header = {"latency (ms)", "mean"};
+  for (double q : qs) header.push_back(percentile_key(q));
+  header.push_back("max");
+  latency.add_row(header);
+  const std::pair<const char*, const Distribution*> rows[] = {
+      {"TTFT", &r.ttft_ms}, {"TPOT", &r.tpot_ms},   {"ITL", &r.itl_ms},
+      {"E2E", &r.e2el_ms},  {"queue", &r.queue_ms},
+  };
+  for (const auto& [name, dist] : rows) {
+    std::vector<std::string> cells = {name, format_number(dist->mean)};
+    for (double q : qs) {
+      const std::optional<double> v = chosen_percentile(*dist, q);
+      cells.push_back(v ? format_number(*v) : "-");
+    }
+    cells.push_back(format_number(dist->max));
+    latency.add_row(std::move(cells));
+  }
+  out += latency.render(2);
+
+  TextTable totals;
+  totals.add_row({"requests/s", format_number(r.request_throughput)});
+  totals.add_row({"output tok/s", format_number(r.output_throughput)});
+  totals.add_row({"total tok/s", format_number(r.total_token_throughput)});
+  if (r.goodput) totals.add_row({"goodput req/s", format_number(*r.goodput)});
+  totals.add_row({"tokens in / out", fmt::format("{} / {}", format_count(r.total_input_tokens),
+                                                 format_count(r.total_output_tokens))});
+  if (r.prefix_cache) {
+    totals.add_row(
+        {"prefix cache",
+         fmt::format("{} lookups, {} of {} tokens hit ({}), {} evictions",
+                     format_count(r.cache.lookups), format_count(r.cache.hit_tokens),
+                     format_count(r.cache.queried_tokens), format_percent(r.cache.hit_rate()),
+                     format_count(r.cache.evictions))});
+  } else {
+    totals.add_row({"prefix cache", "off"});
+  }
+  const double kv_usage =
+      r.kv.total_blocks > 0 ? double(r.kv.peak_used_blocks) / r.kv.total_blocks : 0.0;
+  totals.add_row(
+      {"KV peak", fmt::format("{} of {} blocks ({}), {} preemptions",
+                              format_count(r.kv.peak_used_blocks), format_count(r.kv.total_blocks),
+                              format_percent(kv_usage), format_count(r.kv.preemptions))});
+  std::string decode = fmt::format("{} GB/s", format_number(r.decode_gbps));
+  if (r.bandwidth_floor_fraction) {
+    decode += fmt::format(" ({} of the copy-bandwidth floor)",
+                          format_percent(*r.bandwidth_floor_fraction));
+  }
+  totals.add_row({"decode bandwidth", decode});
+  totals.add_row(
+      {"steps",
+       fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),
+                   format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens))});
+  out += totals.render(2);
+  return out;
+}
+
+std::string render_summary_table(const std::vector<BenchReport>& reports) {
+  TextTable table;
+  std::vector<std::string> header = {""};
+  std::vector<std::string> cache_row = {""};
+  for (const BenchReport& r : reports) {
+    header.push_back(r.mode);
+    cache_row.push_back(r.prefix_cache ? "cache on" : "cache off");
+  }
+  table.add_row(std::move(header));
+  table.add_row(std::move(cache_row));
+  auto add = [&](const char* name, auto value_of) {
+    std::vector<std::string> cells = {name};
+    for (const BenchReport& r : reports) cells.push_back(value_of(r));
+    table.add_row(std::move(cells));
+  };
+  auto percentile_cell = [](const Distribution& d, double q) {
+    const std::optional<double> v = chosen_percentile(d, q);
+    return v ? format_number(*v) : std::string("-");
+  };
+  add("duration (s)", [](const BenchReport& r) { return format_number(r.duration_s); });
+  add("requests/s", [](const BenchReport& r) { return format_number(r.request_throughput); });
+  add("output tok/s", [](const BenchReport& r) { return format_number(r.output_throughput); });
+  add("TTFT p50 (ms)", [](const BenchReport& r) { return format_number(r.ttft_ms.median); });
+  add("TTFT p99 (ms)", [&](const BenchReport& r) { return percentile_cell(r.ttft_ms, 99); });
+  add("TPOT p50 (ms)", [](const BenchReport& r) { return format_number(r.tpot_ms.median); });
+  add("TPOT p99 (ms)", [&](const BenchReport& r) { return percentile_cell(r.tpot_ms, 99); });
+  add("cache hit rate", [](const BenchReport& r) {
+    return r.prefix_cache ? format_percent(r.cache.hit_rate()) : std::string("-");
+  });
+  add("failed", [](const BenchReport& r) { return format_count(r.failed); });
+  return "== summary ==\n" + table.render(2);
+}
+
+}  // namespace rose

@@ -1,0 +1,36 @@
+#pragma once
+// Text tables for stdout: one block per BenchReport, a side-by-side summary of several, and the
+// column-aligning helper both (and compare's table) use.
+#include <string>
+#include <vector>
+
+#include "engine/metrics/metrics.h"
+
+namespace rose {
+
+// Rows of cells; the first column is left-aligned, the rest right-aligned. A row with one cell is
+// a section line printed as is.
+class TextTable {
+ public:
+  void add_row(std::vector<std::string> cells);
+  std::string render(int indent = 0) const;
+
+ private:
+  std::vector<std::vector<std::string>> rows_;
+};
+
+// Readable numbers: thousands separators, and decimals that shrink as the value grows
+// (0.123, 12.35, 123.5, 1,235).
+std::string format_number(double value);
+// An integer count with thousands separators.
+std::string format_count(int64_t value);
+// 0.9375 -> "93.8%".
+std::string format_percent(double fraction);
+
+// One block: latency rows (TTFT, TPOT, ITL, E2E, queue) x (mean, chosen percentiles, max), then
+// throughput, prefix cache, KV and decode bandwidth lines.
+std::string render_report_table(const BenchReport& report);
+// Runs as columns (mode x prefix cache), headline numbers as rows. For --mode all or cache on/off.
+std::string render_summary_table(const std::vector<BenchReport>& reports);
+
+}  // namespace rose
