@@ -1,0 +1,712 @@
+// The CUDA backend: bf16 (or fp16) weights and KV cache, fp32 accumulation and residual stream.
+// Everything is allocated at construction (weights, the KV pool, workspaces sized by the token and
+// sequence budgets); execute() copies the plan's small arrays in with one cudaMemcpyAsync, runs the
+// forward pass (eagerly, or as a CUDA graph for pure-decode steps), samples on the GPU and copies
+// only the sampled ids back: one synchronisation per step.
+#include <cuda_runtime_api.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/rope_kv.cuh"
+#include "kernels/cuda/sampling.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int64_t kAlign = 256;
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+constexpr int64_t kStagingFloats = int64_t(16) << 20;  // checkpoint upload chunk (64 MB)
+constexpr int kMaxSplits = 32;
+
+int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
+
+struct LayerWeights {
+  const void* attn_norm_w = nullptr;  // (H,)
+  const void* attn_norm_b = nullptr;  // (H,) GPT-2
+  const void* qkv_w = nullptr;        // (qkv_dim, H)
+  const void* qkv_b = nullptr;        // (qkv_dim,) GPT-2, Qwen2
+  const void* o_w = nullptr;          // (H, q_dim)
+  const void* o_b = nullptr;          // (H,) GPT-2
+  const void* mlp_norm_w = nullptr;   // (H,)
+  const void* mlp_norm_b = nullptr;   // (H,) GPT-2
+  const void* up_w = nullptr;         // GPT-2 (I, H); Llama (2I, H) rows gate | up
+  const void* up_b = nullptr;         // (I,) GPT-2
+  const void* down_w = nullptr;       // (H, I)
+  const void* down_b = nullptr;       // (H,) GPT-2
+};
+
+// Where each per-step array lives inside the one metadata buffer (same offsets on host and device,
+// fixed at start so captured graphs keep reading the right addresses).
+struct MetaLayout {
+  int64_t sample_params = 0;  // (max_seqs,) SampleRowParams
+  int64_t query_start = 0;    // (max_seqs + 1,) int32
+  int64_t context_lens = 0;   // (max_seqs,)
+  int64_t sample_rows = 0;    // (max_seqs,) flat index of each sequence's last token
+  int64_t table_stride = 0;   // (1,) block table stride of this step
+  int64_t token_ids = 0;      // (max_tokens,)
+  int64_t positions = 0;      // (max_tokens,)
+  int64_t slot_mapping = 0;   // (max_tokens,)
+  int64_t token_seq = 0;      // (max_tokens,) sequence of each token
+  int64_t block_tables = 0;   // (max_seqs, max_table_stride) packed with this step's stride
+  int64_t total = 0;
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const WeightSource& weights, const BackendOptions& options);
+  ~CudaBackend() override;
+
+  void execute(const StepPlan& plan, StepOutput& out) override;
+  int num_kv_blocks() const override { return num_kv_blocks_; }
+  int block_size() const override { return block_size_; }
+  std::string device_name() const override { return device_name_; }
+  const ModelConfig& config() const override { return config_; }
+  int64_t weight_bytes() const override { return weight_bytes_; }
+  int64_t kv_bytes_per_token() const override { return config_.kv_elements_per_token() * 2; }
+
+ private:
+  void* device_alloc(int64_t bytes);
+  void load_weights(const WeightSource& weights);
+  void validate(const StepPlan& plan) const;
+  // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
+  // returns the bytes to copy.
+  int64_t pack(const StepPlan& plan, int padded_seqs);
+  void forward(int num_tokens, int num_seqs);
+  void gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
+  template <typename T>
+  T* meta(int64_t offset) const {
+    return reinterpret_cast<T*>(static_cast<char*>(meta_device_) + offset);
+  }
+  int graph_bucket(int num_seqs) const;
+
+  ModelConfig config_;
+  BackendOptions options_;
+  DType dtype_ = DType::kBF16;
+  bool gpt2_ = false;
+  int block_size_ = 16;
+  int num_kv_blocks_ = 0;
+  int max_seqs_ = 0;
+  int max_tokens_ = 0;
+  int max_model_len_ = 0;
+  int max_table_stride_ = 0;
+  int target_blocks_ = 0;
+  int64_t weight_bytes_ = 0;
+  std::string device_name_;
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  std::vector<void*> allocations_;
+  void* pinned_meta_ = nullptr;
+  int32_t* pinned_sampled_ = nullptr;
+  MetaLayout layout_;
+  void* meta_device_ = nullptr;
+
+  std::map<std::string, void*> tensors_;
+  const void* tok_emb_ = nullptr;
+  const void* pos_emb_ = nullptr;
+  std::vector<LayerWeights> layers_;
+  const void* final_norm_w_ = nullptr;
+  const void* final_norm_b_ = nullptr;
+  const void* lm_head_ = nullptr;
+  float* inv_freq_ = nullptr;  // (head_dim / 2,) Llama; nullptr for GPT-2
+
+  void* kv_pool_ = nullptr;  // per layer K then V: (num_blocks, block_size, n_kv_heads, head_dim)
+  int64_t kv_layer_elems_ = 0;
+
+  float* residual_ = nullptr;     // (max_tokens, H) fp32
+  void* normed_ = nullptr;        // (max_tokens, H)
+  void* qkv_ = nullptr;           // (max_tokens, qkv_dim)
+  void* attn_ = nullptr;          // (max_tokens, q_dim)
+  void* proj_ = nullptr;          // (max_tokens, H) o and down outputs
+  void* mlp_ = nullptr;           // (max_tokens, up_rows)
+  void* act_ = nullptr;           // (max_tokens, I) Llama
+  void* final_normed_ = nullptr;  // (max_seqs, H)
+  float* logits_ = nullptr;       // (max_seqs, V) fp32
+  int32_t* sampled_ = nullptr;    // (max_seqs,)
+  float* partial_out_ = nullptr;  // attention split partials
+  float* partial_lse_ = nullptr;
+  void* cublas_workspace_ = nullptr;
+
+  std::map<int, cudaGraphExec_t> graphs_;  // by padded batch size
+};
+
+void* CudaBackend::device_alloc(int64_t bytes) {
+  void* ptr = nullptr;
+  ROSE_CUDA_CHECK(cudaMalloc(&ptr, static_cast<size_t>(std::max<int64_t>(bytes, kAlign))));
+  allocations_.push_back(ptr);
+  return ptr;
+}
+
+CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& options)
+    : config_(weights.config()), options_(options) {
+  const ModelConfig& c = config_;
+  if (options.dtype == "bf16") {
+    dtype_ = DType::kBF16;
+  } else if (options.dtype == "fp16") {
+    dtype_ = DType::kFP16;
+  } else {
+    fail("--dtype {}: the CUDA backend supports bf16 and fp16", options.dtype);
+  }
+  gpt2_ = c.arch == Arch::kGpt2;
+  if (!attention_supports_head_dim(c.head_dim)) {
+    fail("model {}: head_dim {} is not supported by the CUDA backend (8, 16, 32, 64 or 128)",
+         c.name, c.head_dim);
+  }
+  if (c.hidden_size > 8192) fail("model {}: hidden_size above 8192 is not supported", c.name);
+  if (options.block_size < 1) fail("--block-size must be positive, got {}", options.block_size);
+  if (options.max_num_seqs < 1 || options.max_num_batched_tokens < 1) {
+    fail("max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive", options.max_num_seqs,
+         options.max_num_batched_tokens);
+  }
+  block_size_ = options.block_size;
+  max_seqs_ = options.max_num_seqs;
+  max_tokens_ = std::max(options.max_num_batched_tokens, max_seqs_);
+  max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
+  max_table_stride_ = (max_model_len_ + block_size_ - 1) / block_size_;
+
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  cudaDeviceProp prop{};
+  ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
+  device_name_ = prop.name;
+  target_blocks_ = 4 * prop.multiProcessorCount;
+
+  ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
+  ROSE_CUBLAS_CHECK(cublasCreate(&cublas_));
+  ROSE_CUBLAS_CHECK(cublasSetStream(cublas_, stream_));
+  // A fixed workspace keeps cuBLAS from allocating during graph capture.
+  cublas_workspace_ = device_alloc(kCublasWorkspaceBytes);
+  ROSE_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+
+  load_weights(weights);
+
+  // Workspaces.
+  const int64_t T = max_tokens_, S = max_seqs_, H = c.hidden_size;
+  const int64_t up_rows = gpt2_ ? c.intermediate_size : 2 * int64_t(c.intermediate_size);
+  residual_ = static_cast<float*>(device_alloc(T * H * 4));
+  normed_ = device_alloc(T * H * 2);
+  qkv_ = device_alloc(T * c.qkv_dim() * 2);
+  attn_ = device_alloc(T * c.q_dim() * 2);
+  proj_ = device_alloc(T * H * 2);
+  mlp_ = device_alloc(T * up_rows * 2);
+  if (!gpt2_) act_ = device_alloc(T * c.intermediate_size * 2);
+  final_normed_ = device_alloc(S * H * 2);
+  logits_ = static_cast<float*>(device_alloc(S * c.vocab_size * 4));
+  sampled_ = static_cast<int32_t*>(device_alloc(S * 4));
+  int64_t partial_rows = 0;  // (token, head, split) triples at the worst batch size
+  for (int n = 1; n <= T; ++n) {
+    const int splits =
+        attention_num_splits(n, c.num_kv_heads, c.num_heads, target_blocks_, kMaxSplits);
+    if (splits > 1)
+      partial_rows = std::max<int64_t>(partial_rows, int64_t(n) * c.num_heads * splits);
+  }
+  partial_out_ = static_cast<float*>(device_alloc(partial_rows * c.head_dim * 4));
+  partial_lse_ = static_cast<float*>(device_alloc(partial_rows * 4));
+
+  // The per-step metadata: one pinned buffer mirrored by one device buffer.
+  MetaLayout& m = layout_;
+  int64_t off = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t at = off;
+    off = align_up(off + bytes, 16);
+    return at;
+  };
+  m.sample_params = take(S * int64_t(sizeof(SampleRowParams)));
+  m.query_start = take((S + 1) * 4);
+  m.context_lens = take(S * 4);
+  m.sample_rows = take(S * 4);
+  m.table_stride = take(4);
+  m.token_ids = take(T * 4);
+  m.positions = take(T * 4);
+  m.slot_mapping = take(T * 4);
+  m.token_seq = take(T * 4);
+  m.block_tables = take(S * max_table_stride_ * int64_t(4));
+  m.total = off;
+  meta_device_ = device_alloc(m.total);
+  ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(m.total)));
+  ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_sampled_), S * 4));
+  std::memset(pinned_meta_, 0, static_cast<size_t>(m.total));
+
+  // The KV pool last, from what is left.
+  const int64_t block_bytes =
+      int64_t(2) * c.num_layers * block_size_ * c.kv_dim() * int64_t(dtype_size(dtype_));
+  if (options.num_kv_blocks > 0) {
+    num_kv_blocks_ = options.num_kv_blocks;
+  } else {
+    size_t free_bytes = 0, total_bytes = 0;
+    ROSE_CUDA_CHECK(cudaMemGetInfo(&free_bytes, &total_bytes));
+    const double used = double(total_bytes) - double(free_bytes);
+    const double budget = double(total_bytes) * options.gpu_memory_utilization - used;
+    // Headroom for CUDA graphs and the driver.
+    const double kv_budget = budget - double(int64_t(256) << 20);
+    if (kv_budget < double(block_bytes)) {
+      fail(
+          "--gpu-memory-utilization {}: no room for the KV cache on {} ({:.1f} GiB in use of "
+          "{:.1f} GiB after weights and workspaces)",
+          options.gpu_memory_utilization, device_name_, used / (1 << 30),
+          double(total_bytes) / (1 << 30));
+    }
+    num_kv_blocks_ = static_cast<int>(std::min<double>(
+        kv_budget / double(block_bytes), double((int64_t(1) << 31) / block_size_ - 1)));
+  }
+  kv_layer_elems_ = int64_t(num_kv_blocks_) * block_size_ * c.kv_dim();
+  kv_pool_ = device_alloc(int64_t(num_kv_blocks_) * block_bytes);
+  // Zeroed so the padding rows of graph replays (which read block 0) see finite values.
+  ROSE_CUDA_CHECK(
+      cudaMemsetAsync(kv_pool_, 0, size_t(num_kv_blocks_) * size_t(block_bytes), stream_));
+  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+}
+
+CudaBackend::~CudaBackend() {
+  // Destructors must not throw: errors here are ignored on purpose.
+  for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
+  if (cublas_) cublasDestroy(cublas_);
+  if (stream_) cudaStreamDestroy(stream_);
+  for (void* ptr : allocations_) cudaFree(ptr);
+  if (pinned_meta_) cudaFreeHost(pinned_meta_);
+  if (pinned_sampled_) cudaFreeHost(pinned_sampled_);
+}
+
+void CudaBackend::load_weights(const WeightSource& weights) {
+  const ModelConfig& c = config_;
+  const std::vector<TensorSpec> specs = canonical_tensors(c);
+  int64_t total = 0, max_numel = 0;
+  for (const TensorSpec& spec : specs) {
+    total += align_up(spec.numel() * 2, kAlign);
+    max_numel = std::max(max_numel, spec.numel());
+  }
+  char* base = static_cast<char*>(device_alloc(total));
+  float* pinned = nullptr;
+  float* staging = nullptr;
+  int64_t off = 0;
+  for (const TensorSpec& spec : specs) {
+    void* dst = base + off;
+    off += align_up(spec.numel() * 2, kAlign);
+    tensors_[spec.name] = dst;
+    const std::optional<SyntheticInit> init = weights.synthetic(spec.name);
+    if (init) {
+      if (init->kind == SyntheticInit::Kind::kUniform) {
+        launch_fill_uniform(dst, dtype_, spec.numel(), init->seed, init->scale, stream_);
+      } else {
+        launch_fill_constant(dst, dtype_, spec.numel(), init->value, stream_);
+      }
+      continue;
+    }
+    if (!pinned) {
+      ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), size_t(max_numel) * 4));
+      ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging),
+                                 size_t(std::min(max_numel, kStagingFloats)) * 4));
+    }
+    ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous tensor left `pinned`
+    weights.read_f32(spec.name, std::span<float>(pinned, size_t(spec.numel())));
+    for (int64_t begin = 0; begin < spec.numel(); begin += kStagingFloats) {
+      const int64_t count = std::min(kStagingFloats, spec.numel() - begin);
+      ROSE_CUDA_CHECK(cudaMemcpyAsync(staging, pinned + begin, size_t(count) * 4,
+                                      cudaMemcpyHostToDevice, stream_));
+      launch_convert_from_f32(static_cast<char*>(dst) + begin * 2, dtype_, staging, count, stream_);
+    }
+  }
+  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (pinned) {
+    ROSE_CUDA_CHECK(cudaFreeHost(pinned));
+    ROSE_CUDA_CHECK(cudaFree(staging));
+  }
+
+  auto get = [&](const std::string& name) -> const void* {
+    auto it = tensors_.find(name);
+    return it == tensors_.end() ? nullptr : it->second;
+  };
+  auto need = [&](const std::string& name) -> const void* {
+    const void* p = get(name);
+    if (!p) fail("model {}: canonical tensor {} is missing", c.name, name);
+    return p;
+  };
+  tok_emb_ = need("tok_emb");
+  if (gpt2_) pos_emb_ = need("pos_emb");
+  layers_.resize(c.num_layers);
+  for (int l = 0; l < c.num_layers; ++l) {
+    const std::string p = "layers." + std::to_string(l) + ".";
+    LayerWeights& w = layers_[l];
+    w.attn_norm_w = need(p + "attn_norm.weight");
+    w.attn_norm_b = get(p + "attn_norm.bias");
+    w.qkv_w = need(p + "qkv.weight");
+    w.qkv_b = get(p + "qkv.bias");
+    w.o_w = need(p + "o.weight");
+    w.o_b = get(p + "o.bias");
+    w.mlp_norm_w = need(p + "mlp_norm.weight");
+    w.mlp_norm_b = get(p + "mlp_norm.bias");
+    w.up_w = need(p + "up.weight");
+    w.up_b = get(p + "up.bias");
+    w.down_w = need(p + "down.weight");
+    w.down_b = get(p + "down.bias");
+  }
+  final_norm_w_ = need("final_norm.weight");
+  final_norm_b_ = get("final_norm.bias");
+  lm_head_ = c.tie_word_embeddings ? tok_emb_ : need("lm_head.weight");
+
+  // Bytes a forward pass reads: every matrix and vector except the embedding tables (only rows
+  // are gathered), plus the lm_head (tied or not).
+  weight_bytes_ = 0;
+  for (const TensorSpec& spec : specs) {
+    if (spec.name != "tok_emb" && spec.name != "pos_emb" && spec.name != "lm_head.weight") {
+      weight_bytes_ += spec.numel() * 2;
+    }
+  }
+  weight_bytes_ += int64_t(c.vocab_size) * c.hidden_size * 2;
+
+  if (!gpt2_) {
+    std::vector<float> inv_freq(c.head_dim / 2);
+    cpu::rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq.data());
+    inv_freq_ = static_cast<float*>(device_alloc(int64_t(inv_freq.size()) * 4));
+    ROSE_CUDA_CHECK(
+        cudaMemcpy(inv_freq_, inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));
+  }
+}
+
+void CudaBackend::validate(const StepPlan& plan) const {
+  const int num_tokens = plan.num_tokens();
+  const int num_seqs = plan.num_seqs();
+  if (num_tokens > max_tokens_) {
+    fail("step plan: {} tokens exceed max_num_batched_tokens {}", num_tokens, max_tokens_);
+  }
+  if (num_seqs > max_seqs_)
+    fail("step plan: {} sequences exceed max_num_seqs {}", num_seqs, max_seqs_);
+  if (plan.positions.size() != size_t(num_tokens) ||
+      plan.slot_mapping.size() != size_t(num_tokens)) {
+    fail("step plan: positions ({}) and slot_mapping ({}) must have one entry per token ({})",
+         plan.positions.size(), plan.slot_mapping.size(), num_tokens);
+  }
+  if (plan.query_start.size() != size_t(num_seqs) + 1 ||
+      plan.do_sample.size() != size_t(num_seqs) || plan.sampling.size() != size_t(num_seqs) ||
+      plan.sample_index.size() != size_t(num_seqs)) {
+    fail("step plan: query_start, do_sample, sampling and sample_index do not match {} sequences",
+         num_seqs);
+  }
+  if (plan.block_table_stride < 0 ||
+      plan.block_tables.size() != size_t(num_seqs) * size_t(plan.block_table_stride)) {
+    fail("step plan: block_tables has {} entries, expected {} sequences x stride {}",
+         plan.block_tables.size(), num_seqs, plan.block_table_stride);
+  }
+  if (plan.query_start[0] != 0 || plan.query_start[num_seqs] != num_tokens) {
+    fail("step plan: query_start must run from 0 to num_tokens {}", num_tokens);
+  }
+  const int64_t num_slots = int64_t(num_kv_blocks_) * block_size_;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int begin = plan.query_start[s], end = plan.query_start[s + 1];
+    const int n = end - begin;
+    const int context = plan.context_lens[s];
+    if (n < 1 || end > num_tokens)
+      fail("step plan: sequence {} has query range [{}, {})", s, begin, end);
+    if (context < n || context > max_model_len_) {
+      fail("step plan: sequence {} has context_len {} for {} query tokens (max_model_len {})", s,
+           context, n, max_model_len_);
+    }
+    const int blocks_needed = (context + block_size_ - 1) / block_size_;
+    if (blocks_needed > plan.block_table_stride) {
+      fail("step plan: sequence {} needs {} blocks, block_table_stride is {}", s, blocks_needed,
+           plan.block_table_stride);
+    }
+    const int32_t* table = plan.block_tables.data() + size_t(s) * plan.block_table_stride;
+    for (int b = 0; b < blocks_needed; ++b) {
+      if (table[b] < 0 || table[b] >= num_kv_blocks_) {
+        fail("step plan: sequence {} block table entry {} is {} (pool has {} blocks)", s, b,
+             table[b], num_kv_blocks_);
+      }
+    }
+    for (int i = begin; i < end; ++i) {
+      if (plan.positions[i] != context - n + (i - begin)) {
+        fail("step plan: token {} of sequence {} has position {}, expected {}", i, s,
+             plan.positions[i], context - n + (i - begin));
+      }
+    }
+    const SamplingParams& sp = plan.sampling[s];
+    if (!(sp.temperature >= 0.0f) || sp.top_k < 0 || !(sp.top_p > 0.0f && sp.top_p <= 1.0f)) {
+      fail("step plan: sequence {} has invalid sampling parameters", s);
+    }
+  }
+  for (int i = 0; i < num_tokens; ++i) {
+    if (plan.token_ids[i] < 0 || plan.token_ids[i] >= config_.vocab_size) {
+      fail("step plan: token {} has id {} outside the vocabulary ({})", i, plan.token_ids[i],
+           config_.vocab_size);
+    }
+    if (plan.slot_mapping[i] < -1 || plan.slot_mapping[i] >= num_slots) {
+      fail("step plan: token {} has slot {} outside the KV pool ({} slots)", i,
+           plan.slot_mapping[i], num_slots);
+    }
+    if (plan.positions[i] >= config_.max_position_embeddings && gpt2_) {
+      fail("step plan: position {} exceeds the model's {} positions", plan.positions[i],
+           config_.max_position_embeddings);
+    }
+  }
+}
+
+int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
+  const int n = plan.num_tokens(), s = plan.num_seqs();
+  char* host = static_cast<char*>(pinned_meta_);
+  auto at = [&](int64_t offset) { return reinterpret_cast<int32_t*>(host + offset); };
+  const MetaLayout& m = layout_;
+  // Padding (graph replay only: then n == s): one token per row, slot -1, context 1 over block 0.
+  int stride = 1;
+  for (int i = 0; i < s; ++i) {
+    stride = std::max(stride, (plan.context_lens[i] + block_size_ - 1) / block_size_);
+  }
+  auto* params = reinterpret_cast<SampleRowParams*>(host + m.sample_params);
+  int32_t* query_start = at(m.query_start);
+  int32_t* context_lens = at(m.context_lens);
+  int32_t* sample_rows = at(m.sample_rows);
+  int32_t* token_ids = at(m.token_ids);
+  int32_t* positions = at(m.positions);
+  int32_t* slots = at(m.slot_mapping);
+  int32_t* token_seq = at(m.token_seq);
+  int32_t* tables = at(m.block_tables);
+  *at(m.table_stride) = stride;
+  for (int i = 0; i < s; ++i) {
+    const SamplingParams& sp = plan.sampling[i];
+    params[i] =
+        SampleRowParams{sp.temperature,      sp.top_k, sp.top_p, plan.do_sample[i] ? 1 : 0, sp.seed,
+                        plan.sample_index[i]};
+    query_start[i] = plan.query_start[i];
+    context_lens[i] = plan.context_lens[i];
+    sample_rows[i] = plan.query_start[i + 1] - 1;
+    const int needed = (plan.context_lens[i] + block_size_ - 1) / block_size_;
+    std::memcpy(tables + int64_t(i) * stride,
+                plan.block_tables.data() + int64_t(i) * plan.block_table_stride,
+                size_t(needed) * 4);
+    for (int j = plan.query_start[i]; j < plan.query_start[i + 1]; ++j) token_seq[j] = i;
+  }
+  query_start[s] = n;
+  std::memcpy(token_ids, plan.token_ids.data(), size_t(n) * 4);
+  std::memcpy(positions, plan.positions.data(), size_t(n) * 4);
+  std::memcpy(slots, plan.slot_mapping.data(), size_t(n) * 4);
+  for (int i = s, t = n; i < padded_seqs; ++i, ++t) {
+    params[i] = SampleRowParams{0.0f, 0, 1.0f, 0, 0, 0};
+    query_start[i + 1] = t + 1;
+    context_lens[i] = 1;
+    sample_rows[i] = t;
+    tables[int64_t(i) * stride] = 0;
+    token_ids[t] = 0;
+    positions[t] = 0;
+    slots[t] = -1;
+    token_seq[t] = i;
+  }
+  return m.block_tables + int64_t(padded_seqs) * stride * 4;
+}
+
+void CudaBackend::gemm(const void* x, const void* w, void* y, int n, int in, int out,
+                       bool f32_out) {
+  // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
+  // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in, x,
+                                 t, in, &beta, y, f32_out ? CUDA_R_32F : t, out, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::forward(int n, int num_seqs) {
+  const ModelConfig& c = config_;
+  const int H = c.hidden_size, I = c.intermediate_size;
+  const int up_rows = gpt2_ ? I : 2 * I;
+  const MetaLayout& m = layout_;
+  launch_embedding(residual_, tok_emb_, pos_emb_, meta<int32_t>(m.token_ids),
+                   meta<int32_t>(m.positions), n, H, dtype_, stream_);
+  const int splits =
+      attention_num_splits(n, c.num_kv_heads, c.num_heads, target_blocks_, kMaxSplits);
+  const NormKind norm = gpt2_ ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  const void* pending = nullptr;       // the previous sub-layer's output, not yet in residual_
+  const void* pending_bias = nullptr;  // and its bias
+  for (int l = 0; l < c.num_layers; ++l) {
+    const LayerWeights& w = layers_[l];
+    AddNormArgs an;
+    an.residual = residual_;
+    an.delta = pending;
+    an.delta_bias = pending_bias;
+    an.weight = w.attn_norm_w;
+    an.bias = w.attn_norm_b;
+    an.out = normed_;
+    an.num_rows = n;
+    an.hidden = H;
+    an.eps = c.norm_eps;
+    an.kind = norm;
+    an.dtype = dtype_;
+    launch_add_norm(an, stream_);
+    gemm(normed_, w.qkv_w, qkv_, n, H, c.qkv_dim(), false);
+
+    char* k_cache = static_cast<char*>(kv_pool_) + int64_t(2 * l) * kv_layer_elems_ * 2;
+    char* v_cache = k_cache + kv_layer_elems_ * 2;
+    RopeKvArgs rk;
+    rk.qkv = qkv_;
+    rk.qkv_bias = w.qkv_b;
+    rk.k_cache = k_cache;
+    rk.v_cache = v_cache;
+    rk.positions = meta<int32_t>(m.positions);
+    rk.slot_mapping = meta<int32_t>(m.slot_mapping);
+    rk.inv_freq = inv_freq_;
+    rk.num_tokens = n;
+    rk.num_heads = c.num_heads;
+    rk.num_kv_heads = c.num_kv_heads;
+    rk.head_dim = c.head_dim;
+    rk.dtype = dtype_;
+    launch_rope_kv_write(rk, stream_);
+
+    AttentionArgs at;
+    at.q = qkv_;
+    at.q_stride = c.qkv_dim();
+    at.k_cache = k_cache;
+    at.v_cache = v_cache;
+    at.block_tables = meta<int32_t>(m.block_tables);
+    at.block_table_stride = meta<int32_t>(m.table_stride);
+    at.query_start = meta<int32_t>(m.query_start);
+    at.context_lens = meta<int32_t>(m.context_lens);
+    at.token_seq = meta<int32_t>(m.token_seq);
+    at.out = attn_;
+    at.partial_out = partial_out_;
+    at.partial_lse = partial_lse_;
+    at.num_tokens = n;
+    at.num_heads = c.num_heads;
+    at.num_kv_heads = c.num_kv_heads;
+    at.head_dim = c.head_dim;
+    at.block_size = block_size_;
+    at.num_splits = splits;
+    at.scale = 1.0f / std::sqrt(float(c.head_dim));
+    at.dtype = dtype_;
+    launch_paged_attention(at, stream_);
+    gemm(attn_, w.o_w, proj_, n, c.q_dim(), H, false);
+
+    an.delta = proj_;
+    an.delta_bias = w.o_b;
+    an.weight = w.mlp_norm_w;
+    an.bias = w.mlp_norm_b;
+    launch_add_norm(an, stream_);
+    gemm(normed_, w.up_w, mlp_, n, H, up_rows, false);
+    if (gpt2_) {
+      launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+      gemm(mlp_, w.down_w, proj_, n, I, H, false);
+    } else {
+      launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
+      gemm(act_, w.down_w, proj_, n, I, H, false);
+    }
+    pending = proj_;
+    pending_bias = w.down_b;
+  }
+  // Final norm and lm_head on each sequence's last token only.
+  AddNormArgs fin;
+  fin.residual = residual_;
+  fin.delta = pending;
+  fin.delta_bias = pending_bias;
+  fin.weight = final_norm_w_;
+  fin.bias = final_norm_b_;
+  fin.out = final_normed_;
+  fin.row_index = meta<int32_t>(m.sample_rows);
+  fin.write_residual = false;
+  fin.num_rows = num_seqs;
+  fin.hidden = H;
+  fin.eps = c.norm_eps;
+  fin.kind = norm;
+  fin.dtype = dtype_;
+  launch_add_norm(fin, stream_);
+  gemm(final_normed_, lm_head_, logits_, num_seqs, H, c.vocab_size, true);
+  launch_sample(sampled_, logits_, meta<SampleRowParams>(m.sample_params), num_seqs, c.vocab_size,
+                stream_);
+}
+
+int CudaBackend::graph_bucket(int num_seqs) const {
+  int bucket = num_seqs <= 1 ? 1 : num_seqs <= 2 ? 2 : num_seqs <= 4 ? 4 : num_seqs <= 8 ? 8 : 0;
+  if (bucket == 0) bucket = (num_seqs + 7) / 8 * 8;
+  return std::min(bucket, max_seqs_);
+}
+
+void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
+  validate(plan);
+  const int n = plan.num_tokens(), s = plan.num_seqs();
+  out.sampled.assign(s, -1);
+  out.logits.clear();
+  if (s == 0) return;
+
+  const bool use_graph = options_.cuda_graphs && plan.is_pure_decode();
+  const int padded = use_graph ? graph_bucket(s) : s;
+  const int64_t bytes = pack(plan, padded);
+  ROSE_CUDA_CHECK(
+      cudaMemcpyAsync(meta_device_, pinned_meta_, size_t(bytes), cudaMemcpyHostToDevice, stream_));
+  if (use_graph) {
+    auto it = graphs_.find(padded);
+    if (it != graphs_.end()) {
+      ROSE_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+    } else {
+      // First use of this batch size: run it eagerly (loads kernels, picks cuBLAS algorithms),
+      // then capture the same launches for the next steps.
+      forward(padded, padded);
+      cudaGraph_t graph = nullptr;
+      cudaGraphExec_t exec = nullptr;
+      ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      try {
+        forward(padded, padded);
+      } catch (...) {
+        cudaStreamEndCapture(stream_, &graph);
+        if (graph) cudaGraphDestroy(graph);
+        throw;
+      }
+      ROSE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+      ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
+      graphs_[padded] = exec;
+    }
+  } else {
+    forward(n, s);
+  }
+  ROSE_CUDA_CHECK(
+      cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  std::memcpy(out.sampled.data(), pinned_sampled_, size_t(s) * 4);
+  if (plan.return_logits) {
+    const int V = config_.vocab_size;
+    out.logits.resize(size_t(s) * V);
+    ROSE_CUDA_CHECK(
+        cudaMemcpy(out.logits.data(), logits_, size_t(s) * V * 4, cudaMemcpyDeviceToHost));
+    for (int i = 0; i < s; ++i) {
+      if (!plan.do_sample[i]) std::fill_n(out.logits.begin() + int64_t(i) * V, V, 0.0f);
+    }
+  }
+}
+
+}  // namespace
+
+bool cuda_available(std::string* why_not) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    if (why_not) *why_not = std::string("CUDA: ") + cudaGetErrorString(status);
+    cudaGetLastError();  // clear the sticky-free error so later calls start clean
+    return false;
+  }
+  if (count == 0) {
+    if (why_not) *why_not = "CUDA: no device found";
+    return false;
+  }
+  return true;
+}
+
+std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights,
+                                           const BackendOptions& options) {
+  std::string why;
+  if (!cuda_available(&why)) fail("--device cuda: no usable GPU ({})", why);
+  return std::make_unique<CudaBackend>(weights, options);
+}
+
+}  // namespace rose

@@ -1,0 +1,66 @@
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int kThreads = 256;
+
+template <typename T>
+__global__ void gelu_tanh_bias_kernel(T* x, const T* bias, int width) {
+  T* row = x + int64_t(blockIdx.y) * width;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) {
+    float v = to_float(row[i]);
+    if (bias) v += to_float(bias[i]);
+    const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi)
+    row[i] = from_float<T>(0.5f * v * (1.0f + tanhf(inner)));
+  }
+}
+
+template <typename T>
+__global__ void silu_and_mul_kernel(T* out, const T* gate_up, int width) {
+  const T* gate = gate_up + int64_t(blockIdx.y) * 2 * width;
+  const T* up = gate + width;
+  T* dst = out + int64_t(blockIdx.y) * width;
+  for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) {
+    const float g = to_float(gate[i]);
+    dst[i] = from_float<T>(g / (1.0f + expf(-g)) * to_float(up[i]));
+  }
+}
+
+dim3 grid_for(int rows, int width) {
+  int x = (width + kThreads - 1) / kThreads;
+  if (x > 64) x = 64;
+  return dim3(x, rows);
+}
+
+}  // namespace
+
+void launch_gelu_tanh_bias(void* x, const void* bias, int rows, int width, DType dtype,
+                           cudaStream_t stream) {
+  if (rows <= 0) return;
+  if (dtype == DType::kBF16) {
+    gelu_tanh_bias_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
+        static_cast<__nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(bias), width);
+  } else {
+    gelu_tanh_bias_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
+        static_cast<__half*>(x), static_cast<const __half*>(bias), width);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_silu_and_mul(void* out, const void* gate_up, int rows, int width, DType dtype,
+                         cudaStream_t stream) {
+  if (rows <= 0) return;
+  if (dtype == DType::kBF16) {
+    silu_and_mul_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
+        static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(gate_up), width);
+  } else {
+    silu_and_mul_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
+        static_cast<__half*>(out), static_cast<const __half*>(gate_up), width);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rose

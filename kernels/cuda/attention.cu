@@ -1,0 +1,251 @@
+#include <cmath>
+
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+constexpr int kMaxGroup = 8;  // query heads per block; larger GQA groups use several blocks
+constexpr int kTile = 32;     // keys per warp iteration: one key per lane for Q.K
+
+template <typename T, int D>
+__global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs args) {
+  static_assert(D % 8 == 0 && D <= 256, "head_dim must be a multiple of 8, at most 256");
+  constexpr int kDimsPerLane = D >= 32 ? D / 32 : 1;  // V and output columns owned by each lane
+  constexpr int kKVec = 8;                            // 16-byte loads of K
+  __shared__ __align__(16) float q_s[kMaxGroup][D];
+  __shared__ float p_s[kWarps][kMaxGroup][kTile];
+  __shared__ float m_s[kWarps][kMaxGroup];
+  __shared__ float l_s[kWarps][kMaxGroup];
+  __shared__ float o_s[kWarps][kMaxGroup][D];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int token = blockIdx.x;
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
+  const int kv_head = blockIdx.y / chunks;
+  const int head_begin = kv_head * group + (blockIdx.y % chunks) * kMaxGroup;
+  const int heads = min(kMaxGroup, kv_head * group + group - head_begin);
+  const int split = blockIdx.z;
+
+  const int seq = args.token_seq[token];
+  const int num_keys = args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
+  const int num_tiles = (num_keys + kTile - 1) / kTile;
+  const int tiles_per_split = (num_tiles + args.num_splits - 1) / args.num_splits;
+  const int tile_begin = split * tiles_per_split;
+  const int tile_end = min(num_tiles, tile_begin + tiles_per_split);
+
+  // Queries pre-scaled so the softmax runs in base 2.
+  const float qscale = args.scale * 1.4426950408889634f;
+  const T* q = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+    q_s[i / D][i % D] = to_float(q[(head_begin + i / D) * D + i % D]) * qscale;
+  }
+  __syncthreads();
+
+  float m[kMaxGroup], l[kMaxGroup], acc[kMaxGroup][kDimsPerLane];
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kDimsPerLane; ++e) acc[g][e] = 0.0f;
+  }
+
+  const T* k_cache = static_cast<const T*>(args.k_cache);
+  const T* v_cache = static_cast<const T*>(args.v_cache);
+  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  const bool owns_dims = lane * kDimsPerLane < D;
+
+  for (int tile = tile_begin + warp; tile < tile_end; tile += kWarps) {
+    const int key = tile * kTile + lane;
+    const bool valid = key < num_keys;
+    int64_t row = 0;  // element offset of this key's row for kv_head, in K and V alike
+    float s[kMaxGroup];
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) s[g] = 0.0f;
+    if (valid) {
+      const int64_t block = table[key / args.block_size];
+      row = ((block * args.block_size + key % args.block_size) * args.num_kv_heads + kv_head) * D;
+      const T* k = k_cache + row;
+#pragma unroll 4
+      for (int c = 0; c < D / kKVec; ++c) {
+        float kv[kKVec];
+        load_as_float<T, kKVec>(k + c * kKVec, kv);
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g < heads) {
+            const float4 qa = *reinterpret_cast<const float4*>(&q_s[g][c * kKVec]);
+            const float4 qb = *reinterpret_cast<const float4*>(&q_s[g][c * kKVec + 4]);
+            s[g] += qa.x * kv[0] + qa.y * kv[1] + qa.z * kv[2] + qa.w * kv[3] + qb.x * kv[4] +
+                    qb.y * kv[5] + qb.z * kv[6] + qb.w * kv[7];
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int g = 0; g < kMaxGroup; ++g) {
+      if (g < heads) {
+        // The tile holds at least one valid key, so m_new is finite.
+        const float m_new = fmaxf(m[g], warp_max(valid ? s[g] : -INFINITY));
+        const float correction = exp2f(m[g] - m_new);
+        const float p = valid ? exp2f(s[g] - m_new) : 0.0f;
+        l[g] = l[g] * correction + p;  // per-lane partial sum, reduced once at the end
+        m[g] = m_new;
+#pragma unroll
+        for (int e = 0; e < kDimsPerLane; ++e) acc[g][e] *= correction;
+        p_s[warp][g][lane] = p;
+      }
+    }
+    __syncwarp();
+    const int keys_here = min(kTile, num_keys - tile * kTile);
+#pragma unroll 4
+    for (int t = 0; t < keys_here; ++t) {
+      const int64_t v_row = __shfl_sync(0xffffffffu, row, t);
+      if (owns_dims) {
+        float v[kDimsPerLane];
+        load_as_float<T, kDimsPerLane>(v_cache + v_row + lane * kDimsPerLane, v);
+#pragma unroll
+        for (int g = 0; g < kMaxGroup; ++g) {
+          if (g < heads) {
+            const float p = p_s[warp][g][t];
+#pragma unroll
+            for (int e = 0; e < kDimsPerLane; ++e) acc[g][e] += p * v[e];
+          }
+        }
+      }
+    }
+    __syncwarp();
+  }
+
+  // Merge the warps' states.
+#pragma unroll
+  for (int g = 0; g < kMaxGroup; ++g) {
+    if (g < heads) {
+      const float lsum = warp_sum(l[g]);
+      if (lane == 0) {
+        m_s[warp][g] = m[g];
+        l_s[warp][g] = lsum;
+      }
+      if (owns_dims) {
+#pragma unroll
+        for (int e = 0; e < kDimsPerLane; ++e) o_s[warp][g][lane * kDimsPerLane + e] = acc[g][e];
+      }
+    }
+  }
+  __syncthreads();
+  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+    float total = 0.0f, o = 0.0f;
+    if (m_max != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float scale = exp2f(m_s[w][g] - m_max);
+        total += l_s[w][g] * scale;
+        o += o_s[w][g][d] * scale;
+      }
+    }
+    const int head = head_begin + g;
+    const float value = total > 0.0f ? o / total : 0.0f;
+    if (args.num_splits == 1) {
+      static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
+          from_float<T>(value);
+    } else {
+      const int64_t part = (int64_t(token) * args.num_heads + head) * args.num_splits + split;
+      args.partial_out[part * D + d] = value;
+      if (d == 0) args.partial_lse[part] = total > 0.0f ? m_max + log2f(total) : -INFINITY;
+    }
+  }
+}
+
+// One block per (query token, head), one thread per output column.
+template <typename T>
+__global__ void merge_splits_kernel(AttentionArgs args) {
+  const int token = blockIdx.x, head = blockIdx.y, d = threadIdx.x;
+  const int64_t base = (int64_t(token) * args.num_heads + head) * args.num_splits;
+  float lse_max = -INFINITY;
+  for (int s = 0; s < args.num_splits; ++s) lse_max = fmaxf(lse_max, args.partial_lse[base + s]);
+  float total = 0.0f, o = 0.0f;
+  for (int s = 0; s < args.num_splits; ++s) {
+    const float lse = args.partial_lse[base + s];
+    if (lse == -INFINITY) continue;
+    const float w = exp2f(lse - lse_max);
+    total += w;
+    if (d < args.head_dim) o += w * args.partial_out[(base + s) * args.head_dim + d];
+  }
+  if (d < args.head_dim) {
+    static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * args.head_dim + d] =
+        from_float<T>(total > 0.0f ? o / total : 0.0f);
+  }
+}
+
+template <typename T, int D>
+void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
+  const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
+  paged_attention_kernel<T, D><<<grid, kThreads, 0, stream>>>(args);
+  ROSE_CUDA_CHECK_LAUNCH();
+  if (args.num_splits > 1) {
+    const int threads = D < 32 ? 32 : D;
+    merge_splits_kernel<T><<<dim3(args.num_tokens, args.num_heads), threads, 0, stream>>>(args);
+    ROSE_CUDA_CHECK_LAUNCH();
+  }
+}
+
+template <typename T>
+void launch_dim(const AttentionArgs& args, cudaStream_t stream) {
+  switch (args.head_dim) {
+    case 8:
+      return launch_typed<T, 8>(args, stream);
+    case 16:
+      return launch_typed<T, 16>(args, stream);
+    case 32:
+      return launch_typed<T, 32>(args, stream);
+    case 64:
+      return launch_typed<T, 64>(args, stream);
+    case 128:
+      return launch_typed<T, 128>(args, stream);
+    default:
+      cuda_fail("unsupported head_dim for paged attention (8, 16, 32, 64 or 128)",
+                "launch_paged_attention", __FILE__, __LINE__);
+  }
+}
+
+}  // namespace
+
+bool attention_supports_head_dim(int head_dim) {
+  return head_dim == 8 || head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128;
+}
+
+int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
+                         int max_splits) {
+  const int group = num_heads / num_kv_heads;
+  const int blocks = num_tokens * num_kv_heads * ((group + kMaxGroup - 1) / kMaxGroup);
+  int splits = blocks > 0 ? target_blocks / blocks : 1;
+  if (splits < 1) splits = 1;
+  if (splits > max_splits) splits = max_splits;
+  return splits;
+}
+
+void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.num_tokens <= 0) return;
+  if (args.num_heads % args.num_kv_heads != 0) {
+    cuda_fail("num_heads must be a multiple of num_kv_heads", "launch_paged_attention", __FILE__,
+              __LINE__);
+  }
+  if (args.dtype == DType::kBF16) {
+    launch_dim<__nv_bfloat16>(args, stream);
+  } else {
+    launch_dim<__half>(args, stream);
+  }
+}
+
+}  // namespace rose

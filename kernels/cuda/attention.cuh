@@ -1,0 +1,49 @@
+#pragma once
+// Paged attention over the KV cache for a flat batch of query tokens (prefill chunks over a cached
+// prefix, decode tokens, or both mixed). Query token i of sequence s sits at position
+// context_lens[s] - (query_start[s+1] - i) and attends causally to keys 0..its position, read
+// through the sequence's block table. One thread block handles one (query token, KV head, split):
+// the query heads of a GQA group are packed so each K/V row is loaded once for the whole group.
+// With num_splits > 1 the key range is split flash-decoding style and a reduce kernel merges the
+// partial results by their log-sum-exp.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/dtype.cuh"
+
+namespace rose {
+
+struct AttentionArgs {
+  const void* q = nullptr;                // (num_tokens, q_stride) head h at columns h*head_dim
+  int q_stride = 0;                       // elements between query rows
+  const void* k_cache = nullptr;          // (num_blocks, block_size, num_kv_heads, head_dim)
+  const void* v_cache = nullptr;          // (num_blocks, block_size, num_kv_heads, head_dim)
+  const int32_t* block_tables = nullptr;  // (num_seqs, *block_table_stride)
+  const int32_t* block_table_stride = nullptr;  // device scalar (so CUDA graphs stay valid)
+  const int32_t* query_start = nullptr;         // (num_seqs + 1,)
+  const int32_t* context_lens = nullptr;        // (num_seqs,)
+  const int32_t* token_seq = nullptr;           // (num_tokens,) sequence of each query token
+  void* out = nullptr;                          // (num_tokens, num_heads * head_dim)
+  float* partial_out = nullptr;                 // (num_tokens, num_heads, num_splits, head_dim)
+  float* partial_lse = nullptr;                 // (num_tokens, num_heads, num_splits) log2 domain
+  int num_tokens = 0;
+  int num_heads = 0;
+  int num_kv_heads = 0;
+  int head_dim = 0;  // 8, 16, 32, 64 or 128
+  int block_size = 16;
+  int num_splits = 1;  // > 1 needs partial_out and partial_lse
+  float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
+  DType dtype = DType::kBF16;
+};
+
+void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream);
+bool attention_supports_head_dim(int head_dim);
+
+// How many key splits to use for a batch of num_tokens query rows: enough thread blocks to fill
+// the GPU (target_blocks), at most max_splits. Depends only on the shape, so a CUDA graph captured
+// for a batch size stays valid.
+int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
+                         int max_splits);
+
+}  // namespace rose

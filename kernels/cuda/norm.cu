@@ -1,0 +1,77 @@
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/norm.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int kThreads = 256;
+// Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
+constexpr int kMaxPerThread = 32;
+
+template <typename T>
+__global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
+  __shared__ float scratch[32];
+  const int row = blockIdx.x;
+  const int src = args.row_index ? args.row_index[row] : row;
+  const int hidden = args.hidden;
+  float* res = args.residual + int64_t(src) * hidden;
+  const T* delta = static_cast<const T*>(args.delta);
+  const T* delta_bias = static_cast<const T*>(args.delta_bias);
+  if (delta) delta += int64_t(src) * hidden;
+
+  float x[kMaxPerThread];
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    x[j] = 0.0f;
+    if (i < hidden) {
+      float v = res[i];
+      if (delta) v += to_float(delta[i]);
+      if (delta_bias) v += to_float(delta_bias[i]);
+      if (args.write_residual) res[i] = v;
+      x[j] = v;
+      sum += v;
+    }
+  }
+  float mean = 0.0f;
+  if (args.kind == NormKind::kLayerNorm) mean = block_sum(sum, scratch) / hidden;
+  float sq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kMaxPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    if (i < hidden) sq += (x[j] - mean) * (x[j] - mean);
+  }
+  const float inv = rsqrtf(block_sum(sq, scratch) / hidden + args.eps);
+  const T* weight = static_cast<const T*>(args.weight);
+  const T* bias = static_cast<const T*>(args.bias);
+  T* out = static_cast<T*>(args.out) + int64_t(row) * hidden;
+#pragma unroll
+  for (int j = 0; j < kMaxPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    if (i < hidden) {
+      float y = (x[j] - mean) * inv * to_float(weight[i]);
+      if (bias) y += to_float(bias[i]);
+      out[i] = from_float<T>(y);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
+  if (args.num_rows <= 0) return;
+  if (args.hidden > kThreads * kMaxPerThread) {
+    cuda_fail("hidden size above 8192 is not supported by the norm kernel", "launch_add_norm",
+              __FILE__, __LINE__);
+  }
+  if (args.dtype == DType::kBF16) {
+    add_norm_kernel<__nv_bfloat16><<<args.num_rows, kThreads, 0, stream>>>(args);
+  } else {
+    add_norm_kernel<__half><<<args.num_rows, kThreads, 0, stream>>>(args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rose

@@ -1,0 +1,35 @@
+#pragma once
+// The residual add fused with the next norm: one pass over the fp32 residual stream per sub-layer.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/dtype.cuh"
+
+namespace rose {
+
+enum class NormKind { kLayerNorm, kRmsNorm };
+
+struct AddNormArgs {
+  float* residual = nullptr;         // (rows_in, hidden) fp32 stream
+  const void* delta = nullptr;       // (rows_in, hidden) sub-layer output to add first, or nullptr
+  const void* delta_bias = nullptr;  // (hidden,) bias of the layer that produced delta, or nullptr
+  const void* weight = nullptr;      // (hidden,) norm scale
+  const void* bias = nullptr;        // (hidden,) LayerNorm shift, or nullptr
+  void* out = nullptr;               // (num_rows, hidden) normalised rows in dtype
+  const int32_t* row_index =
+      nullptr;                 // (num_rows,) source row of each output row, nullptr: identity
+  bool write_residual = true;  // store residual + delta back (false for the final gather)
+  int num_rows = 0;
+  int hidden = 0;
+  float eps = 1e-5f;
+  NormKind kind = NormKind::kRmsNorm;
+  DType dtype = DType::kBF16;
+};
+
+// x = residual[src] + delta[src] + delta_bias; residual[src] = x (if write_residual);
+// out[r] = norm(x) * weight (+ bias). LayerNorm: (x - mean) / sqrt(var + eps); RMSNorm:
+// x / sqrt(mean(x^2) + eps).
+void launch_add_norm(const AddNormArgs& args, cudaStream_t stream);
+
+}  // namespace rose

@@ -1,0 +1,70 @@
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/rope_kv.cuh"
+
+namespace rose {
+namespace {
+
+// One block per token. Work items: q pairs, k pairs (rotated together: element j and j + half),
+// then v elements. The angle pos * inv_freq is computed in fp32 with the accurate sincosf, so long
+// positions keep their precision.
+template <typename T>
+__global__ void rope_kv_kernel(RopeKvArgs args) {
+  const int token = blockIdx.x;
+  const int head_dim = args.head_dim, half = head_dim / 2;
+  const int q_dim = args.num_heads * head_dim, kv_dim = args.num_kv_heads * head_dim;
+  T* row = static_cast<T*>(args.qkv) + int64_t(token) * (q_dim + 2 * kv_dim);
+  const T* bias = static_cast<const T*>(args.qkv_bias);
+  const int64_t slot = args.slot_mapping[token];
+  const float pos = static_cast<float>(args.positions[token]);
+  T* k_dst = slot >= 0 ? static_cast<T*>(args.k_cache) + slot * kv_dim : nullptr;
+  T* v_dst = slot >= 0 ? static_cast<T*>(args.v_cache) + slot * kv_dim : nullptr;
+
+  const int num_pairs = (args.num_heads + args.num_kv_heads) * half;
+  for (int p = threadIdx.x; p < num_pairs; p += blockDim.x) {
+    const int head = p / half, j = p % half;
+    const int col = head * head_dim + j;  // in q|k, k heads follow q heads
+    float a = to_float(row[col]), b = to_float(row[col + half]);
+    if (bias) {
+      a += to_float(bias[col]);
+      b += to_float(bias[col + half]);
+    }
+    if (args.inv_freq) {
+      float s, c;
+      sincosf(pos * args.inv_freq[j], &s, &c);
+      const float ra = a * c - b * s, rb = b * c + a * s;
+      a = ra;
+      b = rb;
+    }
+    if (head < args.num_heads) {
+      row[col] = from_float<T>(a);
+      row[col + half] = from_float<T>(b);
+    } else if (k_dst) {
+      const int kcol = col - q_dim;
+      k_dst[kcol] = from_float<T>(a);
+      k_dst[kcol + half] = from_float<T>(b);
+    }
+  }
+  if (v_dst) {
+    const T* v = row + q_dim + kv_dim;
+    for (int i = threadIdx.x; i < kv_dim; i += blockDim.x) {
+      float x = to_float(v[i]);
+      if (bias) x += to_float(bias[q_dim + kv_dim + i]);
+      v_dst[i] = from_float<T>(x);
+    }
+  }
+}
+
+}  // namespace
+
+void launch_rope_kv_write(const RopeKvArgs& args, cudaStream_t stream) {
+  if (args.num_tokens <= 0) return;
+  if (args.dtype == DType::kBF16) {
+    rope_kv_kernel<__nv_bfloat16><<<args.num_tokens, 128, 0, stream>>>(args);
+  } else {
+    rope_kv_kernel<__half><<<args.num_tokens, 128, 0, stream>>>(args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+}  // namespace rose

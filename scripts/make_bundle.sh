@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Builds the release build with CUDA into build-cuda and copies what the GPU machine needs into
+# bundle/ (ignored by git): the roseinfer binary, every test executable (CPU and GPU), the shared
+# libraries that machine lacks, and the files the tests read. Carry it with `carry: ["bundle"]`
+# and run scripts/gpu_check.sh there. Binaries find the libraries through RPATH $ORIGIN (CMake sets
+# it); gpu_check.sh also sets LD_LIBRARY_PATH.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+JOBS=${JOBS:-2}
+BUILD=${BUILD:-build-cuda}
+
+cmake -S . -B "$BUILD" -DCMAKE_BUILD_TYPE=Release >/dev/null
+cmake --build "$BUILD" -j "$JOBS"
+
+rm -rf bundle
+mkdir -p bundle
+cp "$BUILD/roseinfer" bundle/
+for exe in "$BUILD"/test_* "$BUILD"/gpu_test_*; do
+  [[ -f "$exe" && -x "$exe" ]] && cp "$exe" bundle/
+done
+for lib in libsimdjson.so.14 libpcre2-8.so.0 libfmt.so.9; do
+  path=$(ldconfig -p | awk -v l="$lib" '$1 == l {print $NF; exit}')
+  if [[ -n "$path" ]]; then cp -L "$path" bundle/; else echo "warning: $lib not found" >&2; fi
+done
+# The 64 MiB carry limit: debug sections are not needed there.
+strip --strip-unneeded bundle/roseinfer bundle/test_* bundle/gpu_test_* 2>/dev/null || true
+echo "bundle/: $(ls bundle | wc -l) files, $(du -sh bundle | cut -f1)"

@@ -1,0 +1,295 @@
+// The CUDA backend end to end against the CPU backend (the fp32 reference): the same step plans
+// (prefill chunks over cached prefixes, mixed prefill + decode, pure decode replayed from CUDA
+// graphs with padding rows) must give the same logits within bf16 tolerance, and greedy outputs
+// must not depend on whether graphs are used.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <memory>
+#include <random>
+#include <span>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/model/weights.h"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace rose;
+
+namespace {
+
+// Random canonical tensors already rounded to bf16, so both backends compute with identical
+// weights and only activation rounding separates them.
+class Bf16RandomWeights : public WeightSource {
+ public:
+  explicit Bf16RandomWeights(ModelConfig config) : config_(std::move(config)) {}
+  const ModelConfig& config() const override { return config_; }
+  void read_f32(const std::string& name, std::span<float> dst) const override {
+    uint32_t seed = 2166136261u;
+    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-0.15f, 0.15f);
+    const bool norm_weight = name.find("norm.weight") != std::string::npos;
+    for (float& x : dst) x = gputest::round_bf16(norm_weight ? 1.0f + dist(rng) : dist(rng));
+  }
+
+ private:
+  ModelConfig config_;
+};
+
+ModelConfig gpt2_config() {
+  ModelConfig c;
+  c.arch = Arch::kGpt2;
+  c.name = "test-gpt2";
+  c.vocab_size = 211;
+  c.hidden_size = 64;
+  c.intermediate_size = 256;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  c.head_dim = 16;
+  c.max_position_embeddings = 256;
+  c.tie_word_embeddings = true;
+  c.qkv_bias = true;
+  return c;
+}
+
+ModelConfig qwen_like_config() {
+  ModelConfig c;
+  c.arch = Arch::kLlama;
+  c.name = "test-qwen";
+  c.vocab_size = 300;
+  c.hidden_size = 128;
+  c.intermediate_size = 200;
+  c.num_layers = 2;
+  c.num_heads = 8;
+  c.num_kv_heads = 1;
+  c.head_dim = 16;
+  c.max_position_embeddings = 512;
+  c.rope_theta = 1000000.0f;
+  c.rope_scaling = {"llama3", 8.0f, 1.0f, 4.0f, 64};
+  c.tie_word_embeddings = false;
+  c.qkv_bias = true;
+  return c;
+}
+
+// A sequence as the scheduler would hold it: tokens so far, its blocks, tokens already cached.
+struct Seq {
+  std::vector<int32_t> tokens;
+  std::vector<int32_t> blocks;
+  int computed = 0;
+  int generated = 0;
+  SamplingParams sampling;
+};
+
+// One step: sequence i computes `counts[i]` new tokens (its next prompt chunk, or 1 to decode).
+StepPlan make_plan(std::vector<Seq>& seqs, const std::vector<int>& counts, int block_size,
+                   bool return_logits) {
+  StepPlan plan;
+  plan.clear();
+  int stride = 1;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    stride = std::max(stride, (seqs[i].computed + counts[i] + block_size - 1) / block_size);
+  }
+  stride += 2;  // padded with -1 like the scheduler's tables
+  plan.block_table_stride = stride;
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    Seq& s = seqs[i];
+    for (int j = 0; j < counts[i]; ++j) {
+      const int pos = s.computed + j;
+      plan.token_ids.push_back(s.tokens[pos]);
+      plan.positions.push_back(pos);
+      plan.slot_mapping.push_back(s.blocks[pos / block_size] * block_size + pos % block_size);
+    }
+    plan.query_start.push_back(plan.query_start.back() + counts[i]);
+    plan.context_lens.push_back(s.computed + counts[i]);
+    for (int b = 0; b < stride; ++b) {
+      plan.block_tables.push_back(b < int(s.blocks.size()) ? s.blocks[b] : -1);
+    }
+    plan.do_sample.push_back(s.computed + counts[i] == int(s.tokens.size()) ? 1 : 0);
+    plan.sampling.push_back(s.sampling);
+    plan.sample_index.push_back(uint64_t(s.generated));
+  }
+  plan.return_logits = return_logits;
+  return plan;
+}
+
+std::vector<Seq> make_seqs(const std::vector<int>& prompt_lens, int vocab, int block_size,
+                           int max_len, std::mt19937& rng) {
+  std::vector<Seq> seqs;
+  int next_block = 3;  // leave block 0 to padding reads; ids scattered by a stride
+  for (int len : prompt_lens) {
+    Seq s;
+    for (int i = 0; i < len; ++i) s.tokens.push_back(int32_t(rng() % vocab));
+    const int blocks = (max_len + block_size - 1) / block_size;
+    for (int b = 0; b < blocks; ++b) s.blocks.push_back(next_block++);
+    seqs.push_back(std::move(s));
+  }
+  return seqs;
+}
+
+// GPU logits vs CPU logits on the sampled rows, relative to the row's scale.
+void check_logits(const StepOutput& gpu, const StepOutput& cpu, const StepPlan& plan, int vocab,
+                  double tolerance) {
+  REQUIRE(gpu.logits.size() == cpu.logits.size());
+  for (int s = 0; s < plan.num_seqs(); ++s) {
+    if (!plan.do_sample[s]) continue;
+    double scale = 0.0, worst = 0.0;
+    for (int v = 0; v < vocab; ++v)
+      scale = std::max(scale, std::fabs(double(cpu.logits[size_t(s) * vocab + v])));
+    for (int v = 0; v < vocab; ++v) {
+      const size_t i = size_t(s) * vocab + v;
+      worst = std::max(worst, std::fabs(double(gpu.logits[i]) - double(cpu.logits[i])));
+    }
+    CAPTURE(s);
+    CAPTURE(scale);
+    CHECK(worst <= tolerance * std::max(scale, 1.0));
+  }
+}
+
+// Runs prefill (in chunks of at most `chunk` tokens) then `decode_steps` decode steps on both
+// backends with the same plans (the CPU's greedy tokens are fed to both), comparing logits.
+void compare_backends(const WeightSource& weights, const std::vector<int>& prompt_lens, int chunk,
+                      int decode_steps, bool graphs, double tolerance) {
+  const ModelConfig& config = weights.config();
+  BackendOptions options;
+  options.num_kv_blocks = 512;
+  options.max_num_seqs = 32;
+  options.max_num_batched_tokens = 512;
+  options.max_model_len = std::min(config.max_position_embeddings, 1024);
+  options.cuda_graphs = graphs;
+  std::unique_ptr<Backend> cpu = make_cpu_backend(weights, options);
+  std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
+  const int bs = options.block_size;
+  std::mt19937 rng(42);
+  std::vector<Seq> seqs = make_seqs(prompt_lens, config.vocab_size, bs, options.max_model_len, rng);
+  for (int step = 0;; ++step) {
+    std::vector<int> counts;
+    bool prefill_left = false;
+    for (Seq& s : seqs) {
+      const int left = int(s.tokens.size()) - s.computed;
+      counts.push_back(std::min(left, chunk));
+      prefill_left |= left > 0;
+    }
+    if (!prefill_left) break;
+    const StepPlan plan = make_plan(seqs, counts, bs, true);
+    StepOutput out_cpu, out_gpu;
+    cpu->execute(plan, out_cpu);
+    gpu->execute(plan, out_gpu);
+    CAPTURE(step);
+    check_logits(out_gpu, out_cpu, plan, config.vocab_size, tolerance);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].computed += counts[i];
+      if (!plan.do_sample[i]) {
+        CHECK(out_gpu.sampled[i] == -1);
+      } else {
+        const float* row = &out_gpu.logits[i * config.vocab_size];
+        CHECK(out_gpu.sampled[i] == int(std::max_element(row, row + config.vocab_size) - row));
+        seqs[i].tokens.push_back(out_cpu.sampled[i]);
+        seqs[i].generated++;
+      }
+    }
+  }
+  for (int step = 0; step < decode_steps; ++step) {
+    const StepPlan plan = make_plan(seqs, std::vector<int>(seqs.size(), 1), bs, true);
+    REQUIRE(plan.is_pure_decode());
+    StepOutput out_cpu, out_gpu;
+    cpu->execute(plan, out_cpu);
+    gpu->execute(plan, out_gpu);
+    CAPTURE(step);
+    check_logits(out_gpu, out_cpu, plan, config.vocab_size, tolerance);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      // The GPU's greedy pick is the argmax of the logits it returned.
+      const float* row = &out_gpu.logits[i * config.vocab_size];
+      CHECK(out_gpu.sampled[i] == int(std::max_element(row, row + config.vocab_size) - row));
+      seqs[i].computed += 1;
+      seqs[i].tokens.push_back(out_cpu.sampled[i]);
+      seqs[i].generated++;
+    }
+  }
+}
+
+std::vector<std::vector<int32_t>> greedy_run(const WeightSource& weights, bool graphs,
+                                             const std::vector<int>& prompt_lens, int steps) {
+  BackendOptions options;
+  options.num_kv_blocks = 256;
+  options.max_num_seqs = 16;
+  options.max_num_batched_tokens = 256;
+  options.max_model_len = 512;
+  options.cuda_graphs = graphs;
+  std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
+  std::mt19937 rng(7);
+  std::vector<Seq> seqs = make_seqs(prompt_lens, weights.config().vocab_size, 16, 512, rng);
+  std::vector<int> counts;
+  for (const Seq& s : seqs) counts.push_back(int(s.tokens.size()));
+  std::vector<std::vector<int32_t>> outputs(seqs.size());
+  for (int step = 0; step < steps; ++step) {
+    const StepPlan plan = make_plan(seqs, counts, 16, false);
+    StepOutput out;
+    gpu->execute(plan, out);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].computed += counts[i];
+      seqs[i].tokens.push_back(out.sampled[i]);
+      seqs[i].generated++;
+      outputs[i].push_back(out.sampled[i]);
+    }
+    counts.assign(seqs.size(), 1);
+  }
+  return outputs;
+}
+
+}  // namespace
+
+TEST_CASE("tiny preset: GPU logits match the CPU backend through prefill chunks and decode") {
+  std::unique_ptr<WeightSource> weights = open_model("tiny");
+  // bf16-rounded weights on the GPU vs fp32 on the CPU: a few percent of the logit scale.
+  compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
+}
+
+TEST_CASE("GPT-2 shape (LayerNorm, biases, learned positions): GPU matches CPU") {
+  Bf16RandomWeights weights(gpt2_config());
+  compare_backends(weights, {3, 16, 40}, 1000, 5, true, 0.03);
+  compare_backends(weights, {31, 2}, 7, 3, false, 0.03);
+}
+
+TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU") {
+  Bf16RandomWeights weights(qwen_like_config());
+  compare_backends(weights, {100, 9, 16, 47, 5, 1, 2}, 64, 5, true, 0.03);
+}
+
+TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
+  std::unique_ptr<WeightSource> weights = open_model("tiny");
+  for (const std::vector<int>& lens : {std::vector<int>{7, 30, 16, 1}, std::vector<int>{12}}) {
+    const auto eager = greedy_run(*weights, false, lens, 24);
+    const auto graphed = greedy_run(*weights, true, lens, 24);
+    CHECK(eager == graphed);
+  }
+}
+
+TEST_CASE("bad plans are rejected with rose::Error") {
+  std::unique_ptr<WeightSource> weights = open_model("tiny");
+  BackendOptions options;
+  options.num_kv_blocks = 16;
+  options.max_num_seqs = 4;
+  options.max_num_batched_tokens = 64;
+  options.max_model_len = 128;
+  std::unique_ptr<Backend> gpu = make_cuda_backend(*weights, options);
+  std::mt19937 rng(1);
+  std::vector<Seq> seqs = make_seqs({4}, weights->config().vocab_size, 16, 32, rng);
+  StepPlan plan = make_plan(seqs, {4}, 16, false);
+  plan.token_ids[1] = weights->config().vocab_size;
+  StepOutput out;
+  CHECK_THROWS_AS(gpu->execute(plan, out), Error);
+  plan = make_plan(seqs, {4}, 16, false);
+  plan.block_tables[0] = 999;
+  CHECK_THROWS_AS(gpu->execute(plan, out), Error);
+  // A good plan still runs after the rejected ones.
+  plan = make_plan(seqs, {4}, 16, false);
+  gpu->execute(plan, out);
+  CHECK(out.sampled.size() == 1);
+  CHECK(out.sampled[0] >= 0);
+}

@@ -1,0 +1,400 @@
+// Every CUDA kernel against the CPU reference ops (kernels/cpu/ops.h) on fresh random inputs of
+// several shapes. Inputs are rounded to bf16 on the host first, so the reference computes in fp32
+// on exactly the values the GPU reads; the remaining differences are the GPU's bf16 outputs and
+// its summation order: tolerance atol 1e-2 + rtol 1e-2 (bf16 has 8 bits of mantissa, ~4e-3).
+// Outputs are poisoned (NaN) before each launch so unwritten elements fail.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cmath>
+#include <numeric>
+#include <random>
+#include <vector>
+
+#include "engine/model/synthetic.h"
+#include "kernels/cpu/ops.h"
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/rope_kv.cuh"
+#include "kernels/cuda/sampling.cuh"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace rose;
+using namespace rose::gputest;
+
+namespace {
+
+constexpr float kAtol = 1e-2f, kRtol = 1e-2f;
+
+}  // namespace
+
+TEST_CASE("fill_uniform reproduces the host's synthetic weights bit for bit before rounding") {
+  const int64_t n = 100003;
+  const uint64_t seed = 0x1234'5678'9abcull;
+  const float scale = 0.037f;
+  DeviceArray<uint16_t> dev(n);
+  launch_fill_uniform(dev.get(), DType::kBF16, n, seed, scale, nullptr);
+  const std::vector<uint16_t> got = dev.download();
+  int64_t mismatches = 0;
+  for (int64_t i = 0; i < n; ++i) {
+    mismatches += got[i] != f32_to_bf16_bits(synthetic_uniform(seed, uint64_t(i), scale));
+  }
+  CHECK(mismatches == 0);
+  launch_fill_constant(dev.get(), DType::kBF16, n, 1.0f, nullptr);
+  const std::vector<uint16_t> ones = dev.download();
+  CHECK(std::count(ones.begin(), ones.end(), f32_to_bf16_bits(1.0f)) == n);
+}
+
+TEST_CASE("embedding with and without learned positions") {
+  std::mt19937 rng(1);
+  const int vocab = 300, hidden = 96, max_pos = 64, n = 37;
+  const Bf16Data tok = random_bf16(size_t(vocab) * hidden, rng);
+  const Bf16Data pos = random_bf16(size_t(max_pos) * hidden, rng);
+  std::vector<int32_t> ids(n), positions(n);
+  for (int i = 0; i < n; ++i) {
+    ids[i] = int32_t(rng() % vocab);
+    positions[i] = int32_t(rng() % max_pos);
+  }
+  DeviceArray<uint16_t> d_tok(tok.bits), d_pos(pos.bits);
+  DeviceArray<int32_t> d_ids(ids), d_positions(positions);
+  for (bool with_pos : {false, true}) {
+    DeviceArray<float> out(size_t(n) * hidden);
+    launch_embedding(out.get(), d_tok.get(), with_pos ? d_pos.get() : nullptr, d_ids.get(),
+                     d_positions.get(), n, hidden, DType::kBF16, nullptr);
+    std::vector<float> expected(size_t(n) * hidden);
+    cpu::embedding(ids.data(), positions.data(), tok.f32.data(),
+                   with_pos ? pos.f32.data() : nullptr, n, hidden, expected.data());
+    check_close(out.download(), expected, 1e-6f, 1e-6f, "embedding");
+  }
+}
+
+TEST_CASE("add_norm: LayerNorm and RMSNorm fused with the residual add, bias and row gather") {
+  std::mt19937 rng(2);
+  for (int hidden : {64, 768, 2048, 4096}) {
+    for (NormKind kind : {NormKind::kLayerNorm, NormKind::kRmsNorm}) {
+      const int rows = 19;
+      CAPTURE(hidden);
+      std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+      std::vector<float> residual(size_t(rows) * hidden);
+      for (float& x : residual) x = dist(rng) + 2.0f;  // an offset mean tests the centring
+      const Bf16Data delta = random_bf16(residual.size(), rng);
+      const Bf16Data delta_bias = random_bf16(hidden, rng);
+      const Bf16Data weight = random_bf16(hidden, rng, 0.5f, 1.5f);
+      const Bf16Data bias = random_bf16(hidden, rng);
+
+      // Reference: the CPU adds x = delta + delta_bias into the residual.
+      std::vector<float> x(residual.size());
+      for (int r = 0; r < rows; ++r) {
+        for (int i = 0; i < hidden; ++i) {
+          x[size_t(r) * hidden + i] = delta.f32[size_t(r) * hidden + i] + delta_bias.f32[i];
+        }
+      }
+      std::vector<float> ref_residual = residual, ref_out(residual.size());
+      if (kind == NormKind::kLayerNorm) {
+        cpu::add_layernorm(ref_residual.data(), x.data(), weight.f32.data(), bias.f32.data(), 1e-5f,
+                           rows, hidden, ref_out.data());
+      } else {
+        cpu::add_rmsnorm(ref_residual.data(), x.data(), weight.f32.data(), 1e-6f, rows, hidden,
+                         ref_out.data());
+      }
+
+      DeviceArray<float> d_residual(residual);
+      DeviceArray<uint16_t> d_delta(delta.bits), d_delta_bias(delta_bias.bits), d_w(weight.bits),
+          d_b(bias.bits), d_out(residual.size());
+      AddNormArgs args;
+      args.residual = d_residual.get();
+      args.delta = d_delta.get();
+      args.delta_bias = d_delta_bias.get();
+      args.weight = d_w.get();
+      args.bias = kind == NormKind::kLayerNorm ? d_b.get() : nullptr;
+      args.out = d_out.get();
+      args.num_rows = rows;
+      args.hidden = hidden;
+      args.eps = kind == NormKind::kLayerNorm ? 1e-5f : 1e-6f;
+      args.kind = kind;
+      launch_add_norm(args, nullptr);
+      check_close(d_residual.download(), ref_residual, 1e-5f, 1e-5f, "residual");
+      check_close(to_f32(d_out.download()), ref_out, kAtol, kRtol, "normed");
+
+      // The final-norm form: gathered rows, residual left alone.
+      const std::vector<int32_t> index = {7, 0, 18, 3};
+      DeviceArray<int32_t> d_index(index);
+      DeviceArray<uint16_t> d_gathered(index.size() * hidden);
+      d_residual.upload(residual);
+      args.row_index = d_index.get();
+      args.write_residual = false;
+      args.num_rows = int(index.size());
+      args.out = d_gathered.get();
+      launch_add_norm(args, nullptr);
+      std::vector<float> expected;
+      for (int32_t r : index) {
+        expected.insert(expected.end(), ref_out.begin() + int64_t(r) * hidden,
+                        ref_out.begin() + int64_t(r + 1) * hidden);
+      }
+      check_close(to_f32(d_gathered.download()), expected, kAtol, kRtol, "gathered");
+      check_close(d_residual.download(), residual, 0.0f, 0.0f, "untouched residual");
+    }
+  }
+}
+
+TEST_CASE("RoPE (plain and llama3-scaled) and qkv bias fused with the paged KV write") {
+  std::mt19937 rng(3);
+  struct Shape {
+    int heads, kv_heads, head_dim;
+    bool rope, bias;
+  };
+  for (Shape sh : {Shape{8, 2, 64, true, false}, Shape{4, 4, 64, false, true},
+                   Shape{32, 8, 128, true, true}, Shape{8, 1, 32, true, false}}) {
+    CAPTURE(sh.head_dim);
+    CAPTURE(sh.heads);
+    const int n = 45, block_size = 16, num_blocks = 8;
+    const int q_dim = sh.heads * sh.head_dim, kv_dim = sh.kv_heads * sh.head_dim;
+    const int qkv_dim = q_dim + 2 * kv_dim;
+    const Bf16Data qkv = random_bf16(size_t(n) * qkv_dim, rng);
+    const Bf16Data bias = random_bf16(qkv_dim, rng);
+    std::vector<int32_t> positions(n), slots(n);
+    std::vector<int32_t> perm(num_blocks * block_size);
+    std::iota(perm.begin(), perm.end(), 0);
+    std::shuffle(perm.begin(), perm.end(), rng);
+    for (int i = 0; i < n; ++i) {
+      positions[i] = int32_t(rng() % 5000);  // long positions test the angle precision
+      slots[i] = i % 9 == 4 ? -1 : perm[i];
+    }
+    RopeScaling scaling;
+    if (sh.head_dim == 128) scaling = RopeScaling{"llama3", 32.0f, 1.0f, 4.0f, 8192};
+    std::vector<float> inv_freq(sh.head_dim / 2);
+    cpu::rope_inv_freq(sh.head_dim, 500000.0f, scaling, inv_freq.data());
+
+    std::vector<float> ref_qkv = qkv.f32;
+    if (sh.bias) {
+      for (int i = 0; i < n; ++i) {
+        for (int j = 0; j < qkv_dim; ++j) ref_qkv[size_t(i) * qkv_dim + j] += bias.f32[j];
+      }
+    }
+    const size_t cache_elems = size_t(num_blocks) * block_size * kv_dim;
+    std::vector<float> ref_k(cache_elems, 0.0f), ref_v(cache_elems, 0.0f);
+    cpu::rope_and_write_kv(ref_qkv.data(), positions.data(), slots.data(),
+                           sh.rope ? inv_freq.data() : nullptr, n, sh.heads, sh.kv_heads,
+                           sh.head_dim, block_size, ref_k.data(), ref_v.data());
+
+    DeviceArray<uint16_t> d_qkv(qkv.bits), d_bias(bias.bits), d_k(cache_elems), d_v(cache_elems);
+    DeviceArray<int32_t> d_pos(positions), d_slots(slots);
+    DeviceArray<float> d_freq(inv_freq);
+    ROSE_CUDA_CHECK(cudaMemset(d_k.get(), 0, cache_elems * 2));
+    ROSE_CUDA_CHECK(cudaMemset(d_v.get(), 0, cache_elems * 2));
+    RopeKvArgs args;
+    args.qkv = d_qkv.get();
+    args.qkv_bias = sh.bias ? d_bias.get() : nullptr;
+    args.k_cache = d_k.get();
+    args.v_cache = d_v.get();
+    args.positions = d_pos.get();
+    args.slot_mapping = d_slots.get();
+    args.inv_freq = sh.rope ? d_freq.get() : nullptr;
+    args.num_tokens = n;
+    args.num_heads = sh.heads;
+    args.num_kv_heads = sh.kv_heads;
+    args.head_dim = sh.head_dim;
+    launch_rope_kv_write(args, nullptr);
+    // Only the q columns are defined after the kernel (k and v rows stay as they were).
+    std::vector<float> got_q = to_f32(d_qkv.download()), want_q = ref_qkv;
+    for (int i = 0; i < n; ++i) {
+      for (int j = q_dim; j < qkv_dim; ++j)
+        got_q[size_t(i) * qkv_dim + j] = want_q[size_t(i) * qkv_dim + j] = 0;
+    }
+    check_close(got_q, want_q, kAtol, kRtol, "rotated q");
+    check_close(to_f32(d_k.download()), ref_k, kAtol, kRtol, "k cache");
+    check_close(to_f32(d_v.download()), ref_v, kAtol, kRtol, "v cache");
+  }
+}
+
+namespace {
+
+struct AttentionCase {
+  int heads, kv_heads, head_dim;
+  std::vector<int> query_lens;    // per sequence
+  std::vector<int> context_lens;  // per sequence, >= query_lens
+  int forced_splits = 0;          // 0: the backend's choice
+};
+
+void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
+  const int num_seqs = int(tc.query_lens.size());
+  const int block_size = 16;
+  const int D = tc.head_dim, q_dim = tc.heads * D, kv_dim = tc.kv_heads * D;
+  int num_tokens = 0, max_blocks = 0, total_blocks = 0;
+  std::vector<int32_t> query_start = {0};
+  for (int s = 0; s < num_seqs; ++s) {
+    num_tokens += tc.query_lens[s];
+    query_start.push_back(num_tokens);
+    const int blocks = (tc.context_lens[s] + block_size - 1) / block_size;
+    max_blocks = std::max(max_blocks, blocks);
+    total_blocks += blocks;
+  }
+  // Scattered physical blocks, rows padded with -1 like the scheduler's.
+  std::vector<int32_t> ids(total_blocks + 3);
+  std::iota(ids.begin(), ids.end(), 0);
+  std::shuffle(ids.begin(), ids.end(), rng);
+  std::vector<int32_t> tables(size_t(num_seqs) * max_blocks, -1), token_seq;
+  int next = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int blocks = (tc.context_lens[s] + block_size - 1) / block_size;
+    for (int b = 0; b < blocks; ++b) tables[size_t(s) * max_blocks + b] = ids[next++];
+    for (int i = 0; i < tc.query_lens[s]; ++i) token_seq.push_back(s);
+  }
+  const int num_blocks = int(ids.size());
+  const size_t cache_elems = size_t(num_blocks) * block_size * kv_dim;
+  const Bf16Data q = random_bf16(size_t(num_tokens) * q_dim, rng, -2.0f, 2.0f);
+  const Bf16Data k = random_bf16(cache_elems, rng, -2.0f, 2.0f);
+  const Bf16Data v = random_bf16(cache_elems, rng);
+  const float scale = 1.0f / std::sqrt(float(D));
+
+  std::vector<float> expected(size_t(num_tokens) * q_dim);
+  cpu::paged_attention(q.f32.data(), q_dim, k.f32.data(), v.f32.data(), query_start.data(),
+                       tc.context_lens.data(), tables.data(), max_blocks, num_seqs, tc.heads,
+                       tc.kv_heads, D, block_size, scale, expected.data());
+
+  DeviceArray<uint16_t> d_q(q.bits), d_k(k.bits), d_v(v.bits), d_out(expected.size());
+  DeviceArray<int32_t> d_tables(tables), d_stride(std::vector<int32_t>{max_blocks}),
+      d_qs(query_start), d_ctx(tc.context_lens), d_seq(token_seq);
+  const int splits = tc.forced_splits > 0
+                         ? tc.forced_splits
+                         : attention_num_splits(num_tokens, tc.kv_heads, tc.heads, 4 * 132, 32);
+  DeviceArray<float> d_part(size_t(num_tokens) * tc.heads * splits * D),
+      d_lse(size_t(num_tokens) * tc.heads * splits);
+  AttentionArgs args;
+  args.q = d_q.get();
+  args.q_stride = q_dim;
+  args.k_cache = d_k.get();
+  args.v_cache = d_v.get();
+  args.block_tables = d_tables.get();
+  args.block_table_stride = d_stride.get();
+  args.query_start = d_qs.get();
+  args.context_lens = d_ctx.get();
+  args.token_seq = d_seq.get();
+  args.out = d_out.get();
+  args.partial_out = d_part.get();
+  args.partial_lse = d_lse.get();
+  args.num_tokens = num_tokens;
+  args.num_heads = tc.heads;
+  args.num_kv_heads = tc.kv_heads;
+  args.head_dim = D;
+  args.block_size = block_size;
+  args.num_splits = splits;
+  args.scale = scale;
+  launch_paged_attention(args, nullptr);
+  CAPTURE(splits);
+  check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention");
+}
+
+}  // namespace
+
+TEST_CASE("paged attention: decode, GQA groups 1/4/8, head_dim 64 and 128, block boundaries") {
+  std::mt19937 rng(4);
+  for (int head_dim : {64, 128}) {
+    for (int group : {1, 4, 8}) {
+      CAPTURE(head_dim);
+      CAPTURE(group);
+      const int kv_heads = group == 1 ? 4 : 2;
+      // Decode rows: one query token each, contexts at and across 16-token block boundaries.
+      run_attention_case(
+          {kv_heads * group, kv_heads, head_dim, {1, 1, 1, 1, 1, 1}, {1, 15, 16, 17, 32, 33}}, rng);
+    }
+  }
+}
+
+TEST_CASE("paged attention: prefill chunks over a cached prefix mixed with decode rows") {
+  std::mt19937 rng(5);
+  // Sequence 0: a fresh prompt; 1: a 20-token chunk over a 44-token cached prefix; 2, 3: decode.
+  run_attention_case({8, 2, 64, {37, 20, 1, 1}, {37, 64, 100, 16}}, rng);
+  run_attention_case({32, 8, 64, {16, 17, 1}, {16, 50, 300}}, rng);
+  run_attention_case({4, 4, 128, {33, 1}, {33, 1}}, rng);
+  run_attention_case({12, 1, 64, {5, 1}, {21, 9}}, rng);  // group 12 spans two thread blocks
+  run_attention_case({4, 2, 8, {9, 1}, {9, 40}}, rng);    // the tiny head_dim of test models
+  run_attention_case({8, 2, 32, {1, 3}, {70, 3}}, rng);
+}
+
+TEST_CASE("paged attention: long contexts and split-KV merging") {
+  std::mt19937 rng(6);
+  run_attention_case({32, 8, 64, {1}, {4100}}, rng);  // batch 1: many splits
+  run_attention_case({32, 8, 128, {1, 1}, {5000, 4096}}, rng);
+  run_attention_case({16, 2, 64, {1, 1, 1}, {700, 33, 2}, 7}, rng);  // splits longer than keys
+  run_attention_case({8, 8, 64, {1}, {3000}, 32}, rng);
+}
+
+TEST_CASE("paged attention: batch 256 decode") {
+  std::mt19937 rng(7);
+  AttentionCase tc{32, 8, 64, {}, {}};
+  for (int s = 0; s < 256; ++s) {
+    tc.query_lens.push_back(1);
+    tc.context_lens.push_back(1 + int(rng() % 700));
+  }
+  run_attention_case(tc, rng);
+}
+
+TEST_CASE("activations: GELU-tanh with bias, SiLU-and-mul") {
+  std::mt19937 rng(8);
+  const int rows = 13, width = 3072;
+  const Bf16Data x = random_bf16(size_t(rows) * width, rng, -4.0f, 4.0f);
+  const Bf16Data bias = random_bf16(width, rng);
+  std::vector<float> expected = x.f32;
+  for (int r = 0; r < rows; ++r) {
+    for (int i = 0; i < width; ++i) expected[size_t(r) * width + i] += bias.f32[i];
+  }
+  cpu::gelu_tanh(expected.data(), int64_t(expected.size()));
+  DeviceArray<uint16_t> d_x(x.bits), d_bias(bias.bits);
+  launch_gelu_tanh_bias(d_x.get(), d_bias.get(), rows, width, DType::kBF16, nullptr);
+  check_close(to_f32(d_x.download()), expected, kAtol, kRtol, "gelu");
+
+  const int inner = 1000;
+  const Bf16Data gate_up = random_bf16(size_t(rows) * 2 * inner, rng, -4.0f, 4.0f);
+  std::vector<float> ref(size_t(rows) * inner);
+  cpu::silu_and_mul(gate_up.f32.data(), rows, inner, ref.data());
+  DeviceArray<uint16_t> d_gu(gate_up.bits), d_out(ref.size());
+  launch_silu_and_mul(d_out.get(), d_gu.get(), rows, inner, DType::kBF16, nullptr);
+  check_close(to_f32(d_out.download()), ref, kAtol, kRtol, "silu_and_mul");
+}
+
+TEST_CASE("sampling: greedy ties, temperature, top-k, top-p as the CPU rule picks") {
+  std::mt19937 rng(9);
+  for (int vocab : {50, 50257, 128256}) {
+    CAPTURE(vocab);
+    std::vector<SamplingParams> params = {
+        {0.0f, 0, 1.0f, 1},  {1.0f, 0, 1.0f, 2}, {0.7f, 40, 1.0f, 3}, {1.3f, 0, 0.9f, 4},
+        {0.8f, 50, 0.8f, 5}, {1.0f, 1, 1.0f, 6}, {2.0f, 0, 0.5f, 7},  {0.0f, 0, 1.0f, 8},
+    };
+    // Many draws per parameter set: each row uses another sample index.
+    const int repeats = 6;
+    const int rows = int(params.size()) * repeats;
+    std::vector<float> logits(size_t(rows) * vocab);
+    std::normal_distribution<float> dist(0.0f, 3.0f);
+    for (float& x : logits) x = dist(rng);
+    // Row 0 and 7*repeats: a tie for the maximum; the lowest id must win.
+    logits[size_t(0) * vocab + vocab / 2] = 100.0f;
+    logits[size_t(0) * vocab + vocab / 3] = 100.0f;
+    std::vector<SampleRowParams> host(rows);
+    std::vector<int32_t> expected(rows);
+    std::vector<float> scratch(2 * size_t(vocab));
+    for (int r = 0; r < rows; ++r) {
+      const SamplingParams& sp = params[r / repeats];
+      const uint64_t index = uint64_t(r * 7 + 1);
+      const bool do_sample = r % 11 != 10;
+      host[r] =
+          SampleRowParams{sp.temperature, sp.top_k, sp.top_p, do_sample ? 1 : 0, sp.seed, index};
+      expected[r] = do_sample ? cpu::sample_token(&logits[size_t(r) * vocab], vocab, sp, index,
+                                                  scratch.data())
+                              : -1;
+    }
+    CHECK(expected[0] == vocab / 3);
+    DeviceArray<float> d_logits(logits);
+    DeviceArray<int32_t> d_out(rows);
+    DeviceArray<SampleRowParams> d_params(host);
+    launch_sample(d_out.get(), d_logits.get(), d_params.get(), rows, vocab, nullptr);
+    const std::vector<int32_t> got = d_out.download();
+    for (int r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      CHECK(got[r] == expected[r]);
+    }
+  }
+}
