@@ -39,6 +39,10 @@ struct Sequence {
 
 class Scheduler {
  public:
+  struct Scheduled {
+    Sequence* seq;
+    int num_new;  // tokens this step computes for it
+  };
   // `index` may be null (prefix caching off). `eos_token_ids`: ids that finish a request unless
   // it sets ignore_eos.
   Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* index,
@@ -69,12 +73,10 @@ class Scheduler {
   // Of the last scheduled step: prompt (and recomputed) tokens, and decode tokens.
   int last_prefill_tokens() const { return last_prefill_tokens_; }
   int last_decode_tokens() const { return last_decode_tokens_; }
+  // The last step's sequences in plan order (row s of the plan is scheduled()[s]).
+  const std::vector<Scheduled>& scheduled() const { return scheduled_; }
 
  private:
-  struct Scheduled {
-    Sequence* seq;
-    int num_new;
-  };
   void admit_arrivals(double now);
   // Schedules up to `max_new` tokens of a running sequence, preempting later-admitted unscheduled
   // sequences if blocks run out. Returns false when `seq` itself had to be preempted.
