@@ -223,10 +223,13 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
       const double worse_percent = row.direction == MetricDirection::kHigherIsBetter
                                        ? -row.change_percent
                                        : row.change_percent;
-      if (worse_percent > threshold) {
+      // The tolerance keeps a change of exactly the threshold (5% written as 512 -> 486.4) from
+      // failing on the last bit of a double.
+      constexpr double kTolerancePercent = 1e-9;
+      if (worse_percent > threshold + kTolerancePercent) {
         row.verdict = Verdict::kRegression;
         ++result.regressions;
-      } else if (worse_percent < 0.0) {
+      } else if (worse_percent < -kTolerancePercent) {
         row.verdict = Verdict::kImproved;
       } else {
         row.verdict = Verdict::kOk;
@@ -253,8 +256,7 @@ std::string render_compare_table(const CompareResult& result) {
   for (const CompareRow& row : result.rows) {
     const std::string change = std::isnan(row.change_percent)
                                    ? std::string("-")
-                                   : fmt::format("{}{}%", row.change_percent > 0 ? "+" : "",
-                                                 format_number(row.change_percent));
+                                   : fmt::format("{:+.2f}%", row.change_percent);
     // The limit is shown in the bad direction: -5% for throughput, +5% for latency.
     const std::string limit =
         fmt::format("{}{}%", row.direction == MetricDirection::kHigherIsBetter ? "-" : "+",

@@ -8,14 +8,16 @@
 
 namespace rose {
 
-// Rows of cells; the first column is left-aligned, the rest right-aligned. A row with one cell is
-// a section line printed as is.
+// Rows of cells; the first column is left-aligned, the rest right-aligned (numbers) or left-aligned
+// (text). A row with one cell is a section line printed as is.
 class TextTable {
  public:
+  explicit TextTable(bool right_align_values = true) : right_align_values_(right_align_values) {}
   void add_row(std::vector<std::string> cells);
   std::string render(int indent = 0) const;
 
  private:
+  bool right_align_values_;
   std::vector<std::vector<std::string>> rows_;
 };
 
