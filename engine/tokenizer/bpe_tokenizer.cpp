@@ -19,6 +19,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/tokenizer/nfc.h"
 #include "engine/tokenizer/regex.h"
 #include "engine/tokenizer/tokenizer.h"
 #include "engine/tokenizer/utf8.h"
@@ -208,10 +209,11 @@ class BpeTokenizer final : public Tokenizer {
   int32_t unk_id_ = -1;
   bool fuse_unk_ = false;
   bool ignore_merges_ = false;
+  bool nfc_ = false;  // the normalizer: NFC or nothing
   std::vector<PreTokenizerStep> pre_tokenizer_;
   std::vector<AddedToken> added_tokens_;
   AddedTokenMatcher raw_added_;          // normalized: false, matched on the raw text
-  AddedTokenMatcher normalized_added_;   // normalized: true, matched after normalization (none)
+  AddedTokenMatcher normalized_added_;   // normalized: true, matched after normalization
   std::string token_bytes_;              // bytes of every id, concatenated
   std::vector<uint32_t> token_offsets_;  // (vocab_size + 1,) where each id's bytes start
 
@@ -396,7 +398,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
       continue;
     }
     segments.clear();
-    split_added_tokens(raw.text, normalized_added_, segments);
+    const std::string normalized = nfc_ ? to_nfc(raw.text) : std::string();
+    split_added_tokens(nfc_ ? std::string_view(normalized) : raw.text, normalized_added_, segments);
     for (const Segment& segment : segments) {
       if (segment.added_id >= 0) {
         ids.push_back(segment.added_id);
@@ -508,7 +511,7 @@ class TokenizerJsonLoader {
   void load_model(element e);
   void load_added_tokens(element e);
   void load_pre_tokenizer(element e, const std::string& field);
-  void check_normalizer(element e, const std::string& field) const;
+  void load_normalizer(element e, const std::string& field);
   void check_decoder(element e) const;
   void build_token_table();
 
@@ -717,7 +720,7 @@ void TokenizerJsonLoader::load_pre_tokenizer(element e, const std::string& field
   }
 }
 
-void TokenizerJsonLoader::check_normalizer(element e, const std::string& field) const {
+void TokenizerJsonLoader::load_normalizer(element e, const std::string& field) {
   if (e.is_null()) return;
   object o = as_object(e, field);
   const std::string_view type = as_string(required(o, "type", field), field + ".type");
@@ -725,11 +728,16 @@ void TokenizerJsonLoader::check_normalizer(element e, const std::string& field) 
     array steps = as_array(required(o, "normalizers", field), field + ".normalizers");
     size_t index = 0;
     for (element step : steps) {
-      check_normalizer(step, fmt::format("{}.normalizers[{}]", field, index++));
+      load_normalizer(step, fmt::format("{}.normalizers[{}]", field, index++));
     }
     return;
   }
-  error(field + ".type", "normalizer '{}' is not supported (only null)", shorten(type));
+  if (type == "NFC") {
+    // NFC is idempotent, so a repeated one changes nothing.
+    tokenizer_->nfc_ = true;
+    return;
+  }
+  error(field + ".type", "normalizer '{}' is not supported (only NFC or null)", shorten(type));
 }
 
 void TokenizerJsonLoader::check_decoder(element e) const {
@@ -765,7 +773,7 @@ std::unique_ptr<Tokenizer> TokenizerJsonLoader::load(std::string_view content) {
   tokenizer_ = std::make_unique<BpeTokenizer>();
   load_model(required(top, "model", "(top level)"));
   if (auto added = member(top, "added_tokens")) load_added_tokens(*added);
-  if (auto normalizer = member(top, "normalizer")) check_normalizer(*normalizer, "normalizer");
+  if (auto normalizer = member(top, "normalizer")) load_normalizer(*normalizer, "normalizer");
   auto pre_tokenizer = member(top, "pre_tokenizer");
   if (!pre_tokenizer) error("pre_tokenizer", "missing: byte-level BPE needs a ByteLevel one");
   load_pre_tokenizer(*pre_tokenizer, "pre_tokenizer");
