@@ -497,7 +497,7 @@ std::vector<std::string> SafetensorsCheckpoint::names() const {
 
 // ---- SafetensorsWriter ----
 
-std::string json_quote(std::string_view text) {
+std::string SafetensorsWriter::quote(std::string_view text) {
   std::string out = "\"";
   for (char c : text) {
     const auto byte = static_cast<unsigned char>(c);
@@ -539,7 +539,7 @@ std::string SafetensorsWriter::serialize() const {
     header += "\"__metadata__\":{";
     for (size_t i = 0; i < metadata_.size(); ++i) {
       if (i) header += ",";
-      header += json_quote(metadata_[i].first) + ":" + json_quote(metadata_[i].second);
+      header += quote(metadata_[i].first) + ":" + quote(metadata_[i].second);
     }
     header += "}";
     first = false;
@@ -554,7 +554,7 @@ std::string SafetensorsWriter::serialize() const {
       dims += std::to_string(t.shape[i]);
     }
     header += fmt::format("{}:{{\"dtype\":\"{}\",\"shape\":[{}],\"data_offsets\":[{},{}]}}",
-                          json_quote(t.name), dtype_name(t.dtype), dims, data.size(),
+                          quote(t.name), dtype_name(t.dtype), dims, data.size(),
                           data.size() + t.bytes.size());
     data += t.bytes;
   }

@@ -142,6 +142,8 @@ class SafetensorsWriter {
 
   // A file from any header text and data buffer, valid or not.
   static std::string raw(std::string_view header_json, std::string_view data);
+  // `text` as a JSON string literal, quoted and escaped (for headers and index files).
+  static std::string quote(std::string_view text);
 
  private:
   struct Pending {
@@ -153,9 +155,6 @@ class SafetensorsWriter {
   std::vector<Pending> tensors_;
   std::vector<std::pair<std::string, std::string>> metadata_;
 };
-
-// Writes `text` as a JSON string literal with quotes and escapes.
-std::string json_quote(std::string_view text);
 
 // Writes `bytes` to `path` (for tests and writers); throws rose::Error on failure.
 void write_file(const std::filesystem::path& path, std::string_view bytes);
