@@ -346,3 +346,57 @@ TEST_CASE("mode names") {
   CHECK(std::string(mode_name(SchedulerMode::kOffline)) == "offline");
   CHECK(std::string(mode_name(SchedulerMode::kOnline)) == "online");
 }
+
+TEST_CASE("waiting for an arrival ends even when start + t - start rounds below t") {
+  // 100.3 - 100.0 == 0.29999999999999716 in doubles. Time moves only when the engine sleeps.
+  REQUIRE(100.3 - 100.0 < 0.3);
+  std::vector<EngineRequest> requests(1);
+  requests[0].prompt = make_tokens(5, 1);
+  requests[0].max_tokens = 2;
+  requests[0].arrival_s = 0.3;
+  FakeClock clock;
+  clock.t = 100.0;
+  FakeBackend backend(8, 16, kVocab);  // does not advance the clock
+  EngineConfig config;
+  config.mode = SchedulerMode::kOnline;
+  Engine engine(backend, config, "fake");
+  const RunResult result = engine.run(requests, {}, &clock);
+  CHECK(result.requests[0].output_ids.size() == 2);
+  CHECK(clock.sleeps == 1);
+  CHECK(result.requests[0].timeline.first_scheduled == doctest::Approx(0.3));
+}
+
+namespace {
+
+struct FailingBackend : FakeBackend {
+  using FakeBackend::FakeBackend;
+  int fail_at_step = -1;
+  void execute(const StepPlan& plan, StepOutput& out) override {
+    if (int(steps.size()) == fail_at_step) {
+      fail_at_step = -1;
+      throw std::runtime_error("device lost");
+    }
+    FakeBackend::execute(plan, out);
+  }
+};
+
+}  // namespace
+
+TEST_CASE("a failed step gives every block back, and the next run is correct") {
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 6; ++i) {
+    EngineRequest r;
+    r.prompt = make_tokens(40, 3);  // shared: blocks get keys as they are scheduled
+    r.prompt.push_back(int32_t(i));
+    r.max_tokens = 5;
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  FailingBackend backend(64, 16, kVocab);
+  backend.fail_at_step = 0;  // the prompt blocks were registered but never written
+  Engine engine(backend, config_for(SchedulerMode::kOffline, true), "fake");
+  CHECK_THROWS_WITH(engine.run(requests), "device lost");
+  const RunResult result = engine.run(requests);
+  check_outputs(result, requests);
+  CHECK(result.cache.hit_tokens == 5 * 32);
+}

@@ -126,39 +126,52 @@ RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallb
   const double kv_bytes_per_token = double(m.backend.kv_bytes_per_token());
 
   const double start = clock->now();
-  while (!scheduler.done()) {
-    const double now = clock->now() - start;
-    auto host_start = std::chrono::steady_clock::now();
-    scheduler.schedule(now, m.plan);
-    stats.schedule_time_s += seconds_since(host_start);
-    if (m.plan.num_seqs() == 0) {
-      const double next = scheduler.next_arrival();
-      // With every request visible and nothing runnable the run could never finish; start()
-      // rejects the requests that could cause it, so this is a bug.
-      ROSE_ASSERT(std::isfinite(next));
-      clock->sleep_until(start + next);
-      continue;
-    }
-    const bool pure_decode = m.plan.is_pure_decode();
-    const auto exec_start = std::chrono::steady_clock::now();
-    m.backend.execute(m.plan, m.out);
-    const double exec_time = seconds_since(exec_start);
-    const double sampled_at = clock->now() - start;  // the sampled ids are on the host now
+  // After sleeping to an arrival, (start + t) - start can round below t; never let `now` fall
+  // short of an arrival we have already waited for, or the loop would wait for it forever.
+  double waited_until = 0.0;
+  try {
+    while (!scheduler.done()) {
+      const double now = std::max(clock->now() - start, waited_until);
+      auto host_start = std::chrono::steady_clock::now();
+      scheduler.schedule(now, m.plan);
+      stats.schedule_time_s += seconds_since(host_start);
+      if (m.plan.num_seqs() == 0) {
+        const double next = scheduler.next_arrival();
+        // With every request visible and nothing runnable the run could never finish; start()
+        // rejects the requests that could cause it, so this is a bug.
+        ROSE_ASSERT(std::isfinite(next));
+        clock->sleep_until(start + next);
+        waited_until = next;
+        continue;
+      }
+      const bool pure_decode = m.plan.is_pure_decode();
+      const auto exec_start = std::chrono::steady_clock::now();
+      m.backend.execute(m.plan, m.out);
+      const double exec_time = seconds_since(exec_start);
+      const double sampled_at = clock->now() - start;  // the sampled ids are on the host now
 
-    ++stats.steps;
-    stats.execute_time_s += exec_time;
-    stats.prefill_tokens += scheduler.last_prefill_tokens();
-    stats.decode_tokens += scheduler.last_decode_tokens();
-    if (pure_decode) {
-      ++stats.decode_steps;
-      stats.decode_time_s += exec_time;
-      int64_t context_tokens = 0;
-      for (int32_t len : m.plan.context_lens) context_tokens += len;
-      stats.decode_bytes += weight_bytes + double(context_tokens) * kv_bytes_per_token;
+      ++stats.steps;
+      stats.execute_time_s += exec_time;
+      stats.prefill_tokens += scheduler.last_prefill_tokens();
+      stats.decode_tokens += scheduler.last_decode_tokens();
+      if (pure_decode) {
+        ++stats.decode_steps;
+        stats.decode_time_s += exec_time;
+        int64_t context_tokens = 0;
+        for (int32_t len : m.plan.context_lens) context_tokens += len;
+        stats.decode_bytes += weight_bytes + double(context_tokens) * kv_bytes_per_token;
+      }
+      host_start = std::chrono::steady_clock::now();
+      scheduler.update(m.out, sampled_at, callbacks);
+      stats.schedule_time_s += seconds_since(host_start);
     }
-    host_start = std::chrono::steady_clock::now();
-    scheduler.update(m.out, sampled_at, callbacks);
-    stats.schedule_time_s += seconds_since(host_start);
+  } catch (...) {
+    // A failed step (a backend or callback error) leaves blocks held and keys registered for KV
+    // that may never have been written: give the blocks back and forget the keys, so the engine
+    // can run again.
+    scheduler.release_all();
+    if (m.index) m.index->reset();
+    throw;
   }
 
   result.requests.reserve(requests.size());

@@ -85,6 +85,18 @@ void Scheduler::start(const std::vector<EngineRequest>& requests, int max_model_
   preemptions_ = 0;
 }
 
+void Scheduler::release_all() {
+  for (int index : running_) {
+    Sequence& seq = seqs_[size_t(index)];
+    pool_.release_all(seq.blocks);
+    seq.blocks.clear();
+    seq.num_computed = 0;
+    seq.num_registered = 0;
+    seq.status = SeqStatus::kWaiting;
+  }
+  running_.clear();
+}
+
 double Scheduler::next_arrival() const {
   if (next_arrival_pos_ >= arrival_order_.size()) return std::numeric_limits<double>::infinity();
   return seqs_[arrival_order_[next_arrival_pos_]].arrival;

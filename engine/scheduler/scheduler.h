@@ -60,6 +60,9 @@ class Scheduler {
   // times, finishes requests on EOS or max_tokens and frees their blocks tail first.
   void update(const StepOutput& out, double now, const RunCallbacks& callbacks);
 
+  // Gives back every running sequence's blocks (after a failed step; the run is abandoned).
+  void release_all();
+
   bool done() const { return num_finished_ == int(seqs_.size()); }
   // Arrival of the first request not yet visible, +inf when all are.
   double next_arrival() const;
