@@ -251,7 +251,7 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
 }
 
 std::string render_compare_table(const CompareResult& result) {
-  TextTable table;
+  TextTable table(/*left_aligned_columns=*/2);
   table.add_row({"run", "metric", "base", "new", "change", "limit", "verdict"});
   for (const CompareRow& row : result.rows) {
     const std::string change = std::isnan(row.change_percent)
@@ -260,7 +260,7 @@ std::string render_compare_table(const CompareResult& result) {
     // The limit is shown in the bad direction: -5% for throughput, +5% for latency.
     const std::string limit =
         fmt::format("{}{}%", row.direction == MetricDirection::kHigherIsBetter ? "-" : "+",
-                    format_number(row.threshold_percent));
+                    row.threshold_percent);
     table.add_row({row.run, row.metric, format_number(row.base), format_number(row.next), change,
                    limit, verdict_name(row.verdict)});
   }

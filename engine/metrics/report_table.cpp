@@ -29,7 +29,7 @@ std::string TextTable::render(int indent) const {
       for (size_t c = 0; c < row.size(); ++c) {
         if (c == 0) {
           line += fmt::format("{:<{}}", row[c], widths[c]);
-        } else if (!right_align_values_) {
+        } else if (c < left_aligned_columns_) {
           line += fmt::format("  {:<{}}", row[c], widths[c]);
         } else {
           line += fmt::format("  {:>{}}", row[c], widths[c]);
@@ -131,7 +131,7 @@ std::string render_report_table(const BenchReport& r) {
   }
   out += latency.render(2);
 
-  TextTable totals(/*right_align_values=*/false);
+  TextTable totals(/*left_aligned_columns=*/2);
   totals.add_row({"requests/s", format_number(r.request_throughput)});
   totals.add_row({"output tok/s", format_number(r.output_throughput)});
   totals.add_row({"total tok/s", format_number(r.total_token_throughput)});

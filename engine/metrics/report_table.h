@@ -8,16 +8,17 @@
 
 namespace rose {
 
-// Rows of cells; the first column is left-aligned, the rest right-aligned (numbers) or left-aligned
-// (text). A row with one cell is a section line printed as is.
+// Rows of cells; the first `left_aligned_columns` columns (labels, text) are left-aligned, the rest
+// (numbers) right-aligned. A row with one cell is a section line printed as is.
 class TextTable {
  public:
-  explicit TextTable(bool right_align_values = true) : right_align_values_(right_align_values) {}
+  explicit TextTable(size_t left_aligned_columns = 1)
+      : left_aligned_columns_(left_aligned_columns) {}
   void add_row(std::vector<std::string> cells);
   std::string render(int indent = 0) const;
 
  private:
-  bool right_align_values_;
+  size_t left_aligned_columns_;
   std::vector<std::vector<std::string>> rows_;
 };
 
