@@ -1,0 +1,451 @@
+// `roseinfer bench`: build the backend once, run the workload under each (mode, prefix cache)
+// combination asked for, print a report table per run and a side-by-side summary, and optionally
+// write the versioned results JSON (engine/metrics/results_json.h).
+#include <fmt/format.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cmath>
+#include <cstdio>
+#include <limits>
+#include <memory>
+#include <optional>
+#include <sstream>
+#include <string>
+#include <vector>
+
+#include "cli/commands.h"
+#include "cli/common.h"
+#include "engine/common/error.h"
+#include "engine/io/atomic_file.h"
+#include "engine/io/prompts.h"
+#include "engine/io/workloads.h"
+#include "engine/metrics/metrics.h"
+#include "engine/metrics/report_table.h"
+#include "engine/metrics/results_json.h"
+#include "engine/scheduler/engine.h"
+#include "roseinfer_version.h"
+
+namespace {
+
+constexpr double kDefaultCudaCopyBandwidthGbps = 3000;  // H100 HBM3, for the % of the floor
+
+struct BenchArgs {
+  std::string prompts_path;
+  bool skip_invalid = false;
+  rose::WorkloadOptions workload;
+  int num_prompts = 0;
+  int random_output_len = 128;
+  int random_prefix_len = 0;
+  CLI::Option* num_prompts_opt = nullptr;
+  CLI::Option* random_output_len_opt = nullptr;
+  CLI::Option* random_prefix_len_opt = nullptr;
+  CLI::Option* request_rate_opt = nullptr;
+  CLI::Option* copy_bandwidth_opt = nullptr;
+  std::string mode = "offline";
+  bool no_prefix_cache = false;
+  bool both_cache_settings = false;
+  double request_rate = std::numeric_limits<double>::infinity();
+  double burstiness = 1.0;
+  int max_concurrency = 0;
+  int warmup = 0;
+  std::string percentiles = "50,95,99";
+  std::string slo;
+  std::string json_path;
+  bool save_detailed = false;
+  bool keep_cache = false;
+  double copy_bandwidth_gbps = 0;
+  rose::cli::ModelFlags model;
+  rose::cli::EngineFlags engine;
+  rose::cli::RequestDefaults defaults;
+};
+
+std::vector<std::string> split(const std::string& text, char sep) {
+  std::vector<std::string> parts;
+  std::stringstream stream(text);
+  for (std::string part; std::getline(stream, part, sep);) parts.push_back(part);
+  return parts;
+}
+
+bool parse_double(const std::string& text, double& out) {
+  try {
+    size_t used = 0;
+    out = std::stod(text, &used);
+    return used == text.size() && std::isfinite(out);
+  } catch (const std::exception&) {
+    return false;
+  }
+}
+
+// "50,95,99" -> {50, 95, 99}; "" on success, else what is wrong.
+std::string parse_percentiles(const std::string& text, std::vector<double>* out) {
+  std::vector<double> values;
+  for (const std::string& part : split(text, ',')) {
+    double q = 0;
+    if (!parse_double(part, q) || q < 0 || q > 100) {
+      return "each percentile must be a number in [0, 100], got '" + part + "'";
+    }
+    values.push_back(q);
+  }
+  if (values.empty()) return "give at least one percentile, e.g. 50,95,99";
+  if (out) *out = values;
+  return "";
+}
+
+// "ttft=MS,tpot=MS,e2el=MS" (any subset) -> Slo.
+std::string parse_slo(const std::string& text, rose::Slo* out) {
+  rose::Slo slo;
+  for (const std::string& part : split(text, ',')) {
+    const size_t eq = part.find('=');
+    double ms = 0;
+    if (eq == std::string::npos || !parse_double(part.substr(eq + 1), ms) || ms <= 0) {
+      return "expected ttft=MS,tpot=MS,e2el=MS with positive milliseconds, got '" + part + "'";
+    }
+    const std::string key = part.substr(0, eq);
+    if (key == "ttft") {
+      slo.ttft_ms = ms;
+    } else if (key == "tpot") {
+      slo.tpot_ms = ms;
+    } else if (key == "e2el") {
+      slo.e2el_ms = ms;
+    } else {
+      return "unknown SLO metric '" + key + "' (ttft, tpot or e2el)";
+    }
+  }
+  if (out) *out = slo;
+  return "";
+}
+
+struct Progress {
+  bool enabled = isatty(STDERR_FILENO) != 0;
+  std::string label;
+  int total = 0;
+  int done = 0;
+  std::chrono::steady_clock::time_point last_draw;
+
+  void finish_one() {
+    ++done;
+    const auto now = std::chrono::steady_clock::now();
+    if (!enabled || (done < total && now - last_draw < std::chrono::milliseconds(100))) return;
+    last_draw = now;
+    fmt::print(stderr, "\r  {}: {}/{} requests", label, done, total);
+    std::fflush(stderr);
+  }
+  void clear() {
+    if (enabled) fmt::print(stderr, "\r\033[K");
+  }
+};
+
+void bench_command(BenchArgs& args) {
+  using namespace rose;
+  std::vector<double> percentiles;
+  parse_percentiles(args.percentiles, &percentiles);
+  Slo slo;
+  if (!args.slo.empty()) parse_slo(args.slo, &slo);
+
+  const bool from_file = !args.prompts_path.empty();
+  if (from_file == !args.workload.name.empty()) {
+    throw CLI::ValidationError(
+        "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
+        "nano256, serve, grid:B:PP:TG), not both");
+  }
+  PromptFile file;
+  if (from_file) {
+    file = read_prompt_file(args.prompts_path, args.skip_invalid);
+    for (const SkippedLine& skip : file.skipped) cli::notice("skipped {}", skip.message);
+  }
+
+  cli::LoadedModel model = cli::open_model(args.model);
+  const int context = cli::max_model_len(model, args.engine);
+  std::string source = args.prompts_path;
+  if (!from_file) {
+    WorkloadOptions& w = args.workload;
+    if (args.num_prompts_opt->count()) w.num_prompts = args.num_prompts;
+    if (args.random_output_len_opt->count()) w.random_output_len = args.random_output_len;
+    if (args.random_prefix_len_opt->count()) w.random_prefix_len = args.random_prefix_len;
+    w.seed = args.engine.seed;
+    w.vocab_size = model.config().vocab_size;
+    w.max_model_len = context;
+    file.requests = make_workload(w, model.tokenizer.get());
+    source = "dataset " + w.name;
+  }
+  // Tokenized here, before any clock starts.
+  const std::vector<EngineRequest> base = cli::to_engine_requests(
+      file.requests, source, model, args.defaults, args.engine.seed, context);
+
+  std::vector<SchedulerMode> modes;
+  if (args.mode == "all") {
+    modes = {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline};
+  } else if (args.mode == "naive") {
+    modes = {SchedulerMode::kNaive};
+  } else if (args.mode == "online") {
+    modes = {SchedulerMode::kOnline};
+  } else {
+    modes = {SchedulerMode::kOffline};
+  }
+  std::vector<bool> cache_settings = {!args.no_prefix_cache};
+  if (args.both_cache_settings) cache_settings = {true, false};
+
+  // Online arrivals: --request-rate (Poisson or gamma), else the file's arrival_time when every
+  // line has one, else all at once.
+  bool trace = from_file && !args.request_rate_opt->count();
+  for (const RequestSpec& spec : file.requests) trace = trace && spec.arrival_time.has_value();
+  std::vector<double> online_arrivals;
+  std::string arrival_text;
+  if (trace) {
+    for (const RequestSpec& spec : file.requests) online_arrivals.push_back(*spec.arrival_time);
+    arrival_text = "the file's arrival_time";
+  } else {
+    online_arrivals = make_arrival_times(static_cast<int>(base.size()), args.request_rate,
+                                         args.burstiness, args.engine.seed);
+    arrival_text = std::isinf(args.request_rate)
+                       ? std::string("all at once (--request-rate inf)")
+                       : fmt::format("{} req/s, burstiness {}", args.request_rate, args.burstiness);
+  }
+
+  std::optional<double> copy_bandwidth;
+  if (args.copy_bandwidth_opt->count()) {
+    copy_bandwidth = args.copy_bandwidth_gbps;
+  } else if (model.cuda) {
+    copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
+  }
+
+  std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
+  int64_t input_tokens = 0;
+  for (const EngineRequest& r : base) input_tokens += static_cast<int64_t>(r.prompt.size());
+  const std::string workload_name = from_file ? args.prompts_path : args.workload.name;
+  fmt::print("roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
+             base.size(), input_tokens, workload_name, model.name, backend->device_name());
+  if (std::find(modes.begin(), modes.end(), SchedulerMode::kOnline) != modes.end()) {
+    fmt::print("online arrivals: {}{}\n", arrival_text,
+               args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
+                                    : std::string());
+  }
+  std::fflush(stdout);
+
+  std::vector<EngineRequest> warmup;
+  for (int i = 0; i < args.warmup; ++i) {
+    warmup.push_back(base[static_cast<size_t>(i) % base.size()]);
+    warmup.back().arrival_s = 0;
+  }
+
+  std::vector<BenchReport> reports;
+  for (SchedulerMode mode : modes) {
+    for (bool cache : cache_settings) {
+      EngineConfig config;
+      config.mode = mode;
+      config.max_num_seqs = args.engine.max_num_seqs;
+      config.max_num_batched_tokens = args.engine.max_num_batched_tokens;
+      config.max_concurrency = args.max_concurrency;
+      config.prefix_cache = cache;
+      Engine engine(*backend, config, model.config().name);
+      Progress progress;
+      progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
+      if (!warmup.empty()) {
+        progress.total = static_cast<int>(warmup.size());
+        progress.label += " (warm-up)";
+        RunCallbacks warm_callbacks;
+        warm_callbacks.on_finish = [&](int) { progress.finish_one(); };
+        engine.run(warmup, warm_callbacks);
+        progress.clear();
+        // The measured run starts cold unless asked otherwise.
+        if (!args.keep_cache) engine.reset_prefix_cache();
+        progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
+        progress.done = 0;
+      }
+      std::vector<EngineRequest> requests = base;
+      for (size_t i = 0; i < requests.size(); ++i) {
+        requests[i].arrival_s = mode == SchedulerMode::kOnline ? online_arrivals[i] : 0.0;
+      }
+      progress.total = static_cast<int>(requests.size());
+      RunCallbacks callbacks;
+      callbacks.on_finish = [&](int) { progress.finish_one(); };
+      const RunResult result = engine.run(requests, callbacks);
+      progress.clear();
+      reports.push_back(
+          make_report(result, requests, mode_name(mode), cache, percentiles, slo, copy_bandwidth));
+      fmt::print("\n{}", render_report_table(reports.back()));
+      std::fflush(stdout);
+    }
+  }
+  if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports));
+  std::fflush(stdout);
+
+  if (!args.json_path.empty()) {
+    BenchResults results;
+    results.roseinfer_version = ROSEINFER_VERSION;
+    results.git_commit = ROSEINFER_GIT_COMMIT;
+    results.date = utc_timestamp_now();
+    results.command = cli::command_line();
+    results.model = model.name;
+    results.device = backend->device_name();
+    auto& c = results.config;
+    c.emplace_back("model", model.name);
+    c.emplace_back("device", model.cuda ? "cuda" : "cpu");
+    c.emplace_back("dtype", model.cuda ? args.model.dtype : std::string("fp32"));
+    c.emplace_back("mode", args.mode);
+    c.emplace_back("prefix_cache", args.both_cache_settings
+                                       ? std::string("both")
+                                       : std::string(args.no_prefix_cache ? "off" : "on"));
+    c.emplace_back("dataset", workload_name);
+    c.emplace_back("seed", static_cast<int64_t>(args.engine.seed));
+    if (!from_file) {
+      const WorkloadOptions& w = args.workload;
+      c.emplace_back("num_prompts", static_cast<int64_t>(base.size()));
+      c.emplace_back("random_input_len", static_cast<int64_t>(w.random_input_len));
+      c.emplace_back("random_output_len", w.random_output_len
+                                              ? ConfigValue(int64_t(*w.random_output_len))
+                                              : ConfigValue());
+      c.emplace_back("random_range_ratio", w.random_range_ratio);
+      c.emplace_back("random_prefix_len", w.random_prefix_len
+                                              ? ConfigValue(int64_t(*w.random_prefix_len))
+                                              : ConfigValue());
+      c.emplace_back("num_prefix_groups", static_cast<int64_t>(w.num_prefix_groups));
+    }
+    c.emplace_back("request_rate", args.request_rate_opt->count()
+                                       ? ConfigValue(args.request_rate)
+                                       : ConfigValue(std::string(trace ? "trace" : "inf")));
+    c.emplace_back("burstiness", args.burstiness);
+    c.emplace_back("max_concurrency", static_cast<int64_t>(args.max_concurrency));
+    c.emplace_back("warmup", static_cast<int64_t>(args.warmup));
+    c.emplace_back("keep_cache_between_runs", args.keep_cache);
+    c.emplace_back("block_size", static_cast<int64_t>(backend->block_size()));
+    c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend->num_kv_blocks()));
+    c.emplace_back("max_num_seqs", static_cast<int64_t>(args.engine.max_num_seqs));
+    c.emplace_back("max_num_batched_tokens",
+                   static_cast<int64_t>(args.engine.max_num_batched_tokens));
+    c.emplace_back("max_model_len", static_cast<int64_t>(context));
+    c.emplace_back("gpu_memory_utilization", args.engine.gpu_memory_utilization);
+    c.emplace_back("cuda_graphs", model.cuda && !args.engine.no_cuda_graph);
+    c.emplace_back("percentiles", args.percentiles);
+    c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));
+    c.emplace_back("copy_bandwidth_gbps",
+                   copy_bandwidth ? ConfigValue(*copy_bandwidth) : ConfigValue());
+    results.workload.name = workload_name;
+    results.workload.num_requests = static_cast<int64_t>(base.size());
+    results.workload.total_input_tokens = input_tokens;
+    // What changes the computed tokens besides the requests themselves.
+    results.workload.fingerprint = workload_fingerprint(
+        base, fmt::format("model={};dtype={}", model.config().name,
+                          model.cuda ? args.model.dtype : std::string("fp32")));
+    results.runs = reports;
+    write_file_atomically(args.json_path, results_to_json(results, args.save_detailed));
+    cli::notice("wrote {}", args.json_path);
+  }
+
+  int failed = 0;
+  for (const BenchReport& r : reports) failed += r.failed;
+  if (failed > 0) fail("{} request(s) failed across {} run(s)", failed, reports.size());
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<BenchArgs>();
+  args->workload.name.clear();  // set only by --dataset-name
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure TTFT, TPOT, ITL, end-to-end latency, throughput and prefix-cache hits on a prompt "
+      "file or a synthetic workload, per scheduler mode and prefix-cache setting");
+  auto* file_opt = cmd->add_option("PROMPTS", args->prompts_path,
+                                   "JSONL prompt file (as for run; arrival_time drives online mode "
+                                   "when every line has one and --request-rate is not given)");
+  auto* dataset_opt =
+      cmd->add_option("--dataset-name,--dataset", args->workload.name,
+                      "synthetic workload: random, shared-prefix, sharegpt, seed000 (64 x one "
+                      "856-token prompt, 16 out), nano256 (256 x [100,1024] in and out), serve "
+                      "(500 x 550 tokens, 330 shared, 150 out), grid:B:PP:TG");
+  file_opt->excludes(dataset_opt);
+  cmd->add_option("--dataset-path", args->workload.dataset_path,
+                  "ShareGPT JSON file for --dataset-name sharegpt");
+  cmd->add_flag("--skip-invalid", args->skip_invalid, "skip bad prompt-file lines, reporting them");
+  cmd->add_option("--mode", args->mode,
+                  "naive (one request at a time), offline (all at t=0, throughput), online "
+                  "(arrivals over time, latency) or all three")
+      ->check(CLI::IsMember({"naive", "offline", "online", "all"}))
+      ->capture_default_str();
+  auto* no_cache =
+      cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run with the prefix cache off");
+  cmd->add_flag("--both-cache-settings", args->both_cache_settings,
+                "run every mode with the prefix cache on and off")
+      ->excludes(no_cache);
+  args->num_prompts_opt =
+      cmd->add_option("--num-prompts", args->num_prompts,
+                      "requests in a synthetic workload (default: the workload's own; random and "
+                      "shared-prefix 1000)")
+          ->check(CLI::PositiveNumber);
+  cmd->add_option("--random-input-len", args->workload.random_input_len,
+                  "random/shared-prefix: prompt tokens")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  args->random_output_len_opt =
+      cmd->add_option("--random-output-len", args->random_output_len,
+                      "random/shared-prefix: output tokens (default 128); sharegpt: the cap "
+                      "(default 1024)")
+          ->check(CLI::PositiveNumber);
+  cmd->add_option("--random-range-ratio", args->workload.random_range_ratio,
+                  "random: lengths uniform in [len*(1-r), len*(1+r)]")
+      ->check(CLI::Range(0.0, 0.999999))
+      ->capture_default_str();
+  args->random_prefix_len_opt =
+      cmd->add_option("--random-prefix-len", args->random_prefix_len,
+                      "random: shared prefix tokens before each prompt (default 0); "
+                      "shared-prefix: shared part of the prompt (default 60%)")
+          ->check(CLI::NonNegativeNumber);
+  cmd->add_option("--num-prefix-groups", args->workload.num_prefix_groups,
+                  "shared-prefix: distinct shared prefixes")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  args->request_rate_opt =
+      cmd->add_option("--request-rate", args->request_rate,
+                      "online: mean requests per second (inf: all at once; default inf, or the "
+                      "file's arrival_time)")
+          ->check(CLI::Validator(
+              [](std::string& v) -> std::string {
+                if (v == "inf") return "";
+                double r = 0;
+                return parse_double(v, r) && r > 0 ? "" : "must be a positive number or inf";
+              },
+              "RATE"));
+  cmd->add_option("--burstiness", args->burstiness,
+                  "online: gamma shape of the arrival gaps (1: Poisson; < 1 burstier)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-concurrency", args->max_concurrency,
+                  "online: requests in flight at most (0: no cap)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--warmup", args->warmup,
+                  "extra requests (copies of the first ones) run before each measured run and "
+                  "excluded from every number")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--percentiles", args->percentiles, "latency percentiles to report")
+      ->check(
+          CLI::Validator([](std::string& v) { return parse_percentiles(v, nullptr); }, "Q,Q,..."))
+      ->capture_default_str();
+  cmd->add_option("--slo", args->slo,
+                  "goodput bounds in ms, e.g. ttft=200,tpot=50,e2el=2000 (any subset)")
+      ->check(CLI::Validator([](std::string& v) { return parse_slo(v, nullptr); }, "SLO"));
+  cmd->add_option("--json", args->json_path,
+                  "write the results (versioned schema, vLLM-style keys) to FILE, atomically");
+  cmd->add_flag("--save-detailed", args->save_detailed,
+                "add per-request arrays (lengths, ttft, itl, e2el, cached tokens) to --json");
+  cmd->add_flag("--keep-cache-between-runs", args->keep_cache,
+                "keep what --warmup cached for the measured run (each mode and cache setting "
+                "still has its own engine, so runs never share a cache)");
+  args->copy_bandwidth_opt =
+      cmd->add_option("--copy-bandwidth-gbps", args->copy_bandwidth_gbps,
+                      "device copy bandwidth in GB/s for the decode '% of floor' figure (default "
+                      "3000 on CUDA, none on the CPU)")
+          ->check(CLI::PositiveNumber);
+  rose::cli::add_request_flags(cmd, args->defaults);
+  rose::cli::add_model_flags(cmd, args->model);
+  rose::cli::add_engine_flags(cmd, args->engine,
+                              "workload and arrival seed; sampling seed of request i is seed + i");
+  cmd->callback([args, &exit_code] {
+    bench_command(*args);
+    exit_code = 0;
+  });
+}

@@ -1,0 +1,208 @@
+#include "cli/common.h"
+
+#include <cmath>
+#include <filesystem>
+
+#include "engine/common/error.h"
+#include "engine/metrics/results_json.h"
+#include "engine/model/presets.h"
+
+namespace rose::cli {
+namespace {
+
+// (0, 1]: CLI11's Range includes 0, which means "no memory" here.
+CLI::Validator fraction_in_open_unit() {
+  return CLI::Validator(
+      [](std::string& value) -> std::string {
+        try {
+          const double v = std::stod(value);
+          if (v > 0 && v <= 1) return "";
+        } catch (const std::exception&) {
+        }
+        return "must be a number in (0, 1], got " + value;
+      },
+      "(0,1]");
+}
+
+std::string g_command_line;
+
+}  // namespace
+
+void set_command_line(int argc, const char* const* argv) {
+  g_command_line = join_command(argc, argv);
+}
+const std::string& command_line() { return g_command_line; }
+
+void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
+  cmd->add_option("--model,-m", flags.model,
+                  "preset (" + preset_names_text() +
+                      ") or a Hugging Face model folder (config.json, *.safetensors, "
+                      "tokenizer.json); default: tiny on the CPU, gpt2 on CUDA");
+  cmd->add_option("--device", flags.device,
+                  "auto (CUDA when a GPU can be used, else the CPU), cpu or cuda")
+      ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
+      ->capture_default_str();
+  cmd->add_option("--dtype", flags.dtype,
+                  "GPU weights and KV cache type (the CPU computes in fp32)")
+      ->check(CLI::IsMember({"bf16", "fp16"}))
+      ->capture_default_str();
+}
+
+void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed_help) {
+  cmd->add_option("--gpu-memory-utilization", flags.gpu_memory_utilization,
+                  "fraction of GPU memory for weights, workspaces and the KV pool")
+      ->check(fraction_in_open_unit())
+      ->capture_default_str();
+  cmd->add_option("--num-kv-blocks", flags.num_kv_blocks,
+                  "KV pool size in blocks (0: size it from memory)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--block-size", flags.block_size, "tokens per KV block")
+      ->check(CLI::Range(1, 1024))
+      ->capture_default_str();
+  cmd->add_option("--max-num-seqs", flags.max_num_seqs, "requests in one step at most")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-num-batched-tokens", flags.max_num_batched_tokens,
+                  "tokens in one step at most (long prompts are split into chunks)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--max-model-len", flags.max_model_len,
+                  "context length limit (0: the model's max positions)")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_flag("--no-cuda-graph", flags.no_cuda_graph,
+                "CUDA: launch decode steps directly instead of replaying captured graphs");
+  cmd->add_option("--seed", flags.seed, seed_help)->capture_default_str();
+}
+
+void add_request_flags(CLI::App* cmd, RequestDefaults& d) {
+  cmd->add_option("--max-tokens", d.max_tokens, "output tokens per request, unless a line says")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
+  cmd->add_option("--temperature", d.temperature, "0 is greedy, unless a line says")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top-k", d.top_k, "keep the k most likely tokens (0: off), unless a line says")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
+  cmd->add_option("--top-p", d.top_p,
+                  "nucleus sampling mass in (0, 1] (1: off), unless a line says")
+      ->check(fraction_in_open_unit())
+      ->capture_default_str();
+  cmd->add_flag("--ignore-eos", d.ignore_eos,
+                "generate exactly max_tokens, past end-of-sequence tokens, unless a line says");
+}
+
+LoadedModel open_model(ModelFlags& flags) {
+  LoadedModel m;
+  std::string why_not;
+  if (flags.device == "cuda") {
+    m.cuda = true;
+  } else if (flags.device == "auto") {
+    m.cuda = cuda_available(&why_not);
+    if (!m.cuda) notice("no usable GPU ({}); running on the CPU", why_not);
+  }
+  if (flags.model.empty()) {
+    flags.model = m.cuda ? "gpt2" : "tiny";
+    notice("no --model given; using the preset '{}'", flags.model);
+  }
+  m.name = flags.model;
+  m.weights = rose::open_model(flags.model);
+  const ModelConfig& config = m.weights->config();
+  if (preset_config(flags.model)) {
+    m.tokenizer = make_byte_tokenizer(config.vocab_size);
+    m.tokenizer_source = "byte tokenizer (preset)";
+  } else {
+    const std::filesystem::path path = std::filesystem::path(flags.model) / "tokenizer.json";
+    std::error_code ec;
+    if (std::filesystem::exists(path, ec)) {
+      m.tokenizer = load_tokenizer_json(path);
+      m.tokenizer_source = path.string();
+    }
+  }
+  if (config.synthetic_weights) {
+    notice("'{}' has synthetic weights: output text is meaningless; speed is real", m.name);
+  }
+  return m;
+}
+
+BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engine) {
+  BackendOptions o;
+  o.block_size = engine.block_size;
+  o.num_kv_blocks = engine.num_kv_blocks;
+  o.max_num_seqs = engine.max_num_seqs;
+  o.max_num_batched_tokens = engine.max_num_batched_tokens;
+  o.max_model_len = engine.max_model_len;
+  o.gpu_memory_utilization = engine.gpu_memory_utilization;
+  o.dtype = model.dtype;
+  o.cuda_graphs = !engine.no_cuda_graph;
+  return o;
+}
+
+std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags& model_flags,
+                                      const EngineFlags& engine_flags) {
+  const BackendOptions options = backend_options(model_flags, engine_flags);
+  if (model.cuda) return make_cuda_backend(*model.weights, options);
+  return make_cpu_backend(*model.weights, options);
+}
+
+int max_model_len(const LoadedModel& model, const EngineFlags& engine) {
+  const int positions = model.config().max_position_embeddings;
+  if (engine.max_model_len > positions) {
+    fail("--max-model-len {} is more than the model's {} positions", engine.max_model_len,
+         positions);
+  }
+  return engine.max_model_len > 0 ? engine.max_model_len : positions;
+}
+
+std::vector<EngineRequest> to_engine_requests(const std::vector<RequestSpec>& specs,
+                                              const std::string& source, const LoadedModel& model,
+                                              const RequestDefaults& defaults, uint64_t seed,
+                                              int context_limit) {
+  const int vocab = model.config().vocab_size;
+  std::vector<EngineRequest> out;
+  out.reserve(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const RequestSpec& spec = specs[i];
+    // Synthetic workloads have no line; name the request by its id instead.
+    const std::string where = spec.line > 0 ? fmt::format("{}:{}", source, spec.line)
+                                            : fmt::format("{} request '{}'", source, spec.id);
+    EngineRequest r;
+    if (spec.prompt_token_ids) {
+      r.prompt = *spec.prompt_token_ids;
+      for (size_t k = 0; k < r.prompt.size(); ++k) {
+        if (r.prompt[k] >= vocab) {
+          fail(
+              "{}: field 'prompt_token_ids[{}]': token id {} is outside the vocabulary of '{}' ({} "
+              "tokens)",
+              where, k, r.prompt[k], model.name, vocab);
+        }
+      }
+    } else {
+      if (!model.tokenizer) {
+        fail(
+            "{}: field 'prompt': model '{}' has no tokenizer.json, so text prompts cannot be "
+            "tokenized; give prompt_token_ids instead",
+            where, model.name);
+      }
+      r.prompt = model.tokenizer->encode(spec.prompt.value());
+      if (r.prompt.empty()) fail("{}: field 'prompt': tokenizes to no tokens", where);
+    }
+    r.max_tokens = spec.max_tokens.value_or(defaults.max_tokens);
+    const int64_t needed = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
+    if (needed > context_limit) {
+      fail("{}: {} prompt tokens + max_tokens {} = {} is more than the context length {} of '{}'",
+           where, r.prompt.size(), r.max_tokens, needed, context_limit, model.name);
+    }
+    r.sampling.temperature = spec.temperature.value_or(defaults.temperature);
+    r.sampling.top_k = spec.top_k.value_or(defaults.top_k);
+    r.sampling.top_p = spec.top_p.value_or(defaults.top_p);
+    r.sampling.seed = spec.seed.value_or(seed + i);
+    r.ignore_eos = spec.ignore_eos.value_or(defaults.ignore_eos);
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+}  // namespace rose::cli

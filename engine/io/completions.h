@@ -1,0 +1,38 @@
+#pragma once
+// Output of `roseinfer run`: one JSON line per request, in input order. roseinfer's own shape:
+//   {"id", "prompt_tokens", "text", "token_ids", "finish_reason", "cached_tokens", "ttft_ms",
+//    "e2el_ms"}
+// and for OpenAI batch input lines the batch output shape:
+//   {"id": "batch_req_N", "custom_id", "response": {"status_code": 200, "request_id": "req_N",
+//    "body": {"id", "object": "text_completion" | "chat.completion", "created", "model",
+//    "choices": [{"index": 0, "text" | "message": {"role": "assistant", "content"},
+//    "logprobs": null, "finish_reason"}], "usage": {"prompt_tokens", "completion_tokens",
+//    "total_tokens", "prompt_tokens_details": {"cached_tokens"}}}}, "error": null}
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "engine/io/prompts.h"
+
+namespace rose {
+
+struct Completion {
+  int prompt_tokens = 0;
+  std::string text;  // valid UTF-8 (the tokenizer's decode replaces invalid bytes)
+  std::vector<int32_t> token_ids;
+  std::string finish_reason;  // "length" or "stop"
+  int cached_tokens = 0;
+  double ttft_ms = 0;
+  double e2el_ms = 0;
+};
+
+// `index` is the request's position in the output (names the OpenAI batch ids); `created` is the
+// Unix time stamped into OpenAI bodies. No trailing newline.
+std::string completion_json_line(const RequestSpec& spec, const Completion& completion,
+                                 const std::string& model, int index, int64_t created);
+
+// A JSON string literal (with quotes). Control characters are escaped; other bytes pass through.
+std::string json_quote(std::string_view s);
+
+}  // namespace rose
