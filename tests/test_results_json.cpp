@@ -6,6 +6,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -302,6 +303,17 @@ TEST_CASE("results JSON: bad files are user errors that name the file and the fi
   CHECK(ok.runs[0].output_throughput == 12.5);
   CHECK(ok.runs[0].completed == 0);
   CHECK(ok.run_values[0].size() == 1);
+
+  // Counts far outside any integer type are clamped, not undefined behaviour.
+  const rose::BenchResults huge = rose::parse_results_json(
+      header + R"("runs": [{"mode": "naive", "prefix_cache": false, "completed": 1e300,
+                            "steps": -1e300, "input_lens": [1e300, -1e300, 7]}]})",
+      "base.json");
+  CHECK(huge.runs[0].completed == std::numeric_limits<int>::max());
+  CHECK(huge.runs[0].steps.steps == std::numeric_limits<int64_t>::min());
+  CHECK(huge.runs[0].detail.input_lens == std::vector<int64_t>{std::numeric_limits<int64_t>::max(),
+                                                               std::numeric_limits<int64_t>::min(),
+                                                               7});
 }
 
 TEST_CASE("workload fingerprint changes with anything that changes the results") {

@@ -8,8 +8,10 @@
 #include <cstring>
 #include <ctime>
 #include <fstream>
+#include <limits>
 #include <optional>
 #include <sstream>
+#include <type_traits>
 
 #include "engine/common/error.h"
 #include "engine/io/atomic_file.h"
@@ -531,6 +533,16 @@ class Reader {
   const std::string& source_;
 };
 
+// A count read from a file: converting an out-of-range double is undefined behaviour, and a file
+// can hold anything, so clamp to T's range (NaN reads as 0).
+template <typename T>
+T saturating_count(double v) {
+  if (std::isnan(v)) return 0;
+  if (v <= double(std::numeric_limits<T>::min())) return std::numeric_limits<T>::min();
+  if (v >= double(std::numeric_limits<T>::max())) return std::numeric_limits<T>::max();
+  return T(v);
+}
+
 // Reads "p99.9" back to 99.9; nullopt when `text` is not a percentile key.
 std::optional<double> parse_percentile_key(std::string_view text) {
   if (text.size() < 2 || text[0] != 'p') return std::nullopt;
@@ -557,10 +569,10 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   BenchReport r;
   r.mode = mode;
   r.prefix_cache = prefix_cache;
-  r.completed = int(get("completed"));
-  r.failed = int(get("failed"));
-  r.total_input_tokens = int64_t(get("total_input_tokens"));
-  r.total_output_tokens = int64_t(get("total_output_tokens"));
+  r.completed = saturating_count<int>(get("completed"));
+  r.failed = saturating_count<int>(get("failed"));
+  r.total_input_tokens = saturating_count<int64_t>(get("total_input_tokens"));
+  r.total_output_tokens = saturating_count<int64_t>(get("total_output_tokens"));
   r.duration_s = get("duration");
   r.request_throughput = get("request_throughput");
   r.output_throughput = get("output_throughput");
@@ -582,18 +594,18 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
       if (q) d.percentiles.emplace_back(*q, value);
     }
   }
-  r.cache.lookups = int64_t(get("prefix_cache_lookups"));
-  r.cache.queried_tokens = int64_t(get("prefix_cache_queried_tokens"));
-  r.cache.hit_tokens = int64_t(get("prefix_cache_hit_tokens"));
-  r.cache.evictions = int64_t(get("prefix_cache_evictions"));
-  r.kv.block_size = int(get("kv_block_size"));
-  r.kv.total_blocks = int(get("kv_total_blocks"));
-  r.kv.peak_used_blocks = int(get("kv_peak_used_blocks"));
-  r.kv.preemptions = int64_t(get("preemptions"));
-  r.steps.steps = int64_t(get("steps"));
-  r.steps.prefill_tokens = int64_t(get("prefill_tokens_computed"));
-  r.steps.decode_tokens = int64_t(get("decode_tokens"));
-  r.steps.decode_steps = int64_t(get("decode_steps"));
+  r.cache.lookups = saturating_count<int64_t>(get("prefix_cache_lookups"));
+  r.cache.queried_tokens = saturating_count<int64_t>(get("prefix_cache_queried_tokens"));
+  r.cache.hit_tokens = saturating_count<int64_t>(get("prefix_cache_hit_tokens"));
+  r.cache.evictions = saturating_count<int64_t>(get("prefix_cache_evictions"));
+  r.kv.block_size = saturating_count<int>(get("kv_block_size"));
+  r.kv.total_blocks = saturating_count<int>(get("kv_total_blocks"));
+  r.kv.peak_used_blocks = saturating_count<int>(get("kv_peak_used_blocks"));
+  r.kv.preemptions = saturating_count<int64_t>(get("preemptions"));
+  r.steps.steps = saturating_count<int64_t>(get("steps"));
+  r.steps.prefill_tokens = saturating_count<int64_t>(get("prefill_tokens_computed"));
+  r.steps.decode_tokens = saturating_count<int64_t>(get("decode_tokens"));
+  r.steps.decode_steps = saturating_count<int64_t>(get("decode_steps"));
   r.steps.decode_time_s = get("decode_time_s");
   r.steps.execute_time_s = get("execute_time_s");
   r.steps.schedule_time_s = get("schedule_time_s");
@@ -609,7 +621,11 @@ std::vector<T> read_number_array(const Reader& reader, element e, const std::str
   size_t index = 0;
   for (element item : reader.array(e, field)) {
     const double v = reader.number(item, fmt::format("{}[{}]", field, index++));
-    out.push_back(T(v));
+    if constexpr (std::is_integral_v<T>) {
+      out.push_back(saturating_count<T>(v));
+    } else {
+      out.push_back(v);
+    }
   }
   return out;
 }
