@@ -145,10 +145,10 @@ void bench_command(BenchArgs& args) {
   if (!args.slo.empty()) parse_slo(args.slo, &slo);
 
   const bool from_file = !args.prompts_path.empty();
-  if (from_file == !args.workload.name.empty()) {
+  if (!from_file && args.workload.name.empty()) {
     throw CLI::ValidationError(
         "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
-        "nano256, serve, grid:B:PP:TG), not both");
+        "nano256, serve, grid:B:PP:TG)");
   }
   PromptFile file;
   if (from_file) {
@@ -357,6 +357,20 @@ void register_bench_command(CLI::App& app, int& exit_code) {
                       "856-token prompt, 16 out), nano256 (256 x [100,1024] in and out), serve "
                       "(500 x 550 tokens, 330 shared, 150 out), grid:B:PP:TG");
   file_opt->excludes(dataset_opt);
+  dataset_opt->check(CLI::Validator(
+      [](std::string& name) -> std::string {
+        try {
+          rose::check_workload_name(name);
+        } catch (const rose::Error& e) {
+          // CLI11 already names the flag.
+          std::string message = e.what();
+          const std::string flag = "--dataset-name ";
+          if (message.rfind(flag, 0) == 0) message.erase(0, flag.size());
+          return message;
+        }
+        return "";
+      },
+      "SPEC"));
   cmd->add_option("--dataset-path", args->workload.dataset_path,
                   "ShareGPT JSON file for --dataset-name sharegpt");
   cmd->add_flag("--skip-invalid", args->skip_invalid, "skip bad prompt-file lines, reporting them");

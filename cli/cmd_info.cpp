@@ -54,9 +54,11 @@ void register_info_command(CLI::App& app, int& exit_code) {
   cmd->callback([flags, &exit_code] {
     rose::cli::LoadedModel model = rose::cli::open_model(*flags);
     const rose::ModelConfig& c = model.config();
-    // The GPU stores weights and KV in --dtype (2 bytes); the CPU backend in fp32.
-    const int element_bytes = model.cuda ? 2 : 4;
-    const std::string dtype = model.cuda ? flags->dtype : std::string("fp32 (cpu)");
+    // The GPU stores weights and KV in --dtype (2 bytes each); the CPU backend computes in fp32.
+    auto both_dtypes = [&](double elements) {
+      return fmt::format("{} at {}, {} at fp32 (cpu)", bytes_text(elements * 2), flags->dtype,
+                         bytes_text(elements * 4));
+    };
     const int64_t params = c.num_parameters();
     KeyValues t;
     t.add_row({"model", model.name});
@@ -79,12 +81,11 @@ void register_info_command(CLI::App& app, int& exit_code) {
       t.add_row({"positions", "learned"});
     }
     t.add_row({"tied embeddings", c.tie_word_embeddings ? "yes" : "no"});
-    t.add_row({"parameters", fmt::format("{} ({:.1f}M)", count_text(params), params / 1e6)});
-    t.add_row({"weight bytes",
-               fmt::format("{} at {}", bytes_text(double(params) * element_bytes), dtype)});
-    t.add_row({"KV bytes per token",
-               fmt::format("{} at {}",
-                           bytes_text(double(c.kv_elements_per_token()) * element_bytes), dtype)});
+    t.add_row({"parameters", fmt::format("{} ({})", count_text(params),
+                                         params >= 1e9 ? fmt::format("{:.2f}B", params / 1e9)
+                                                       : fmt::format("{:.1f}M", params / 1e6))});
+    t.add_row({"weight bytes", both_dtypes(double(params))});
+    t.add_row({"KV bytes per token", both_dtypes(double(c.kv_elements_per_token()))});
     t.add_row({"weights", c.synthetic_weights ? "synthetic (seeded random; text is meaningless)"
                                               : "checkpoint"});
     t.add_row({"tokenizer", model.tokenizer ? fmt::format("{} ({})", model.tokenizer->kind(),

@@ -112,7 +112,7 @@ LoadedModel open_model(ModelFlags& flags) {
   const ModelConfig& config = m.weights->config();
   if (preset_config(flags.model)) {
     m.tokenizer = make_byte_tokenizer(config.vocab_size);
-    m.tokenizer_source = "byte tokenizer (preset)";
+    m.tokenizer_source = "preset";
   } else {
     const std::filesystem::path path = std::filesystem::path(flags.model) / "tokenizer.json";
     std::error_code ec;

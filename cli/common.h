@@ -63,7 +63,7 @@ struct LoadedModel {
   bool cuda = false;
   std::unique_ptr<WeightSource> weights;
   std::unique_ptr<Tokenizer> tokenizer;  // null for a folder without tokenizer.json
-  std::string tokenizer_source;          // "byte tokenizer (preset)" or the tokenizer.json path
+  std::string tokenizer_source;          // "preset" or the tokenizer.json path
   const ModelConfig& config() const { return weights->config(); }
 };
 

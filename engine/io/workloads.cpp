@@ -212,8 +212,11 @@ int parse_grid_number(std::string_view text, const std::string& spec, const char
   return value;
 }
 
-std::vector<RequestSpec> make_grid(const WorkloadOptions& o) {
-  const std::string& spec = o.name;
+struct GridSpec {
+  int batch = 0, prompt_len = 0, output_len = 0;
+};
+
+GridSpec parse_grid(const std::string& spec) {
   std::vector<std::string_view> parts;
   std::string_view rest(spec);
   for (size_t colon; (colon = rest.find(':')) != std::string_view::npos;) {
@@ -223,10 +226,25 @@ std::vector<RequestSpec> make_grid(const WorkloadOptions& o) {
   parts.push_back(rest);
   if (parts.size() != 4)
     fail("--dataset-name {}: expected grid:B:PP:TG, e.g. grid:64:512:128", spec);
-  const int batch = parse_grid_number(parts[1], spec, "B");
-  const int prompt_len = parse_grid_number(parts[2], spec, "PP");
-  const int output_len = parse_grid_number(parts[3], spec, "TG");
-  return make_fixed(o, count_or(o, batch), prompt_len, 0, output_len);
+  GridSpec grid;
+  grid.batch = parse_grid_number(parts[1], spec, "B");
+  grid.prompt_len = parse_grid_number(parts[2], spec, "PP");
+  grid.output_len = parse_grid_number(parts[3], spec, "TG");
+  return grid;
+}
+
+std::vector<RequestSpec> make_grid(const WorkloadOptions& o) {
+  const GridSpec grid = parse_grid(o.name);
+  return make_fixed(o, count_or(o, grid.batch), grid.prompt_len, 0, grid.output_len);
+}
+
+bool is_grid_name(const std::string& name) { return name.rfind("grid:", 0) == 0 || name == "grid"; }
+
+[[noreturn]] void unknown_workload(const std::string& name) {
+  fail(
+      "--dataset-name '{}': unknown; expected random, shared-prefix, sharegpt, seed000, nano256, "
+      "serve or grid:B:PP:TG",
+      name);
 }
 
 std::vector<RequestSpec> make_sharegpt(const WorkloadOptions& o, const Tokenizer* tokenizer) {
@@ -303,11 +321,16 @@ std::vector<RequestSpec> make_workload(const WorkloadOptions& options, const Tok
   if (name == "seed000") return make_fixed(options, count_or(options, 64), 856, 856, 16);
   if (name == "nano256") return make_nano256(options);
   if (name == "serve") return make_fixed(options, count_or(options, 500), 550, 330, 150);
-  if (name.rfind("grid:", 0) == 0 || name == "grid") return make_grid(options);
-  fail(
-      "--dataset-name '{}': unknown; expected random, shared-prefix, sharegpt, seed000, nano256, "
-      "serve or grid:B:PP:TG",
-      name);
+  if (is_grid_name(name)) return make_grid(options);
+  unknown_workload(name);
+}
+
+void check_workload_name(const std::string& name) {
+  for (const char* known : {"random", "shared-prefix", "sharegpt", "seed000", "nano256", "serve"}) {
+    if (name == known) return;
+  }
+  if (!is_grid_name(name)) unknown_workload(name);
+  parse_grid(name);
 }
 
 std::vector<double> make_arrival_times(int num_requests, double request_rate, double burstiness,

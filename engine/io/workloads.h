@@ -56,6 +56,10 @@ struct WorkloadOptions {
 // file. `tokenizer` is needed for sharegpt only.
 std::vector<RequestSpec> make_workload(const WorkloadOptions& options, const Tokenizer* tokenizer);
 
+// Throws rose::Error (the message make_workload would give) when `name` is not a workload or a
+// malformed grid spec; for flag validation before anything is loaded.
+void check_workload_name(const std::string& name);
+
 // Online arrivals: request i arrives at the sum of i intervals, each drawn from a gamma
 // distribution with shape = burstiness and mean 1/rate (burstiness 1 is a Poisson process; below 1
 // is burstier, above 1 more regular), as vLLM's bench does. rate = inf: everything arrives at t=0.
