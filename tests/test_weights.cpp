@@ -512,3 +512,57 @@ TEST_CASE("GPT-2 preset biases are zero; llama-8b has its own head") {
   CHECK(head->scale == 1.0f / 64.0f);  // fan-in 4096
   CHECK(head->seed != llama8b->synthetic("tok_emb")->seed);
 }
+
+TEST_CASE("checkpoints written by transformers open (tests/fixtures/models)") {
+  struct Expected {
+    const char* folder;
+    Arch arch;
+    int64_t parameters;  // counted by hand from each config.json
+    bool qkv_bias;
+    bool tied;
+  };
+  const Expected models[] = {
+      // wte 1024*64 + wpe 256*64 + 2 * (2 LN + c_attn + c_proj + c_fc + mlp c_proj) + ln_f
+      {"tiny-gpt2", Arch::kGpt2, 182016, true, true},
+      // embed 1024*64 + 2 * (q 64x64, k, v 32x64, o, gate/up/down 128x64, 2 norms) + norm
+      {"tiny-llama", Arch::kLlama, 139584, false, true},
+      // as tiny-llama with vocab 512, q/k/v biases and an untied head
+      {"tiny-qwen2", Arch::kLlama, 139840, true, false},
+  };
+  for (const Expected& expected : models) {
+    CAPTURE(expected.folder);
+    const fs::path folder = fs::path("tests/fixtures/models") / expected.folder;
+    REQUIRE(fs::exists(folder / "model.safetensors"));
+    const std::unique_ptr<WeightSource> source = open_model(folder.string());
+    const ModelConfig& config = source->config();
+    CHECK(config.name == expected.folder);
+    CHECK(config.arch == expected.arch);
+    CHECK(config.num_parameters() == expected.parameters);
+    CHECK(config.qkv_bias == expected.qkv_bias);
+    CHECK(config.tie_word_embeddings == expected.tied);
+    CHECK(config.eos_token_ids == std::vector<int>{2});
+    for (const TensorSpec& spec : canonical_tensors(config)) {
+      std::vector<float> values(size_t(spec.numel()));
+      source->read_f32(spec.name, values);
+    }
+  }
+  // Spot-check the layouts against the raw file.
+  const fs::path gpt2 = "tests/fixtures/models/tiny-gpt2";
+  {
+    const SafetensorsFile raw = SafetensorsFile::open(gpt2 / "model.safetensors");
+    const TensorInfo& c_fc = raw.get("transformer.h.1.mlp.c_fc.weight");
+    std::vector<float> stored(size_t(c_fc.numel()));
+    raw.read_f32(c_fc, stored);
+    check_transposed(read(*open_model(gpt2.string()), "layers.1.up.weight"), stored, 256, 64);
+  }
+  const fs::path llama = "tests/fixtures/models/tiny-llama";
+  {
+    const SafetensorsFile raw = SafetensorsFile::open(llama / "model.safetensors");
+    const TensorInfo& v = raw.get("model.layers.1.self_attn.v_proj.weight");
+    std::vector<float> stored(size_t(v.numel()));
+    raw.read_f32(v, stored);
+    const std::vector<float> qkv = read(*open_model(llama.string()), "layers.1.qkv.weight");
+    CHECK(std::vector<float>(qkv.end() - 32 * 64, qkv.end()) == stored);
+    CHECK(open_model(llama.string())->config().rope_scaling.type == "llama3");
+  }
+}
