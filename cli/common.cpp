@@ -98,6 +98,8 @@ LoadedModel open_model(ModelFlags& flags) {
   LoadedModel m;
   std::string why_not;
   if (flags.device == "cuda") {
+    // Fail before loading weights, which for a large preset takes a while.
+    if (!cuda_available(&why_not)) fail("--device cuda: {}", why_not);
     m.cuda = true;
   } else if (flags.device == "auto") {
     m.cuda = cuda_available(&why_not);

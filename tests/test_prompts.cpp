@@ -1,12 +1,14 @@
-// Prompt-file parsing: every field, OpenAI batch lines, and every error naming the file, line and
-// field. The expected values are written out by hand from the inputs.
+// Prompt-file parsing and completion output lines: every field, OpenAI batch lines, and every error
+// naming the file, line and field. The expected values are written out by hand from the inputs.
 #include <doctest/doctest.h>
+#include <simdjson.h>
 
 #include <filesystem>
 #include <fstream>
 #include <string>
 
 #include "engine/common/error.h"
+#include "engine/io/completions.h"
 #include "engine/io/prompts.h"
 
 using namespace rose;
@@ -295,4 +297,77 @@ TEST_CASE("read_prompt_file: missing file, a directory, a real file") {
   CHECK(file.requests.size() == 1);
   CHECK(file.skipped.size() == 1);
   std::filesystem::remove_all(dir);
+}
+
+// ---- completion output lines (engine/io/completions.h) ----
+
+TEST_CASE("json_quote escapes quotes, backslashes and control characters") {
+  CHECK(json_quote("a\"b\\c") == R"("a\"b\\c")");
+  CHECK(json_quote("\n\r\t") == R"("\n\r\t")");
+  CHECK(json_quote(std::string("\x01\x1f", 2)) == R"("\u0001\u001f")");
+  CHECK(json_quote(std::string("nul\0x", 5)) == R"("nul\u0000x")");
+  CHECK(json_quote("h\xC3\xA9") == "\"h\xC3\xA9\"");  // UTF-8 passes through
+}
+
+TEST_CASE("a roseinfer completion line has every field, parseable") {
+  RequestSpec spec;
+  spec.id = "q\"1";
+  Completion c;
+  c.prompt_tokens = 5;
+  c.text = "hi\nthere";
+  c.token_ids = {104, 105};
+  c.finish_reason = "stop";
+  c.cached_tokens = 3;
+  c.ttft_ms = 1.5;
+  c.e2el_ms = 2.25;
+  const std::string line = completion_json_line(spec, c, "tiny", 0, 123);
+  CHECK(line == R"({"id":"q\"1","prompt_tokens":5,"text":"hi\nthere","token_ids":[104,105],)"
+                R"("finish_reason":"stop","cached_tokens":3,"ttft_ms":1.500,"e2el_ms":2.250})");
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+  REQUIRE_FALSE(parser.parse(line).get(doc));
+  CHECK(std::string_view(doc["text"].get_string().value()) == "hi\nthere");
+  CHECK(doc["token_ids"].get_array().value().size() == 2);
+}
+
+TEST_CASE("OpenAI batch lines get the batch output shape") {
+  const PromptFile file = parse_prompt_jsonl(
+      R"({"custom_id": "c1", "body": {"prompt": "x"}})"
+      "\n"
+      R"({"custom_id": "c2", "body": {"messages": [{"role": "user", "content": "x"}]}})",
+      "b.jsonl", false);
+  Completion c;
+  c.prompt_tokens = 4;
+  c.text = "ok";
+  c.token_ids = {1, 2, 3};
+  c.finish_reason = "length";
+  c.cached_tokens = 1;
+  simdjson::dom::parser parser;
+  simdjson::dom::element doc;
+
+  const std::string completion = completion_json_line(file.requests[0], c, "tiny", 0, 1700000000);
+  REQUIRE_FALSE(parser.parse(completion).get(doc));
+  CHECK(std::string_view(doc["id"].get_string().value()) == "batch_req_0");
+  CHECK(std::string_view(doc["custom_id"].get_string().value()) == "c1");
+  CHECK(doc["error"].is_null());
+  CHECK(doc["response"]["status_code"].get_int64().value() == 200);
+  simdjson::dom::element body = doc["response"]["body"].value();
+  CHECK(std::string_view(body["object"].get_string().value()) == "text_completion");
+  CHECK(std::string_view(body["model"].get_string().value()) == "tiny");
+  CHECK(body["created"].get_int64().value() == 1700000000);
+  CHECK(std::string_view(body["choices"].at(0)["text"].get_string().value()) == "ok");
+  CHECK(std::string_view(body["choices"].at(0)["finish_reason"].get_string().value()) == "length");
+  CHECK(body["usage"]["prompt_tokens"].get_int64().value() == 4);
+  CHECK(body["usage"]["completion_tokens"].get_int64().value() == 3);
+  CHECK(body["usage"]["total_tokens"].get_int64().value() == 7);
+  CHECK(body["usage"]["prompt_tokens_details"]["cached_tokens"].get_int64().value() == 1);
+
+  const std::string chat = completion_json_line(file.requests[1], c, "tiny", 1, 1700000000);
+  REQUIRE_FALSE(parser.parse(chat).get(doc));
+  CHECK(std::string_view(doc["id"].get_string().value()) == "batch_req_1");
+  body = doc["response"]["body"].value();
+  CHECK(std::string_view(body["object"].get_string().value()) == "chat.completion");
+  CHECK(std::string_view(body["choices"].at(0)["message"]["role"].get_string().value()) ==
+        "assistant");
+  CHECK(std::string_view(body["choices"].at(0)["message"]["content"].get_string().value()) == "ok");
 }
