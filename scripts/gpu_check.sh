@@ -43,14 +43,15 @@ done
 
 echo "== compute-sanitizer"
 if command -v compute-sanitizer >/dev/null; then
-  run_logged memcheck_kernels 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$B/gpu_test_cuda_kernels" -tc="paged attention: prefill*,RoPE*,sampling*"
-  run_logged memcheck_backend 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
+  run_logged memcheck_kernels 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$B/gpu_test_cuda_kernels" -tc="paged attention: prefill*,RoPE*"
+  run_logged memcheck_backend 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu_test_cuda_backend" -tc="greedy outputs*"
   if "$B/roseinfer" run --help >/dev/null 2>&1 && [[ -f datasets/sample.jsonl ]]; then
     head -n 2 datasets/sample.jsonl >"$OUT/two_prompts.jsonl"
     run_logged memcheck_roseinfer_run 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
-      "$B/roseinfer" run "$OUT/two_prompts.jsonl" --device cuda --max-tokens 8 -o "$OUT/run_out.jsonl"
+      "$B/roseinfer" run "$OUT/two_prompts.jsonl" --device cuda --model tiny --num-kv-blocks 256 \
+      --max-tokens 8 -o "$OUT/run_out.jsonl"
   else
     record memcheck_roseinfer_run "SKIP (no run command yet)"
   fi
@@ -60,8 +61,13 @@ fi
 
 if [[ ${GPU_CHECK_BENCH:-1} != 0 ]]; then
   echo "== bench"
-  timeout 300 "$B/gpu_test_cuda_bench" -tc="bench*" --no-skip 2>&1 | tee "$OUT/bench.log"
-  record bench "$(grep -c '^[a-z]' "$OUT/bench.log" | tr -d ' ') lines"
+  timeout 200 "$B/gpu_test_cuda_bench" -tc="bench*" --no-skip 2>&1 | tee "$OUT/bench.log"
+  record bench "$(grep -cE '^(gpt2|llama|tiny)' "$OUT/bench.log") result lines"
+  if "$B/roseinfer" bench --help >/dev/null 2>&1; then
+    run_logged cli_bench_seed000 240 "$B/roseinfer" bench --device cuda --model gpt2 \
+      --dataset seed000 --mode offline
+    tail -n 25 "$OUT/cli_bench_seed000.log"
+  fi
 fi
 
 echo

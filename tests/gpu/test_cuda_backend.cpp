@@ -167,13 +167,14 @@ void compare_backends(const WeightSource& weights, const std::vector<int>& promp
   const int bs = options.block_size;
   std::mt19937 rng(42);
   std::vector<Seq> seqs = make_seqs(prompt_lens, config.vocab_size, bs, options.max_model_len, rng);
+  // Prefill phase: sequences still in their prompt take a chunk, the others decode (mixed steps).
   for (int step = 0;; ++step) {
     std::vector<int> counts;
     bool prefill_left = false;
-    for (Seq& s : seqs) {
-      const int left = int(s.tokens.size()) - s.computed;
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      const int left = int(seqs[i].tokens.size()) - seqs[i].computed;
       counts.push_back(std::min(left, chunk));
-      prefill_left |= left > 0;
+      prefill_left |= seqs[i].computed < prompt_lens[i];
     }
     if (!prefill_left) break;
     const StepPlan plan = make_plan(seqs, counts, bs, true);
@@ -252,13 +253,13 @@ TEST_CASE("tiny preset: GPU logits match the CPU backend through prefill chunks 
 
 TEST_CASE("GPT-2 shape (LayerNorm, biases, learned positions): GPU matches CPU") {
   Bf16RandomWeights weights(gpt2_config());
-  compare_backends(weights, {3, 16, 40}, 1000, 5, true, 0.03);
-  compare_backends(weights, {31, 2}, 7, 3, false, 0.03);
+  compare_backends(weights, {3, 16, 40}, 1000, 5, true, 0.05);
+  compare_backends(weights, {31, 2}, 7, 3, false, 0.05);
 }
 
 TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU") {
   Bf16RandomWeights weights(qwen_like_config());
-  compare_backends(weights, {100, 9, 16, 47, 5, 1, 2}, 64, 5, true, 0.03);
+  compare_backends(weights, {100, 9, 16, 47, 5, 1, 2}, 64, 5, true, 0.05);
 }
 
 TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {

@@ -17,6 +17,7 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/sampling.cuh"
@@ -397,4 +398,30 @@ TEST_CASE("sampling: greedy ties, temperature, top-k, top-p as the CPU rule pick
       CHECK(got[r] == expected[r]);
     }
   }
+}
+
+TEST_CASE("gemv: small-batch x W^T against cpu::linear, bf16 and fp32 outputs") {
+  std::mt19937 rng(10);
+  struct Shape {
+    int n, in, out;
+  };
+  for (Shape sh :
+       {Shape{1, 2048, 3072}, Shape{4, 768, 2304}, Shape{3, 200, 50}, Shape{2, 8192, 130}}) {
+    CAPTURE(sh.n);
+    CAPTURE(sh.in);
+    REQUIRE(gemv_supported(sh.n, sh.in));
+    const Bf16Data x = random_bf16(size_t(sh.n) * sh.in, rng);
+    const Bf16Data w = random_bf16(size_t(sh.out) * sh.in, rng, -0.1f, 0.1f);
+    std::vector<float> expected(size_t(sh.n) * sh.out);
+    cpu::linear(x.f32.data(), w.f32.data(), nullptr, sh.n, sh.in, sh.out, expected.data());
+    DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_y(expected.size());
+    DeviceArray<float> d_y32(expected.size());
+    launch_gemv(d_x.get(), d_w.get(), d_y.get(), sh.n, sh.in, sh.out, false, DType::kBF16, nullptr);
+    check_close(to_f32(d_y.download()), expected, kAtol, kRtol, "gemv bf16");
+    launch_gemv(d_x.get(), d_w.get(), d_y32.get(), sh.n, sh.in, sh.out, true, DType::kBF16,
+                nullptr);
+    check_close(d_y32.download(), expected, 1e-4f, 1e-4f, "gemv fp32");
+  }
+  CHECK_FALSE(gemv_supported(5, 64));
+  CHECK_FALSE(gemv_supported(1, 12));
 }

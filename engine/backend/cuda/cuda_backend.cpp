@@ -22,6 +22,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/sampling.cuh"
@@ -512,6 +513,10 @@ void CudaBackend::gemm(const void* x, const void* w, void* y, int n, int in, int
                        bool f32_out) {
   // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
   // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
+  if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
+    launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
+    return;
+  }
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in, x,

@@ -1,0 +1,20 @@
+#pragma once
+// y = x W^T for a handful of rows (decode at small batch), where cuBLAS launches too few thread
+// blocks to stream the weights at full bandwidth: one warp per output feature, 16-byte weight
+// loads, every input row reused from registers.
+#include <cuda_runtime_api.h>
+
+#include "kernels/cuda/dtype.cuh"
+
+namespace rose {
+
+constexpr int kGemvMaxRows = 4;
+
+// True when launch_gemv handles this shape (n <= kGemvMaxRows, in a multiple of 8).
+inline bool gemv_supported(int n, int in) { return n >= 1 && n <= kGemvMaxRows && in % 8 == 0; }
+
+// y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype.
+void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
+                 DType dtype, cudaStream_t stream);
+
+}  // namespace rose
