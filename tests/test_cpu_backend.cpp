@@ -16,6 +16,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/weights.h"
 
 namespace {
 
@@ -351,4 +352,32 @@ TEST_CASE("invalid plans throw rose::Error instead of touching memory out of bou
     by_bytes.cpu_kv_bytes = 10;
     CHECK_THROWS_AS(rose::make_cpu_backend(weights, by_bytes), rose::Error);
   }
+}
+
+TEST_CASE("the tiny preset runs with default options and samples deterministically") {
+  const auto weights = rose::open_model("tiny");
+  const rose::BackendOptions defaults;
+  auto backend = rose::make_cpu_backend(*weights, defaults);
+  const rose::ModelConfig& config = backend->config();
+  // The default pool comes from cpu_kv_bytes.
+  CHECK(backend->num_kv_blocks() ==
+        defaults.cpu_kv_bytes / (backend->kv_bytes_per_token() * defaults.block_size));
+  CHECK(backend->weight_bytes() > int64_t(config.vocab_size) * config.hidden_size * 4);
+
+  auto run = [&](rose::SamplingParams sampling) {
+    Request r{random_tokens(24, 21, config.vocab_size)};
+    r.sampling = sampling;
+    r.blocks = {3, 4};
+    rose::StepPlan plan;
+    add_to_plan(plan, r, 24, true);
+    rose::StepOutput out;
+    backend->execute(plan, out);
+    return out.sampled.at(0);
+  };
+  const int32_t greedy = run({});
+  CHECK(greedy >= 0);
+  CHECK(greedy < config.vocab_size);
+  CHECK(run({}) == greedy);
+  const rose::SamplingParams hot{1.5f, 0, 1.0f, 77};
+  CHECK(run(hot) == run(hot));
 }
