@@ -154,6 +154,10 @@ void bench_command(BenchArgs& args) {
   if (from_file) {
     file = read_prompt_file(args.prompts_path, args.skip_invalid);
     for (const SkippedLine& skip : file.skipped) cli::notice("skipped {}", skip.message);
+    if (args.num_prompts_opt->count() &&
+        static_cast<size_t>(args.num_prompts) < file.requests.size()) {
+      file.requests.resize(static_cast<size_t>(args.num_prompts));  // the file's first N
+    }
   }
 
   cli::LoadedModel model = cli::open_model(args.model);
@@ -386,8 +390,8 @@ void register_bench_command(CLI::App& app, int& exit_code) {
       ->excludes(no_cache);
   args->num_prompts_opt =
       cmd->add_option("--num-prompts", args->num_prompts,
-                      "requests in a synthetic workload (default: the workload's own; random and "
-                      "shared-prefix 1000)")
+                      "requests: a synthetic workload's count (default: the workload's own; random "
+                      "and shared-prefix 1000), or the first N lines of a prompt file")
           ->check(CLI::PositiveNumber);
   cmd->add_option("--random-input-len", args->workload.random_input_len,
                   "random/shared-prefix: prompt tokens")
