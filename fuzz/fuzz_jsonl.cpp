@@ -41,7 +41,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
     if (r.temperature && !(*r.temperature >= 0)) __builtin_trap();
     if (r.top_k && *r.top_k < 0) __builtin_trap();
     if (r.top_p && !(*r.top_p > 0 && *r.top_p <= 1)) __builtin_trap();
-    if (r.arrival_time && !(*r.arrival_time >= 0 && std::isfinite(*r.arrival_time))) __builtin_trap();
+    if (r.arrival_time && !(*r.arrival_time >= 0 && std::isfinite(*r.arrival_time)))
+      __builtin_trap();
     if (r.line < 1 || r.id.empty()) __builtin_trap();
 
     rose::Completion c;
