@@ -58,6 +58,8 @@ std::optional<MetricDirection> metric_direction(std::string_view name) {
       {"prefix_cache_hit_rate", MetricDirection::kHigherIsBetter},
       {"prefix_cache_hit_tokens", MetricDirection::kHigherIsBetter},
       {"decode_gbps", MetricDirection::kHigherIsBetter},
+      {"prefill_throughput", MetricDirection::kHigherIsBetter},
+      {"decode_throughput", MetricDirection::kHigherIsBetter},
       {"bandwidth_floor_fraction", MetricDirection::kHigherIsBetter},
       {"failed", MetricDirection::kLowerIsBetter},
       {"duration", MetricDirection::kLowerIsBetter},

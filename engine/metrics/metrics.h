@@ -52,6 +52,10 @@ struct BenchReport {
   KvStats kv;
   StepStats steps;
   double decode_gbps = 0;                          // achieved bytes/s of pure-decode steps, GB/s
+  // llama.cpp batched-bench's columns: prompt tokens computed over the time of steps that were not
+  // pure decode, and tokens of pure-decode steps over their time (0 when there were none).
+  double prefill_throughput = 0;
+  double decode_throughput = 0;
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
   RequestDetail detail;
 };

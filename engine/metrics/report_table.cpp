@@ -160,6 +160,10 @@ std::string render_report_table(const BenchReport& r) {
                           format_percent(*r.bandwidth_floor_fraction));
   }
   totals.add_row({"decode bandwidth", decode});
+  totals.add_row({"prefill / decode",
+                  fmt::format("{} tok/s prefill, {} tok/s in pure-decode steps",
+                              format_number(r.prefill_throughput),
+                              format_number(r.decode_throughput))});
   totals.add_row(
       {"steps",
        fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),

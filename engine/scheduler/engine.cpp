@@ -156,6 +156,7 @@ RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallb
       stats.decode_tokens += scheduler.last_decode_tokens();
       if (pure_decode) {
         ++stats.decode_steps;
+        stats.decode_step_tokens += m.plan.num_seqs();
         stats.decode_time_s += exec_time;
         int64_t context_tokens = 0;
         for (int32_t len : m.plan.context_lens) context_tokens += len;

@@ -71,6 +71,7 @@ struct StepStats {
   int64_t prefill_tokens = 0;  // prompt tokens computed (cache hits excluded)
   int64_t decode_tokens = 0;
   int64_t decode_steps = 0;     // steps that were pure decode
+  int64_t decode_step_tokens = 0;  // tokens sampled by those steps
   double decode_time_s = 0.0;   // wall time of those steps' execute()
   double execute_time_s = 0.0;  // all steps' execute()
   double schedule_time_s = 0.0; // host bookkeeping: schedule() + update()
