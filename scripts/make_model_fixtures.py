@@ -16,6 +16,7 @@ Needs torch (CPU) and transformers; the tests themselves do not need Python.
 """
 import json
 import os
+import shutil
 import sys
 
 import torch
@@ -163,6 +164,12 @@ def main():
                         bos_token_id=1, eos_token_id=2)
     qwen2._attn_implementation = "eager"
     make_fixture(out_dir, "tiny-qwen2", Qwen2ForCausalLM, qwen2, seed=33)
+
+    # The 1000-id GPT-2-style tokenizer (scripts/make_tokenizer_fixtures.py) fits the 1024-id
+    # vocabularies, so these two folders are complete models for `roseinfer run --model DIR`.
+    tok = os.path.join(os.path.dirname(out_dir.rstrip("/")), "tokenizers", "gpt2", "tokenizer.json")
+    for name in ("tiny-gpt2", "tiny-llama"):
+        shutil.copyfile(tok, os.path.join(out_dir, name, "tokenizer.json"))
 
 
 if __name__ == "__main__":
