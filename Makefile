@@ -62,8 +62,10 @@ bundle: build
 	cp -L $$(ldconfig -p | awk '/libsimdjson.so/{print $$NF; exit}') bundle/
 	@echo "bundle/: $$(ls bundle | tr '\n' ' ')"
 
+# Needs `pip install torch transformers tokenizers`; tests never do.
 fixtures:
-	python3 scripts/make_fixtures.py tests/fixtures
+	python3 scripts/make_tokenizer_fixtures.py
+	python3 scripts/make_model_fixtures.py tests/fixtures/models
 
 format:
 	clang-format -i $$(git ls-files '*.cpp' '*.h' '*.cu' '*.cuh')
