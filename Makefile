@@ -55,12 +55,9 @@ fuzz: deps
 	  ./build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus/$$t fuzz/corpus/$$t || exit 1; \
 	done
 
-# The binary plus the one shared library the GPU machine lacks, for carrying there.
-bundle: build
-	rm -rf bundle && mkdir -p bundle
-	cp $(BUILD)/roseinfer bundle/
-	cp -L $$(ldconfig -p | awk '/libsimdjson.so/{print $$NF; exit}') bundle/
-	@echo "bundle/: $$(ls bundle | tr '\n' ' ')"
+# Release build with CUDA plus the shared libraries the GPU machine lacks, for carrying there.
+bundle: deps
+	scripts/make_bundle.sh
 
 # Needs `pip install torch transformers tokenizers`; tests never do.
 fixtures:
