@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include "engine/common/error.h"
+
 namespace rose {
 
 bool StepPlan::is_pure_decode() const {
@@ -22,6 +24,86 @@ void StepPlan::clear() {
   sampling.clear();
   sample_index.clear();
   return_logits = false;
+}
+
+void validate_step_plan(const StepPlan& plan, const PlanLimits& limits) {
+  const int num_tokens = plan.num_tokens();
+  const int num_seqs = plan.num_seqs();
+  if (num_tokens > limits.max_num_tokens) {
+    fail("step plan: {} tokens exceed max_num_batched_tokens {}", num_tokens,
+         limits.max_num_tokens);
+  }
+  if (num_seqs > limits.max_num_seqs) {
+    fail("step plan: {} sequences exceed max_num_seqs {}", num_seqs, limits.max_num_seqs);
+  }
+  if (plan.positions.size() != size_t(num_tokens) ||
+      plan.slot_mapping.size() != size_t(num_tokens)) {
+    fail("step plan: positions ({}) and slot_mapping ({}) must have one entry per token ({})",
+         plan.positions.size(), plan.slot_mapping.size(), num_tokens);
+  }
+  if (plan.query_start.size() != size_t(num_seqs) + 1 ||
+      plan.do_sample.size() != size_t(num_seqs) || plan.sampling.size() != size_t(num_seqs) ||
+      plan.sample_index.size() != size_t(num_seqs)) {
+    fail(
+        "step plan: query_start ({}), do_sample ({}), sampling ({}) and sample_index ({}) do not "
+        "match {} sequences",
+        plan.query_start.size(), plan.do_sample.size(), plan.sampling.size(),
+        plan.sample_index.size(), num_seqs);
+  }
+  if (plan.block_table_stride < 0 ||
+      plan.block_tables.size() != size_t(num_seqs) * size_t(plan.block_table_stride)) {
+    fail("step plan: block_tables has {} entries, expected {} sequences x stride {}",
+         plan.block_tables.size(), num_seqs, plan.block_table_stride);
+  }
+  if (plan.query_start[0] != 0 || plan.query_start[num_seqs] != num_tokens) {
+    fail("step plan: query_start must run from 0 to num_tokens {}", num_tokens);
+  }
+  const int64_t num_slots = int64_t(limits.num_kv_blocks) * limits.block_size;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int begin = plan.query_start[s], end = plan.query_start[s + 1];
+    const int n = end - begin;
+    const int context = plan.context_lens[s];
+    if (n < 1 || end > num_tokens) {
+      fail("step plan: sequence {} has query range [{}, {})", s, begin, end);
+    }
+    if (context < n || context > limits.max_model_len) {
+      fail("step plan: sequence {} has context_len {} for {} query tokens (max_model_len {})", s,
+           context, n, limits.max_model_len);
+    }
+    const int blocks_needed = (context + limits.block_size - 1) / limits.block_size;
+    if (blocks_needed > plan.block_table_stride) {
+      fail("step plan: sequence {} needs {} blocks, block_table_stride is {}", s, blocks_needed,
+           plan.block_table_stride);
+    }
+    const int32_t* table = plan.block_tables.data() + size_t(s) * plan.block_table_stride;
+    for (int b = 0; b < blocks_needed; ++b) {
+      if (table[b] < 0 || table[b] >= limits.num_kv_blocks) {
+        fail("step plan: sequence {} block table entry {} is {} (pool has {} blocks)", s, b,
+             table[b], limits.num_kv_blocks);
+      }
+    }
+    for (int i = begin; i < end; ++i) {
+      if (plan.positions[i] != context - n + (i - begin)) {
+        fail("step plan: token {} of sequence {} has position {}, expected {}", i, s,
+             plan.positions[i], context - n + (i - begin));
+      }
+    }
+    const SamplingParams& sp = plan.sampling[s];
+    if (!(sp.temperature >= 0.0f) || sp.top_k < 0 || !(sp.top_p > 0.0f && sp.top_p <= 1.0f)) {
+      fail("step plan: sequence {} has invalid sampling (temperature {}, top_k {}, top_p {})", s,
+           sp.temperature, sp.top_k, sp.top_p);
+    }
+  }
+  for (int i = 0; i < num_tokens; ++i) {
+    if (plan.token_ids[i] < 0 || plan.token_ids[i] >= limits.vocab_size) {
+      fail("step plan: token {} has id {} outside the vocabulary of {}", i, plan.token_ids[i],
+           limits.vocab_size);
+    }
+    if (plan.slot_mapping[i] < -1 || plan.slot_mapping[i] >= num_slots) {
+      fail("step plan: token {} has slot {} outside the pool of {} slots", i, plan.slot_mapping[i],
+           num_slots);
+    }
+  }
 }
 
 }  // namespace rose

@@ -1,8 +1,8 @@
 #pragma once
-// A backend executes one step plan: one forward pass over a flat batch that mixes prefill chunks and
-// decode tokens of several sequences over the paged KV cache, then samples. It owns device memory
-// (weights, KV pool, workspaces); the scheduler and KV bookkeeping are host code shared by all
-// backends (DESIGN.md).
+// A backend executes one step plan: one forward pass over a flat batch that mixes prefill chunks
+// and decode tokens of several sequences over the paged KV cache, then samples. It owns device
+// memory (weights, KV pool, workspaces); the scheduler and KV bookkeeping are host code shared by
+// all backends (DESIGN.md).
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -21,19 +21,21 @@ namespace rose {
 // prefix came from the prefix cache, or was written by another sequence earlier in this same step,
 // reads it from the pages.
 struct StepPlan {
-  std::vector<int32_t> token_ids;     // (num_tokens,)
-  std::vector<int32_t> positions;     // (num_tokens,)
-  std::vector<int32_t> slot_mapping;  // (num_tokens,) block_id * block_size + offset; -1 writes nothing
-  std::vector<int32_t> query_start;   // (num_seqs + 1,) cumulative query lengths, query_start[0] = 0
+  std::vector<int32_t> token_ids;  // (num_tokens,)
+  std::vector<int32_t> positions;  // (num_tokens,)
+  std::vector<int32_t>
+      slot_mapping;  // (num_tokens,) block_id * block_size + offset; -1 writes nothing
+  std::vector<int32_t> query_start;  // (num_seqs + 1,) cumulative query lengths, query_start[0] = 0
   std::vector<int32_t> context_lens;  // (num_seqs,) tokens in the cache after this step's writes
-  std::vector<int32_t> block_tables;  // (num_seqs, block_table_stride) block ids, rows padded with -1
+  std::vector<int32_t>
+      block_tables;  // (num_seqs, block_table_stride) block ids, rows padded with -1
   int block_table_stride = 0;
-  // Per sequence: sample a token from the logits of its last query token? (false for a prefill chunk
-  // that does not reach the end of the prompt).
-  std::vector<uint8_t> do_sample;          // (num_seqs,)
-  std::vector<SamplingParams> sampling;    // (num_seqs,)
-  std::vector<uint64_t> sample_index;      // (num_seqs,) tokens the request has generated so far
-  bool return_logits = false;              // tests: copy the sampled rows' fp32 logits to the host
+  // Per sequence: sample a token from the logits of its last query token? (false for a prefill
+  // chunk that does not reach the end of the prompt).
+  std::vector<uint8_t> do_sample;        // (num_seqs,)
+  std::vector<SamplingParams> sampling;  // (num_seqs,)
+  std::vector<uint64_t> sample_index;    // (num_seqs,) tokens the request has generated so far
+  bool return_logits = false;            // tests: copy the sampled rows' fp32 logits to the host
 
   int num_seqs() const { return static_cast<int>(context_lens.size()); }
   int num_tokens() const { return static_cast<int>(token_ids.size()); }
@@ -42,6 +44,19 @@ struct StepPlan {
   void clear();
 };
 
+// What a backend was sized for; a plan outside it is a bug upstream, reported as rose::Error
+// before any kernel could read or write out of bounds.
+struct PlanLimits {
+  int max_num_tokens = 0;
+  int max_num_seqs = 0;
+  int max_model_len = 0;
+  int num_kv_blocks = 0;
+  int block_size = 0;
+  int vocab_size = 0;
+};
+// Checks every array size, range, block-table entry, position and sampling parameter of `plan`.
+void validate_step_plan(const StepPlan& plan, const PlanLimits& limits);
+
 struct StepOutput {
   std::vector<int32_t> sampled;  // (num_seqs,) the sampled id, -1 where do_sample was false
   std::vector<float> logits;     // (num_seqs, vocab) fp32 when return_logits; rows of unsampled: 0
@@ -49,13 +64,13 @@ struct StepOutput {
 
 struct BackendOptions {
   int block_size = 16;
-  int num_kv_blocks = 0;           // 0: size from memory (gpu_memory_utilization / cpu_kv_bytes)
-  int max_num_seqs = 256;          // upper bound of num_seqs in any plan
+  int num_kv_blocks = 0;              // 0: size from memory (gpu_memory_utilization / cpu_kv_bytes)
+  int max_num_seqs = 256;             // upper bound of num_seqs in any plan
   int max_num_batched_tokens = 8192;  // upper bound of num_tokens in any plan
-  int max_model_len = 0;           // 0: the model's max_position_embeddings
+  int max_model_len = 0;              // 0: the model's max_position_embeddings
   double gpu_memory_utilization = 0.9;
   int64_t cpu_kv_bytes = int64_t(1) << 30;  // CPU KV pool budget when num_kv_blocks == 0
-  std::string dtype = "bf16";      // GPU: bf16 or fp16; the CPU backend is fp32
+  std::string dtype = "bf16";               // GPU: bf16 or fp16; the CPU backend is fp32
   bool cuda_graphs = true;
 };
 
@@ -72,9 +87,11 @@ class Backend {
   virtual int64_t kv_bytes_per_token() const = 0;
 };
 
-std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights, const BackendOptions& options);
+std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights,
+                                          const BackendOptions& options);
 // Throws rose::Error when the binary was built without CUDA or no GPU can be used.
-std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights, const BackendOptions& options);
+std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights,
+                                           const BackendOptions& options);
 // true when a CUDA device can be used; `why_not` says why not otherwise.
 bool cuda_available(std::string* why_not);
 
