@@ -3,6 +3,11 @@
 // and decode tok/s and the decode step's share of the bandwidth floor. Skipped by default (it takes
 // seconds and needs a big GPU): scripts/gpu_check.sh runs it with --no-skip. Its checks make sure
 // the timed steps did real work (every sampled id in the vocabulary).
+//   ROSEINFER_BENCH_MODELS=gpt2,llama-1b  ROSEINFER_BENCH_BATCHES=1,16,64,256
+//   ROSEINFER_BENCH_GRAPHS=on|off|both    ROSEINFER_BENCH_PROFILE_STEP=k (cudaProfilerStart/Stop
+//   around decode step k, for `ncu --profile-from-start off`)  ROSEINFER_BENCH_PROFILE_PREFILL=1
+//   (the same around the first prefill step)
+#include <cuda_profiler_api.h>
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -19,6 +24,19 @@ using namespace rose;
 
 namespace {
 
+std::vector<std::string> split_list(const char* text, const std::string& fallback) {
+  const std::string list = text ? text : fallback;
+  std::vector<std::string> items;
+  size_t begin = 0;
+  while (begin <= list.size()) {
+    size_t end = list.find(',', begin);
+    if (end == std::string::npos) end = list.size();
+    if (end > begin) items.push_back(list.substr(begin, end - begin));
+    begin = end + 1;
+  }
+  return items;
+}
+
 double now_s() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
@@ -29,7 +47,7 @@ struct GridResult {
 };
 
 GridResult run_grid(Backend& backend, int batch, int prompt_len, int decode_steps,
-                    int max_batched_tokens, double bandwidth_bytes_s) {
+                    int max_batched_tokens, double bandwidth_bytes_s, int profile_step) {
   const int bs = backend.block_size();
   const int vocab = backend.config().vocab_size;
   const int max_len = prompt_len + decode_steps + 1;
@@ -64,7 +82,10 @@ GridResult run_grid(Backend& backend, int batch, int prompt_len, int decode_step
       plan.sampling.push_back(SamplingParams{});
       plan.sample_index.push_back(0);
     }
+    const bool profile = s0 == 0 && std::getenv("ROSEINFER_BENCH_PROFILE_PREFILL") != nullptr;
+    if (profile) REQUIRE(cudaProfilerStart() == cudaSuccess);
     backend.execute(plan, out);
+    if (profile) REQUIRE(cudaProfilerStop() == cudaSuccess);
     for (int i = s0; i < s; ++i) {
       last[i] = out.sampled[i - s0];
       context[i] = prompt_len;
@@ -95,7 +116,9 @@ GridResult run_grid(Backend& backend, int batch, int prompt_len, int decode_step
       plan.sample_index.push_back(uint64_t(step + 1));
       if (step >= 1) kv_tokens_read += p + 1;
     }
+    if (step == profile_step) REQUIRE(cudaProfilerStart() == cudaSuccess);
     backend.execute(plan, out);
+    if (step == profile_step) REQUIRE(cudaProfilerStop() == cudaSuccess);
     for (int s = 0; s < batch; ++s) {
       last[s] = out.sampled[s];
       context[s] += 1;
@@ -115,29 +138,31 @@ GridResult run_grid(Backend& backend, int batch, int prompt_len, int decode_step
 }  // namespace
 
 TEST_CASE("bench: grid workload (prefill 512, decode 128) on the presets" * doctest::skip(true)) {
-  const char* models_env = std::getenv("ROSEINFER_BENCH_MODELS");
-  const std::string models = models_env ? models_env : "gpt2,llama-1b";
+  const std::vector<std::string> models =
+      split_list(std::getenv("ROSEINFER_BENCH_MODELS"), "gpt2,llama-1b");
+  const std::vector<std::string> batch_list =
+      split_list(std::getenv("ROSEINFER_BENCH_BATCHES"), "1,16,64,256");
+  const char* graphs_env = std::getenv("ROSEINFER_BENCH_GRAPHS");
+  const std::string graphs_mode = graphs_env ? graphs_env : "both";
+  const char* profile_env = std::getenv("ROSEINFER_BENCH_PROFILE_STEP");
+  const int profile_step = profile_env ? std::atoi(profile_env) : -1;
   const double bandwidth = 3.0e12;  // measured device-to-device copy on the lent H100
   std::printf("%-10s %5s %6s %14s %13s %9s %10s\n", "model", "B", "graphs", "prefill tok/s",
               "decode tok/s", "step ms", "% floor");
-  size_t begin = 0;
-  while (begin < models.size()) {
-    size_t end = models.find(',', begin);
-    if (end == std::string::npos) end = models.size();
-    const std::string name = models.substr(begin, end - begin);
-    begin = end + 1;
+  for (const std::string& name : models) {
     std::unique_ptr<WeightSource> weights = open_model(name);
     for (bool graphs : {true, false}) {
+      if (graphs_mode != "both" && graphs_mode != (graphs ? "on" : "off")) continue;
       BackendOptions options;
       options.max_num_seqs = 256;
       options.max_num_batched_tokens = 8192;
       options.max_model_len = 1024;
       options.cuda_graphs = graphs;
       std::unique_ptr<Backend> backend = make_cuda_backend(*weights, options);
-      const std::vector<int> batches =
-          graphs ? std::vector<int>{1, 16, 64, 256} : std::vector<int>{1, 64};
-      for (int batch : batches) {
-        const GridResult r = run_grid(*backend, batch, 512, 128, 8192, bandwidth);
+      for (const std::string& batch_text : batch_list) {
+        const int batch = std::atoi(batch_text.c_str());
+        if (!graphs && graphs_mode == "both" && batch != 1 && batch != 64) continue;
+        const GridResult r = run_grid(*backend, batch, 512, 128, 8192, bandwidth, profile_step);
         std::printf("%-10s %5d %6s %14.0f %13.0f %9.3f %9.1f%%\n", name.c_str(), batch,
                     graphs ? "on" : "off", r.prefill_tok_s, r.decode_tok_s, r.step_ms, r.floor_pct);
         std::fflush(stdout);
