@@ -1,6 +1,7 @@
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace rose {
 namespace {
@@ -9,6 +10,8 @@ constexpr int kThreads = 256;
 
 template <typename T>
 __global__ void gelu_tanh_bias_kernel(T* x, const T* bias, int width) {
+  pdl_wait();
+  pdl_launch_dependents();
   T* row = x + int64_t(blockIdx.y) * width;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) {
     float v = to_float(row[i]);
@@ -20,6 +23,8 @@ __global__ void gelu_tanh_bias_kernel(T* x, const T* bias, int width) {
 
 template <typename T>
 __global__ void silu_and_mul_kernel(T* out, const T* gate_up, int width) {
+  pdl_wait();
+  pdl_launch_dependents();
   const T* gate = gate_up + int64_t(blockIdx.y) * 2 * width;
   const T* up = gate + width;
   T* dst = out + int64_t(blockIdx.y) * width;
@@ -41,11 +46,11 @@ void launch_gelu_tanh_bias(void* x, const void* bias, int rows, int width, DType
                            cudaStream_t stream) {
   if (rows <= 0) return;
   if (dtype == DType::kBF16) {
-    gelu_tanh_bias_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
-        static_cast<__nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(bias), width);
+    launch_kernel(gelu_tanh_bias_kernel<__nv_bfloat16>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<__nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(bias), width);
   } else {
-    gelu_tanh_bias_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
-        static_cast<__half*>(x), static_cast<const __half*>(bias), width);
+    launch_kernel(gelu_tanh_bias_kernel<__half>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<__half*>(x), static_cast<const __half*>(bias), width);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }
@@ -54,11 +59,12 @@ void launch_silu_and_mul(void* out, const void* gate_up, int rows, int width, DT
                          cudaStream_t stream) {
   if (rows <= 0) return;
   if (dtype == DType::kBF16) {
-    silu_and_mul_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
-        static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(gate_up), width);
+    launch_kernel(silu_and_mul_kernel<__nv_bfloat16>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(gate_up),
+                  width);
   } else {
-    silu_and_mul_kernel<<<grid_for(rows, width), kThreads, 0, stream>>>(
-        static_cast<__half*>(out), static_cast<const __half*>(gate_up), width);
+    launch_kernel(silu_and_mul_kernel<__half>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<__half*>(out), static_cast<const __half*>(gate_up), width);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }

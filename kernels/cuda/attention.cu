@@ -3,17 +3,48 @@
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace rose {
 namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMaxGroup = 8;  // query heads per block; larger GQA groups use several blocks
-constexpr int kTile = 32;     // keys per warp iteration: one key per lane for Q.K
+constexpr int kMaxGroup = 8;          // query heads per block; larger GQA groups use several blocks
+constexpr int kTile = 32;             // keys per warp iteration: one key per lane for Q.K
+constexpr int kDeepMaxTokens = 1024;  // query rows up to which the deep-unrolled variant runs
 
-template <typename T, int D>
+// Merges the split partials of output column d of (token, head). The partials were written by other
+// blocks of this grid (fused merge) or the previous kernel: read through L2, never a stale L1 line.
+template <typename T>
+__device__ __forceinline__ void merge_column(const AttentionArgs& args, int token, int head,
+                                             int d) {
+  const int64_t base = (int64_t(token) * args.num_heads + head) * args.num_splits;
+  float lse_max = -INFINITY;
+#pragma unroll 8
+  for (int s = 0; s < args.num_splits; ++s)
+    lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + base + s));
+  float total = 0.0f, o = 0.0f;
+#pragma unroll 8
+  for (int s = 0; s < args.num_splits; ++s) {
+    const float lse = __ldcg(args.partial_lse + base + s);
+    if (lse == -INFINITY) continue;
+    const float w = exp2f(lse - lse_max);
+    total += w;
+    o += w * __ldcg(args.partial_out + (base + s) * args.head_dim + d);
+  }
+  static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * args.head_dim + d] =
+      from_float<T>(total > 0.0f ? o / total : 0.0f);
+}
+
+// kDeep unrolls the K loads and the P.V loop deeply: several loads in flight per warp, which is
+// what decode rows need (few warps, each a chain of dependent memory trips), at the cost of
+// registers (96 vs ~64 at head_dim 64), i.e. occupancy, which prefill's many blocks need more:
+// measured, a deep-unrolled prefill ran 7-14% slower (docs/gpu-notes.md, run 5).
+template <typename T, int D, bool kDeep>
 __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
   static_assert(D % 8 == 0 && D <= 256, "head_dim must be a multiple of 8, at most 256");
   constexpr int kDimsPerLane = D >= 32 ? D / 32 : 1;  // V and output columns owned by each lane
   constexpr int kKVec = 8;                            // 16-byte loads of K
@@ -35,7 +66,9 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
   const int seq = args.token_seq[token];
   const int num_keys = args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
   const int num_tiles = (num_keys + kTile - 1) / kTile;
-  const int tiles_per_split = (num_tiles + args.num_splits - 1) / args.num_splits;
+  // At least one tile per warp: a split of fewer tiles leaves warps idle and only adds partials to
+  // merge (the splits past the keys stay empty and are skipped by the merge).
+  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
   const int tile_begin = split * tiles_per_split;
   const int tile_end = min(num_tiles, tile_begin + tiles_per_split);
 
@@ -72,7 +105,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
       const int64_t block = table[key / args.block_size];
       row = ((block * args.block_size + key % args.block_size) * args.num_kv_heads + kv_head) * D;
       const T* k = k_cache + row;
-#pragma unroll 4
+#pragma unroll(kDeep ? D / kKVec : 4)
       for (int c = 0; c < D / kKVec; ++c) {
         float kv[kKVec];
         load_as_float<T, kKVec>(k + c * kKVec, kv);
@@ -103,7 +136,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
     }
     __syncwarp();
     const int keys_here = min(kTile, num_keys - tile * kTile);
-#pragma unroll 4
+    // Unrolled deep so several V rows are in flight: this loop is latency bound.
+#pragma unroll(kDeep ? 16 : 4)
     for (int t = 0; t < keys_here; ++t) {
       const int64_t v_row = __shfl_sync(0xffffffffu, row, t);
       if (owns_dims) {
@@ -163,27 +197,32 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
       if (d == 0) args.partial_lse[part] = total > 0.0f ? m_max + log2f(total) : -INFINITY;
     }
   }
+  if (args.num_splits > 1 && args.merge_counters) {
+    // Classic last-block reduction: publish this block's partials, count it in, and let the block
+    // that completes the count merge every split of these heads.
+    __shared__ int is_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int32_t* counter = args.merge_counters + int64_t(token) * gridDim.y + blockIdx.y;
+      is_last = atomicAdd(counter, 1) == args.num_splits - 1;
+      if (is_last) *counter = 0;  // every split has counted in: ready for the next launch
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+      merge_column<T>(args, token, head_begin + i / D, i % D);
+    }
+  }
 }
 
 // One block per (query token, head), one thread per output column.
 template <typename T>
 __global__ void merge_splits_kernel(AttentionArgs args) {
-  const int token = blockIdx.x, head = blockIdx.y, d = threadIdx.x;
-  const int64_t base = (int64_t(token) * args.num_heads + head) * args.num_splits;
-  float lse_max = -INFINITY;
-  for (int s = 0; s < args.num_splits; ++s) lse_max = fmaxf(lse_max, args.partial_lse[base + s]);
-  float total = 0.0f, o = 0.0f;
-  for (int s = 0; s < args.num_splits; ++s) {
-    const float lse = args.partial_lse[base + s];
-    if (lse == -INFINITY) continue;
-    const float w = exp2f(lse - lse_max);
-    total += w;
-    if (d < args.head_dim) o += w * args.partial_out[(base + s) * args.head_dim + d];
-  }
-  if (d < args.head_dim) {
-    static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * args.head_dim + d] =
-        from_float<T>(total > 0.0f ? o / total : 0.0f);
-  }
+  pdl_wait();
+  pdl_launch_dependents();
+  if (int(threadIdx.x) < args.head_dim) merge_column<T>(args, blockIdx.x, blockIdx.y, threadIdx.x);
 }
 
 template <typename T, int D>
@@ -191,11 +230,16 @@ void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
   const int group = args.num_heads / args.num_kv_heads;
   const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
   const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
-  paged_attention_kernel<T, D><<<grid, kThreads, 0, stream>>>(args);
+  if (args.num_tokens <= kDeepMaxTokens) {
+    launch_kernel(paged_attention_kernel<T, D, true>, grid, kThreads, 0, stream, args);
+  } else {
+    launch_kernel(paged_attention_kernel<T, D, false>, grid, kThreads, 0, stream, args);
+  }
   ROSE_CUDA_CHECK_LAUNCH();
-  if (args.num_splits > 1) {
+  if (args.num_splits > 1 && !args.merge_counters) {
     const int threads = D < 32 ? 32 : D;
-    merge_splits_kernel<T><<<dim3(args.num_tokens, args.num_heads), threads, 0, stream>>>(args);
+    launch_kernel(merge_splits_kernel<T>, dim3(args.num_tokens, args.num_heads), threads, 0, stream,
+                  args);
     ROSE_CUDA_CHECK_LAUNCH();
   }
 }
@@ -223,6 +267,11 @@ void launch_dim(const AttentionArgs& args, cudaStream_t stream) {
 
 bool attention_supports_head_dim(int head_dim) {
   return head_dim == 8 || head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128;
+}
+
+int64_t attention_merge_counters(int num_tokens, int num_kv_heads, int num_heads) {
+  const int group = num_heads / num_kv_heads;
+  return int64_t(num_tokens) * num_kv_heads * ((group + kMaxGroup - 1) / kMaxGroup);
 }
 
 int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,

@@ -5,7 +5,8 @@
 // through the sequence's block table. One thread block handles one (query token, KV head, split):
 // the query heads of a GQA group are packed so each K/V row is loaded once for the whole group.
 // With num_splits > 1 the key range is split flash-decoding style and a reduce kernel merges the
-// partial results by their log-sum-exp.
+// partial results by their log-sum-exp (or, given merge_counters, the last split block to finish
+// does, which saves a launch per layer in small decode steps).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
@@ -27,6 +28,9 @@ struct AttentionArgs {
   void* out = nullptr;                          // (num_tokens, num_heads * head_dim)
   float* partial_out = nullptr;                 // (num_tokens, num_heads, num_splits, head_dim)
   float* partial_lse = nullptr;                 // (num_tokens, num_heads, num_splits) log2 domain
+  // (num_tokens, num_kv_heads * ceil(group / 8)) zeroed once; with it the last split block of each
+  // query row merges the partials itself (no merge kernel) and leaves its counter at zero again.
+  int32_t* merge_counters = nullptr;
   int num_tokens = 0;
   int num_heads = 0;
   int num_kv_heads = 0;
@@ -43,6 +47,9 @@ bool attention_supports_head_dim(int head_dim);
 // How many key splits to use for a batch of num_tokens query rows: enough thread blocks to fill
 // the GPU (target_blocks), at most max_splits. Depends only on the shape, so a CUDA graph captured
 // for a batch size stays valid.
+// Entries merge_counters needs for num_tokens query rows.
+int64_t attention_merge_counters(int num_tokens, int num_kv_heads, int num_heads);
+
 int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
                          int max_splits);
 

@@ -1,6 +1,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace rose {
 namespace {
@@ -8,6 +9,8 @@ namespace {
 template <typename T>
 __global__ void embedding_kernel(float* residual, const T* tok_emb, const T* pos_emb,
                                  const int32_t* token_ids, const int32_t* positions, int hidden) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int token = blockIdx.x;
   const T* tok_row = tok_emb + int64_t(token_ids[token]) * hidden;
   const T* pos_row = pos_emb ? pos_emb + int64_t(positions[token]) * hidden : nullptr;
@@ -26,13 +29,13 @@ void launch_embedding(float* residual, const void* tok_emb, const void* pos_emb,
                       int hidden, DType dtype, cudaStream_t stream) {
   if (num_tokens <= 0) return;
   if (dtype == DType::kBF16) {
-    embedding_kernel<<<num_tokens, 256, 0, stream>>>(
-        residual, static_cast<const __nv_bfloat16*>(tok_emb),
-        static_cast<const __nv_bfloat16*>(pos_emb), token_ids, positions, hidden);
+    launch_kernel(embedding_kernel<__nv_bfloat16>, num_tokens, 256, 0, stream, residual,
+                  static_cast<const __nv_bfloat16*>(tok_emb),
+                  static_cast<const __nv_bfloat16*>(pos_emb), token_ids, positions, hidden);
   } else {
-    embedding_kernel<<<num_tokens, 256, 0, stream>>>(residual, static_cast<const __half*>(tok_emb),
-                                                     static_cast<const __half*>(pos_emb), token_ids,
-                                                     positions, hidden);
+    launch_kernel(embedding_kernel<__half>, num_tokens, 256, 0, stream, residual,
+                  static_cast<const __half*>(tok_emb), static_cast<const __half*>(pos_emb),
+                  token_ids, positions, hidden);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }

@@ -1,7 +1,8 @@
 #pragma once
 // y = x W^T for a handful of rows (decode at small batch), where cuBLAS launches too few thread
 // blocks to stream the weights at full bandwidth: one warp per output feature, 16-byte weight
-// loads, every input row reused from registers.
+// loads, every input row reused from L1. Optional epilogues fuse the MLP activation so no separate
+// activation kernel runs.
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/dtype.cuh"
@@ -16,5 +17,14 @@ inline bool gemv_supported(int n, int in) { return n >= 1 && n <= kGemvMaxRows &
 // y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype.
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream);
+
+enum class GemvActivation {
+  kGeluTanhBias,  // y = gelu_tanh(x W^T + bias), W (out, in), bias (out,)
+  kSiluMul,       // y = silu(x G^T) * (x U^T), W (2 * out, in) rows gate | up
+};
+
+// The MLP's first projection with its activation; y (n, out) in dtype.
+void launch_gemv_act(const void* x, const void* w, const void* bias, void* y, int n, int in,
+                     int out, GemvActivation act, DType dtype, cudaStream_t stream);
 
 }  // namespace rose

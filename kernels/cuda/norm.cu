@@ -1,5 +1,6 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.cuh"
 
 namespace rose {
@@ -11,6 +12,8 @@ constexpr int kMaxPerThread = 32;
 
 template <typename T>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float scratch[32];
   const int row = blockIdx.x;
   const int src = args.row_index ? args.row_index[row] : row;
@@ -67,9 +70,9 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
               __FILE__, __LINE__);
   }
   if (args.dtype == DType::kBF16) {
-    add_norm_kernel<__nv_bfloat16><<<args.num_rows, kThreads, 0, stream>>>(args);
+    launch_kernel(add_norm_kernel<__nv_bfloat16>, args.num_rows, kThreads, 0, stream, args);
   } else {
-    add_norm_kernel<__half><<<args.num_rows, kThreads, 0, stream>>>(args);
+    launch_kernel(add_norm_kernel<__half>, args.num_rows, kThreads, 0, stream, args);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }

@@ -1,15 +1,22 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 
 namespace rose {
 namespace {
+
+// At decode (few blocks) enough threads that a token's (heads + kv_heads) * head_dim / 2 pairs take
+// one or two rounds, each a dependent global-memory trip; prefill has a block per token anyway.
+int threads_for(int num_tokens) { return num_tokens <= 1024 ? 512 : 128; }
 
 // One block per token. Work items: q pairs, k pairs (rotated together: element j and j + half),
 // then v elements. The angle pos * inv_freq is computed in fp32 with the accurate sincosf, so long
 // positions keep their precision.
 template <typename T>
 __global__ void rope_kv_kernel(RopeKvArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
   const int token = blockIdx.x;
   const int head_dim = args.head_dim, half = head_dim / 2;
   const int q_dim = args.num_heads * head_dim, kv_dim = args.num_kv_heads * head_dim;
@@ -60,9 +67,11 @@ __global__ void rope_kv_kernel(RopeKvArgs args) {
 void launch_rope_kv_write(const RopeKvArgs& args, cudaStream_t stream) {
   if (args.num_tokens <= 0) return;
   if (args.dtype == DType::kBF16) {
-    rope_kv_kernel<__nv_bfloat16><<<args.num_tokens, 128, 0, stream>>>(args);
+    launch_kernel(rope_kv_kernel<__nv_bfloat16>, args.num_tokens, threads_for(args.num_tokens), 0,
+                  stream, args);
   } else {
-    rope_kv_kernel<__half><<<args.num_tokens, 128, 0, stream>>>(args);
+    launch_kernel(rope_kv_kernel<__half>, args.num_tokens, threads_for(args.num_tokens), 0, stream,
+                  args);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }

@@ -1,6 +1,7 @@
 #include "engine/backend/sampling.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sampling.cuh"
 
 namespace rose {
@@ -16,6 +17,8 @@ __device__ __forceinline__ uint32_t order_key(float f) {
 
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(int32_t* sampled, const float* logits, const SampleRowParams* params, int vocab) {
+  pdl_wait();
+  pdl_launch_dependents();
   __shared__ float scratch[32];
   __shared__ int best_index;
   __shared__ int pick;
@@ -145,7 +148,7 @@ __global__ void __launch_bounds__(kThreads)
 void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams* params,
                    int num_rows, int vocab, cudaStream_t stream) {
   if (num_rows <= 0) return;
-  sample_kernel<<<num_rows, kThreads, 0, stream>>>(sampled, logits, params, vocab);
+  launch_kernel(sample_kernel, num_rows, kThreads, 0, stream, sampled, logits, params, vocab);
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

@@ -284,9 +284,21 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   args.block_size = block_size;
   args.num_splits = splits;
   args.scale = scale;
-  launch_paged_attention(args, nullptr);
   CAPTURE(splits);
+  launch_paged_attention(args, nullptr);
   check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention");
+  // The fused merge (last split block merges), twice: the counters must be back at zero.
+  DeviceArray<int32_t> d_counters(
+      std::vector<int32_t>(size_t(attention_merge_counters(num_tokens, tc.kv_heads, tc.heads)), 0));
+  args.merge_counters = d_counters.get();
+  for (int run = 0; run < 2; ++run) {
+    CAPTURE(run);
+    ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));  // poison: NaN bf16
+    launch_paged_attention(args, nullptr);
+    check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, fused merge");
+  }
+  const std::vector<int32_t> counters = d_counters.download();
+  CHECK(std::count(counters.begin(), counters.end(), 0) == int64_t(counters.size()));
 }
 
 }  // namespace
@@ -424,4 +436,32 @@ TEST_CASE("gemv: small-batch x W^T against cpu::linear, bf16 and fp32 outputs") 
   }
   CHECK_FALSE(gemv_supported(5, 64));
   CHECK_FALSE(gemv_supported(1, 12));
+}
+
+TEST_CASE("gemv with fused activation: gelu(x W^T + b) and silu(x G^T) * (x U^T) vs cpu ops") {
+  std::mt19937 rng(11);
+  for (int n : {1, 3, 4}) {
+    CAPTURE(n);
+    const int in = 768, out = 520;
+    const Bf16Data x = random_bf16(size_t(n) * in, rng);
+    // GPT-2: one weight matrix and a bias.
+    const Bf16Data w = random_bf16(size_t(out) * in, rng, -0.1f, 0.1f);
+    const Bf16Data b = random_bf16(size_t(out), rng);
+    std::vector<float> expected(size_t(n) * out);
+    cpu::linear(x.f32.data(), w.f32.data(), b.f32.data(), n, in, out, expected.data());
+    cpu::gelu_tanh(expected.data(), int64_t(expected.size()));
+    DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_b(b.bits), d_y(expected.size());
+    launch_gemv_act(d_x.get(), d_w.get(), d_b.get(), d_y.get(), n, in, out,
+                    GemvActivation::kGeluTanhBias, DType::kBF16, nullptr);
+    check_close(to_f32(d_y.download()), expected, kAtol, kRtol, "gemv gelu");
+    // Llama: rows gate | up.
+    const Bf16Data gu = random_bf16(size_t(2 * out) * in, rng, -0.1f, 0.1f);
+    std::vector<float> gate_up(size_t(n) * 2 * out), expected_act(size_t(n) * out);
+    cpu::linear(x.f32.data(), gu.f32.data(), nullptr, n, in, 2 * out, gate_up.data());
+    cpu::silu_and_mul(gate_up.data(), n, out, expected_act.data());
+    DeviceArray<uint16_t> d_gu(gu.bits), d_act(expected_act.size());
+    launch_gemv_act(d_x.get(), d_gu.get(), nullptr, d_act.get(), n, in, out,
+                    GemvActivation::kSiluMul, DType::kBF16, nullptr);
+    check_close(to_f32(d_act.download()), expected_act, kAtol, kRtol, "gemv silu");
+  }
 }

@@ -6,7 +6,10 @@
 #include <cuda_runtime_api.h>
 
 #include <algorithm>
+#include <chrono>
 #include <cmath>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <map>
 #include <memory>
@@ -52,21 +55,43 @@ struct LayerWeights {
   const void* down_b = nullptr;       // (H,) GPT-2
 };
 
-// Where each per-step array lives inside the one metadata buffer (same offsets on host and device,
-// fixed at start so captured graphs keep reading the right addresses).
+// Where each per-step array lives inside the one metadata buffer (same offsets on host and device).
+// The offsets depend only on the step's token and sequence counts, so the arrays are packed
+// tightly (one small copy per step) and a graph captured for a batch size keeps reading the right
+// addresses: every replay of that bucket has the same counts.
 struct MetaLayout {
-  int64_t sample_params = 0;  // (max_seqs,) SampleRowParams
-  int64_t query_start = 0;    // (max_seqs + 1,) int32
-  int64_t context_lens = 0;   // (max_seqs,)
-  int64_t sample_rows = 0;    // (max_seqs,) flat index of each sequence's last token
+  int64_t sample_params = 0;  // (num_seqs,) SampleRowParams
+  int64_t query_start = 0;    // (num_seqs + 1,) int32
+  int64_t context_lens = 0;   // (num_seqs,)
+  int64_t sample_rows = 0;    // (num_seqs,) flat index of each sequence's last token
   int64_t table_stride = 0;   // (1,) block table stride of this step
-  int64_t token_ids = 0;      // (max_tokens,)
-  int64_t positions = 0;      // (max_tokens,)
-  int64_t slot_mapping = 0;   // (max_tokens,)
-  int64_t token_seq = 0;      // (max_tokens,) sequence of each token
-  int64_t block_tables = 0;   // (max_seqs, max_table_stride) packed with this step's stride
-  int64_t total = 0;
+  int64_t token_ids = 0;      // (num_tokens,)
+  int64_t positions = 0;      // (num_tokens,)
+  int64_t slot_mapping = 0;   // (num_tokens,)
+  int64_t token_seq = 0;      // (num_tokens,) sequence of each token
+  int64_t block_tables = 0;   // (num_seqs, table stride) packed with this step's stride
 };
+
+MetaLayout meta_layout(int64_t num_tokens, int64_t num_seqs) {
+  MetaLayout m;
+  int64_t off = 0;
+  auto take = [&](int64_t bytes) {
+    const int64_t at = off;
+    off = align_up(off + bytes, 16);
+    return at;
+  };
+  m.sample_params = take(num_seqs * int64_t(sizeof(SampleRowParams)));
+  m.query_start = take((num_seqs + 1) * 4);
+  m.context_lens = take(num_seqs * 4);
+  m.sample_rows = take(num_seqs * 4);
+  m.table_stride = take(4);
+  m.token_ids = take(num_tokens * 4);
+  m.positions = take(num_tokens * 4);
+  m.slot_mapping = take(num_tokens * 4);
+  m.token_seq = take(num_tokens * 4);
+  m.block_tables = off;
+  return m;
+}
 
 class CudaBackend final : public Backend {
  public:
@@ -91,7 +116,7 @@ class CudaBackend final : public Backend {
   void forward(int num_tokens, int num_seqs);
   void gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
   template <typename T>
-  T* meta(int64_t offset) const {
+  T* meta(int64_t offset) const {  // a device pointer into this step's metadata
     return reinterpret_cast<T*>(static_cast<char*>(meta_device_) + offset);
   }
   int graph_bucket(int num_seqs) const;
@@ -115,7 +140,7 @@ class CudaBackend final : public Backend {
   std::vector<void*> allocations_;
   void* pinned_meta_ = nullptr;
   int32_t* pinned_sampled_ = nullptr;
-  MetaLayout layout_;
+  int64_t meta_bytes_ = 0;  // capacity of the metadata buffers
   void* meta_device_ = nullptr;
 
   std::map<std::string, void*> tensors_;
@@ -142,10 +167,24 @@ class CudaBackend final : public Backend {
   int32_t* sampled_ = nullptr;    // (max_seqs,)
   float* partial_out_ = nullptr;  // attention split partials
   float* partial_lse_ = nullptr;
+  int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
   void* cublas_workspace_ = nullptr;
 
   std::map<int, cudaGraphExec_t> graphs_;  // by padded batch size
+
+  // Where execute()'s host time goes (ROSEINFER_CUDA_STATS=1 prints it when the backend is
+  // destroyed): seconds in validate, pack + H2D copy, launches, and the wait for the step.
+  struct Stats {
+    int64_t steps = 0, replays = 0, captures = 0, eager = 0, copy_bytes = 0;
+    double validate_s = 0, pack_s = 0, launch_s = 0, sync_s = 0;
+  };
+  Stats stats_;
+  bool print_stats_ = false;
 };
+
+double host_seconds() {
+  return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
+}
 
 void* CudaBackend::device_alloc(int64_t bytes) {
   void* ptr = nullptr;
@@ -186,6 +225,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   cudaDeviceProp prop{};
   ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
+  const char* stats_env = std::getenv("ROSEINFER_CUDA_STATS");
+  print_stats_ = stats_env && stats_env[0] == '1';
   target_blocks_ = 4 * prop.multiProcessorCount;
 
   ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
@@ -219,30 +260,17 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   }
   partial_out_ = static_cast<float*>(device_alloc(partial_rows * c.head_dim * 4));
   partial_lse_ = static_cast<float*>(device_alloc(partial_rows * 4));
+  const int64_t counters = attention_merge_counters(int(T), c.num_kv_heads, c.num_heads);
+  merge_counters_ = static_cast<int32_t*>(device_alloc(counters * 4));
+  ROSE_CUDA_CHECK(cudaMemsetAsync(merge_counters_, 0, size_t(counters) * 4, stream_));
 
-  // The per-step metadata: one pinned buffer mirrored by one device buffer.
-  MetaLayout& m = layout_;
-  int64_t off = 0;
-  auto take = [&](int64_t bytes) {
-    const int64_t at = off;
-    off = align_up(off + bytes, 16);
-    return at;
-  };
-  m.sample_params = take(S * int64_t(sizeof(SampleRowParams)));
-  m.query_start = take((S + 1) * 4);
-  m.context_lens = take(S * 4);
-  m.sample_rows = take(S * 4);
-  m.table_stride = take(4);
-  m.token_ids = take(T * 4);
-  m.positions = take(T * 4);
-  m.slot_mapping = take(T * 4);
-  m.token_seq = take(T * 4);
-  m.block_tables = take(S * max_table_stride_ * int64_t(4));
-  m.total = off;
-  meta_device_ = device_alloc(m.total);
-  ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(m.total)));
+  // The per-step metadata: one pinned buffer mirrored by one device buffer, sized for the largest
+  // step (the layout only grows with the token and sequence counts).
+  meta_bytes_ = meta_layout(T, S).block_tables + S * max_table_stride_ * int64_t(4);
+  meta_device_ = device_alloc(meta_bytes_);
+  ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(meta_bytes_)));
   ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_sampled_), S * 4));
-  std::memset(pinned_meta_, 0, static_cast<size_t>(m.total));
+  std::memset(pinned_meta_, 0, static_cast<size_t>(meta_bytes_));
 
   // The KV pool last, from what is left.
   const int64_t block_bytes =
@@ -275,6 +303,18 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
 }
 
 CudaBackend::~CudaBackend() {
+  if (print_stats_ && stats_.steps > 0) {
+    const Stats& st = stats_;
+    const double per = 1e6 / double(st.steps);
+    std::fprintf(stderr,
+                 "cuda stats: %lld steps (%lld graph replays, %lld captures, %lld eager); per step "
+                 "us: validate %.1f, pack+copy %.1f (%lld B), launch %.1f, wait %.1f\n",
+                 static_cast<long long>(st.steps), static_cast<long long>(st.replays),
+                 static_cast<long long>(st.captures), static_cast<long long>(st.eager),
+                 st.validate_s * per, st.pack_s * per,
+                 static_cast<long long>(st.copy_bytes / st.steps), st.launch_s * per,
+                 st.sync_s * per);
+  }
   // Destructors must not throw: errors here are ignored on purpose.
   for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
   if (cublas_) cublasDestroy(cublas_);
@@ -461,7 +501,7 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
   const int n = plan.num_tokens(), s = plan.num_seqs();
   char* host = static_cast<char*>(pinned_meta_);
   auto at = [&](int64_t offset) { return reinterpret_cast<int32_t*>(host + offset); };
-  const MetaLayout& m = layout_;
+  const MetaLayout m = meta_layout(n + (padded_seqs - s), padded_seqs);
   // Padding (graph replay only: then n == s): one token per row, slot -1, context 1 over block 0.
   int stride = 1;
   for (int i = 0; i < s; ++i) {
@@ -528,7 +568,7 @@ void CudaBackend::forward(int n, int num_seqs) {
   const ModelConfig& c = config_;
   const int H = c.hidden_size, I = c.intermediate_size;
   const int up_rows = gpt2_ ? I : 2 * I;
-  const MetaLayout& m = layout_;
+  const MetaLayout m = meta_layout(n, num_seqs);
   launch_embedding(residual_, tok_emb_, pos_emb_, meta<int32_t>(m.token_ids),
                    meta<int32_t>(m.positions), n, H, dtype_, stream_);
   const int splits =
@@ -583,6 +623,7 @@ void CudaBackend::forward(int n, int num_seqs) {
     at.out = attn_;
     at.partial_out = partial_out_;
     at.partial_lse = partial_lse_;
+    at.merge_counters = merge_counters_;
     at.num_tokens = n;
     at.num_heads = c.num_heads;
     at.num_kv_heads = c.num_kv_heads;
@@ -599,11 +640,18 @@ void CudaBackend::forward(int n, int num_seqs) {
     an.weight = w.mlp_norm_w;
     an.bias = w.mlp_norm_b;
     launch_add_norm(an, stream_);
-    gemm(normed_, w.up_w, mlp_, n, H, up_rows, false);
-    if (gpt2_) {
+    if (gemv_supported(n, H) && gemv_supported(n, I)) {  // small batch: activation fused
+      void* hidden_act = gpt2_ ? mlp_ : act_;
+      launch_gemv_act(normed_, w.up_w, w.up_b, hidden_act, n, H, I,
+                      gpt2_ ? GemvActivation::kGeluTanhBias : GemvActivation::kSiluMul, dtype_,
+                      stream_);
+      gemm(hidden_act, w.down_w, proj_, n, I, H, false);
+    } else if (gpt2_) {
+      gemm(normed_, w.up_w, mlp_, n, H, up_rows, false);
       launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
       gemm(mlp_, w.down_w, proj_, n, I, H, false);
     } else {
+      gemm(normed_, w.up_w, mlp_, n, H, up_rows, false);
       launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
       gemm(act_, w.down_w, proj_, n, I, H, false);
     }
@@ -638,6 +686,7 @@ int CudaBackend::graph_bucket(int num_seqs) const {
 }
 
 void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
+  const double t0 = host_seconds();
   validate(plan);
   const int n = plan.num_tokens(), s = plan.num_seqs();
   out.sampled.assign(s, -1);
@@ -646,13 +695,18 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
 
   const bool use_graph = options_.cuda_graphs && plan.is_pure_decode();
   const int padded = use_graph ? graph_bucket(s) : s;
+  const double t1 = host_seconds();
   const int64_t bytes = pack(plan, padded);
   ROSE_CUDA_CHECK(
       cudaMemcpyAsync(meta_device_, pinned_meta_, size_t(bytes), cudaMemcpyHostToDevice, stream_));
+  const double t2 = host_seconds();
+  ++stats_.steps;
+  stats_.copy_bytes += bytes;
   if (use_graph) {
     auto it = graphs_.find(padded);
     if (it != graphs_.end()) {
       ROSE_CUDA_CHECK(cudaGraphLaunch(it->second, stream_));
+      ++stats_.replays;
     } else {
       // First use of this batch size: run it eagerly (loads kernels, picks cuBLAS algorithms),
       // then capture the same launches for the next steps.
@@ -671,13 +725,21 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
       ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
       ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
       graphs_[padded] = exec;
+      ++stats_.captures;
     }
   } else {
     forward(n, s);
+    ++stats_.eager;
   }
   ROSE_CUDA_CHECK(
       cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+  const double t3 = host_seconds();
   ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  const double t4 = host_seconds();
+  stats_.validate_s += t1 - t0;
+  stats_.pack_s += t2 - t1;
+  stats_.launch_s += t3 - t2;
+  stats_.sync_s += t4 - t3;
   std::memcpy(out.sampled.data(), pinned_sampled_, size_t(s) * 4);
   if (plan.return_logits) {
     const int V = config_.vocab_size;

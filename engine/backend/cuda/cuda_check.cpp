@@ -1,12 +1,23 @@
 #include <fmt/format.h>
 
+#include <cstdlib>
+
 #include "engine/common/error.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/launch.cuh"
 
 namespace rose {
 
 void cuda_fail(const char* error_text, const char* statement, const char* file, int line) {
   throw Error(fmt::format("CUDA error: {} in `{}` at {}:{}", error_text, statement, file, line));
+}
+
+bool pdl_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_PDL");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
 }
 
 const char* cublas_status_text(cublasStatus_t status) {

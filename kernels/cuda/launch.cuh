@@ -1,0 +1,50 @@
+#pragma once
+// Kernel launches with programmatic dependent launch (PDL, sm_90). A decode step at small batch is
+// ~100 kernels of a few microseconds each, so the gap between one kernel's end and the next one's
+// start is a large share of the step: with PDL the next kernel's blocks are scheduled while the
+// previous kernel drains and start the moment it completes.
+//
+// Rule for every kernel launched through launch_kernel: call pdl_wait() before its first global
+// memory access. griddepcontrol.wait returns once the preceding grid has completed and its writes
+// are visible, so the kernel sees exactly what a plain stream-ordered launch would see (and none of
+// its writes can race with the predecessor's reads). pdl_launch_dependents() lets the next kernel
+// be scheduled early; it changes scheduling only, never what the kernels compute.
+// ROSEINFER_CUDA_PDL=0 launches without the attribute (plain stream order), for comparison.
+#include <cuda_runtime.h>
+
+#include "kernels/cuda/check.cuh"
+
+namespace rose {
+
+bool pdl_enabled();
+
+__device__ __forceinline__ void pdl_wait() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.wait;" ::: "memory");
+#endif
+}
+
+__device__ __forceinline__ void pdl_launch_dependents() {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+  asm volatile("griddepcontrol.launch_dependents;" ::: "memory");
+#endif
+}
+
+// kernel<<<grid, block, smem, stream>>>(args...) with the PDL attribute; checks the launch.
+template <typename... Params, typename... Args>
+void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem,
+                   cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[1];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  config.attrs = attribute;
+  config.numAttrs = 1;
+  ROSE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
+}
+
+}  // namespace rose
