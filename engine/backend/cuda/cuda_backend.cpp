@@ -421,78 +421,14 @@ void CudaBackend::load_weights(const WeightSource& weights) {
 }
 
 void CudaBackend::validate(const StepPlan& plan) const {
-  const int num_tokens = plan.num_tokens();
-  const int num_seqs = plan.num_seqs();
-  if (num_tokens > max_tokens_) {
-    fail("step plan: {} tokens exceed max_num_batched_tokens {}", num_tokens, max_tokens_);
-  }
-  if (num_seqs > max_seqs_)
-    fail("step plan: {} sequences exceed max_num_seqs {}", num_seqs, max_seqs_);
-  if (plan.positions.size() != size_t(num_tokens) ||
-      plan.slot_mapping.size() != size_t(num_tokens)) {
-    fail("step plan: positions ({}) and slot_mapping ({}) must have one entry per token ({})",
-         plan.positions.size(), plan.slot_mapping.size(), num_tokens);
-  }
-  if (plan.query_start.size() != size_t(num_seqs) + 1 ||
-      plan.do_sample.size() != size_t(num_seqs) || plan.sampling.size() != size_t(num_seqs) ||
-      plan.sample_index.size() != size_t(num_seqs)) {
-    fail("step plan: query_start, do_sample, sampling and sample_index do not match {} sequences",
-         num_seqs);
-  }
-  if (plan.block_table_stride < 0 ||
-      plan.block_tables.size() != size_t(num_seqs) * size_t(plan.block_table_stride)) {
-    fail("step plan: block_tables has {} entries, expected {} sequences x stride {}",
-         plan.block_tables.size(), num_seqs, plan.block_table_stride);
-  }
-  if (plan.query_start[0] != 0 || plan.query_start[num_seqs] != num_tokens) {
-    fail("step plan: query_start must run from 0 to num_tokens {}", num_tokens);
-  }
-  const int64_t num_slots = int64_t(num_kv_blocks_) * block_size_;
-  for (int s = 0; s < num_seqs; ++s) {
-    const int begin = plan.query_start[s], end = plan.query_start[s + 1];
-    const int n = end - begin;
-    const int context = plan.context_lens[s];
-    if (n < 1 || end > num_tokens)
-      fail("step plan: sequence {} has query range [{}, {})", s, begin, end);
-    if (context < n || context > max_model_len_) {
-      fail("step plan: sequence {} has context_len {} for {} query tokens (max_model_len {})", s,
-           context, n, max_model_len_);
-    }
-    const int blocks_needed = (context + block_size_ - 1) / block_size_;
-    if (blocks_needed > plan.block_table_stride) {
-      fail("step plan: sequence {} needs {} blocks, block_table_stride is {}", s, blocks_needed,
-           plan.block_table_stride);
-    }
-    const int32_t* table = plan.block_tables.data() + size_t(s) * plan.block_table_stride;
-    for (int b = 0; b < blocks_needed; ++b) {
-      if (table[b] < 0 || table[b] >= num_kv_blocks_) {
-        fail("step plan: sequence {} block table entry {} is {} (pool has {} blocks)", s, b,
-             table[b], num_kv_blocks_);
+  validate_step_plan(plan, PlanLimits{max_tokens_, max_seqs_, max_model_len_, num_kv_blocks_,
+                                      block_size_, config_.vocab_size});
+  if (gpt2_) {  // learned position embeddings have no row past the model's positions
+    for (int32_t position : plan.positions) {
+      if (position >= config_.max_position_embeddings) {
+        fail("step plan: position {} exceeds the model's {} positions", position,
+             config_.max_position_embeddings);
       }
-    }
-    for (int i = begin; i < end; ++i) {
-      if (plan.positions[i] != context - n + (i - begin)) {
-        fail("step plan: token {} of sequence {} has position {}, expected {}", i, s,
-             plan.positions[i], context - n + (i - begin));
-      }
-    }
-    const SamplingParams& sp = plan.sampling[s];
-    if (!(sp.temperature >= 0.0f) || sp.top_k < 0 || !(sp.top_p > 0.0f && sp.top_p <= 1.0f)) {
-      fail("step plan: sequence {} has invalid sampling parameters", s);
-    }
-  }
-  for (int i = 0; i < num_tokens; ++i) {
-    if (plan.token_ids[i] < 0 || plan.token_ids[i] >= config_.vocab_size) {
-      fail("step plan: token {} has id {} outside the vocabulary ({})", i, plan.token_ids[i],
-           config_.vocab_size);
-    }
-    if (plan.slot_mapping[i] < -1 || plan.slot_mapping[i] >= num_slots) {
-      fail("step plan: token {} has slot {} outside the KV pool ({} slots)", i,
-           plan.slot_mapping[i], num_slots);
-    }
-    if (plan.positions[i] >= config_.max_position_embeddings && gpt2_) {
-      fail("step plan: position {} exceeds the model's {} positions", plan.positions[i],
-           config_.max_position_embeddings);
     }
   }
 }
