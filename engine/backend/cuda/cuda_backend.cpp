@@ -120,6 +120,7 @@ class CudaBackend final : public Backend {
     return reinterpret_cast<T*>(static_cast<char*>(meta_device_) + offset);
   }
   int graph_bucket(int num_seqs) const;
+  void warm_up();
 
   ModelConfig config_;
   BackendOptions options_;
@@ -300,6 +301,63 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   ROSE_CUDA_CHECK(
       cudaMemsetAsync(kv_pool_, 0, size_t(num_kv_blocks_) * size_t(block_bytes), stream_));
   ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  warm_up();
+}
+
+// Runs, before the first real step, what would otherwise be paid inside a measured run: the first
+// use of a step shape loads kernels and picks cuBLAS algorithms, and the first pure-decode step of
+// a batch size captures its graph (together tens of milliseconds: seed000 offline took 2x as long
+// as online, which ran after it on the same backend). Warm-up steps write nothing (slot -1) and
+// read block 0; prefill steps of several sizes, then one decode step per graph bucket, largest
+// first.
+void CudaBackend::warm_up() {
+  StepPlan plan;
+  StepOutput out;
+  const int seq_len = std::min(512, max_model_len_);
+  for (int n = max_tokens_; n >= 16; n /= 4) {
+    const int num_seqs = (n + seq_len - 1) / seq_len;
+    if (num_seqs > max_seqs_) continue;
+    plan.clear();
+    for (int q = 0; q < num_seqs; ++q) {
+      const int len = std::min(seq_len, n - q * seq_len);
+      for (int i = 0; i < len; ++i) plan.positions.push_back(i);
+      plan.query_start.push_back(plan.query_start.back() + len);
+      plan.context_lens.push_back(len);
+    }
+    plan.token_ids.assign(n, 0);
+    plan.slot_mapping.assign(n, -1);
+    plan.block_table_stride = (seq_len + block_size_ - 1) / block_size_;
+    plan.block_tables.assign(size_t(num_seqs) * plan.block_table_stride, 0);
+    plan.do_sample.assign(num_seqs, 1);
+    plan.sampling.assign(num_seqs, SamplingParams{});
+    plan.sample_index.assign(num_seqs, 0);
+    execute(plan, out);
+  }
+  if (!options_.cuda_graphs) {
+    stats_ = Stats{};
+    return;
+  }
+  std::vector<int> buckets;
+  for (int s = 1; s <= max_seqs_; ++s) {
+    const int bucket = graph_bucket(s);
+    if (buckets.empty() || buckets.back() != bucket) buckets.push_back(bucket);
+  }
+  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+    const int n = *it;
+    plan.clear();
+    plan.token_ids.assign(n, 0);
+    plan.positions.assign(n, 0);
+    plan.slot_mapping.assign(n, -1);
+    for (int i = 1; i <= n; ++i) plan.query_start.push_back(i);
+    plan.context_lens.assign(n, 1);
+    plan.block_table_stride = 1;
+    plan.block_tables.assign(n, 0);
+    plan.do_sample.assign(n, 1);
+    plan.sampling.assign(n, SamplingParams{});
+    plan.sample_index.assign(n, 0);
+    execute(plan, out);
+  }
+  stats_ = Stats{};
 }
 
 CudaBackend::~CudaBackend() {
