@@ -61,7 +61,7 @@ fi
 
 if [[ ${GPU_CHECK_BENCH:-1} != 0 ]]; then
   echo "== bench"
-  timeout 200 "$B/gpu_test_cuda_bench" -tc="bench*" --no-skip 2>&1 | tee "$OUT/bench.log"
+  timeout 200 "$B/gpu_bench_cuda" -tc="bench*" --no-skip 2>&1 | tee "$OUT/bench.log"
   record bench "$(grep -cE '^(gpt2|llama|tiny)' "$OUT/bench.log") result lines"
   if "$B/roseinfer" bench --help >/dev/null 2>&1; then
     run_logged cli_bench_seed000 240 "$B/roseinfer" bench --device cuda --model gpt2 \

@@ -36,13 +36,13 @@ if want memcheck && command -v compute-sanitizer >/dev/null; then
 fi
 if want bench; then
   ROSEINFER_CUDA_STATS=1 ROSEINFER_BENCH_GRAPHS=${BENCH_GRAPHS:-on} \
-    ROSEINFER_BENCH_BATCHES=${BENCH_BATCHES:-1,16,256} timeout 200 "$B/gpu_test_cuda_bench" \
+    ROSEINFER_BENCH_BATCHES=${BENCH_BATCHES:-1,16,256} timeout 200 "$B/gpu_bench_cuda" \
     -tc="bench*" --no-skip >"$OUT/bench.log" 2>&1
   grep -E "^(model|gpt2|llama)|cuda stats" "$OUT/bench.log"
 fi
 if want pdl_off; then
   ROSEINFER_CUDA_PDL=0 ROSEINFER_BENCH_GRAPHS=on ROSEINFER_BENCH_BATCHES=1 timeout 120 \
-    "$B/gpu_test_cuda_bench" -tc="bench*" --no-skip >"$OUT/bench_pdl_off.log" 2>&1
+    "$B/gpu_bench_cuda" -tc="bench*" --no-skip >"$OUT/bench_pdl_off.log" 2>&1
   echo "== PDL off"
   grep -E "^(gpt2|llama)" "$OUT/bench_pdl_off.log"
 fi
@@ -63,7 +63,7 @@ if want ncu && command -v ncu >/dev/null; then
     [[ -n ${NCU_CASES:-} && " $NCU_CASES " != *" $name "* ]] && return 0
     env "$@" ROSEINFER_BENCH_BATCHES=${NCU_BATCH:-1} timeout 150 ncu --profile-from-start off \
       --clock-control none --metrics gpu__time_duration.sum --csv ${NCU_EXTRA:-} \
-      "$B/gpu_test_cuda_bench" -tc="bench*" --no-skip >"$OUT/ncu_$name.csv" 2>"$OUT/ncu_$name.err"
+      "$B/gpu_bench_cuda" -tc="bench*" --no-skip >"$OUT/ncu_$name.csv" 2>"$OUT/ncu_$name.err"
     python3 scripts/ncu_summary.py "$OUT/ncu_$name.csv" 14 || tail -n 5 "$OUT/ncu_$name.err"
   }
   for model in gpt2 llama-1b; do

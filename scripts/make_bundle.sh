@@ -21,7 +21,7 @@ cmake --build "$BUILD" -j "$JOBS" "${target_args[@]}" -- -k || build_status=$?
 rm -rf bundle
 mkdir -p bundle
 [[ -f "$BUILD/roseinfer" ]] && cp "$BUILD/roseinfer" bundle/
-for exe in "$BUILD"/test_* "$BUILD"/gpu_test_*; do
+for exe in "$BUILD"/test_* "$BUILD"/gpu_test_* "$BUILD"/gpu_bench_*; do
   [[ -f "$exe" && -x "$exe" ]] && cp "$exe" bundle/
 done
 for lib in libsimdjson.so.14 libpcre2-8.so.0 libfmt.so.9; do

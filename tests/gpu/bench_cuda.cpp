@@ -1,7 +1,8 @@
 // The grid workload of reference/benchmarks.md run directly on the CUDA backend (no scheduler):
 // B sequences x 512 prompt tokens, then 128 decode steps replayed from CUDA graphs; prints prefill
-// and decode tok/s and the decode step's share of the bandwidth floor. Skipped by default (it takes
-// seconds and needs a big GPU): scripts/gpu_check.sh runs it with --no-skip. Its checks make sure
+// and decode tok/s and the decode step's share of the bandwidth floor. A timing driver, not a
+// test: built as gpu_bench_cuda, not run by ctest; scripts/gpu_check.sh and gpu_perf.sh run it with
+// --no-skip. Its checks make sure
 // the timed steps did real work (every sampled id in the vocabulary).
 //   ROSEINFER_BENCH_MODELS=gpt2,llama-1b  ROSEINFER_BENCH_BATCHES=1,16,64,256
 //   ROSEINFER_BENCH_GRAPHS=on|off|both    ROSEINFER_BENCH_PROFILE_STEP=k (cudaProfilerStart/Stop
