@@ -1,3 +1,6 @@
+#include <algorithm>
+#include <cstdlib>
+
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv.cuh"
@@ -11,16 +14,22 @@ constexpr int kChunk = 32 * 8;  // elements a warp covers with one 16-byte load 
 
 enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
 
-// One warp per output feature o; kWeightRows weight rows per feature (2 for gate | up).
-template <typename T, Epilogue E>
+// kSplit warps per output feature o (kWarps / kSplit features per block), each taking every
+// kSplit-th 512-byte chunk of the dot product; kWeightRows weight rows per feature (2 for
+// gate | up). Splitting puts more warps, hence more 16-byte loads, in flight when `out` is small
+// (o/down projections: 2048 features = 15 warps per SM unsplit; docs/gpu-notes.md run 11).
+template <typename T, Epilogue E, int kSplit>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out) {
   pdl_wait();
   pdl_launch_dependents();
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
+  constexpr int kFeaturesPerBlock = kWarps / kSplit;
+  __shared__ float partial[kWarps][kWeightRows][kGemvMaxRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int o = blockIdx.x * kWarps + warp;
-  if (o >= out) return;
+  const int local = warp / kSplit, part = warp % kSplit;
+  const int o = blockIdx.x * kFeaturesPerBlock + local;
+  const bool active = o < out;  // no early return: the block meets at a barrier below
   const T* w_row[kWeightRows];
 #pragma unroll
   for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
@@ -28,7 +37,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   // Measured (docs/gpu-notes.md, run 4): issuing 8 weight loads before any use was slower than
   // this plain loop, which the compiler unrolls and pipelines itself.
 #pragma unroll 4
-  for (int c = lane * 8; c < in; c += kChunk) {
+  for (int c = (part * 32 + lane) * 8; active && c < in; c += kChunk * kSplit) {
     float wf[kWeightRows][8];
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
@@ -47,36 +56,78 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
 #pragma unroll
   for (int row = 0; row < kGemvMaxRows; ++row) {
-    if (row < n) {
-      float sum[kWeightRows];
 #pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) sum[r] = warp_sum(acc[r][row]);
-      if (lane == 0) {
-        const int64_t at = int64_t(row) * out + o;
-        if constexpr (E == Epilogue::kStoreF32) {
-          static_cast<float*>(y)[at] = sum[0];
-        } else if constexpr (E == Epilogue::kStore) {
-          static_cast<T*>(y)[at] = from_float<T>(sum[0]);
-        } else if constexpr (E == Epilogue::kGeluBias) {
-          float v = sum[0];
-          if (bias) v += to_float(bias[o]);
-          const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi)
-          static_cast<T*>(y)[at] = from_float<T>(0.5f * v * (1.0f + tanhf(inner)));
-        } else {
-          const float g = sum[0];
-          static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * sum[kWeightRows - 1]);
-        }
+    for (int r = 0; r < kWeightRows; ++r) acc[r][row] = warp_sum(acc[r][row]);
+  }
+  if constexpr (kSplit > 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int row = 0; row < kGemvMaxRows; ++row) {
+#pragma unroll
+        for (int r = 0; r < kWeightRows; ++r) partial[warp][r][row] = acc[r][row];
+      }
+    }
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int row = 0; row < kGemvMaxRows; ++row) {
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) {
+        float total = 0.0f;
+#pragma unroll
+        for (int s = 0; s < kSplit; ++s) total += partial[warp + s][r][row];
+        acc[r][row] = total;
+      }
+    }
+  }
+  if (!active || lane != 0) return;
+#pragma unroll
+  for (int row = 0; row < kGemvMaxRows; ++row) {
+    if (row < n) {
+      const int64_t at = int64_t(row) * out + o;
+      if constexpr (E == Epilogue::kStoreF32) {
+        static_cast<float*>(y)[at] = acc[0][row];
+      } else if constexpr (E == Epilogue::kStore) {
+        static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+      } else if constexpr (E == Epilogue::kGeluBias) {
+        float v = acc[0][row];
+        if (bias) v += to_float(bias[o]);
+        const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi)
+        static_cast<T*>(y)[at] = from_float<T>(0.5f * v * (1.0f + tanhf(inner)));
+      } else {
+        const float g = acc[0][row];
+        static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
       }
     }
   }
 }
 
+// ROSEINFER_CUDA_GEMV_SPLIT=1 forces one warp per feature (the layout before run 11), for
+// before/after comparisons with one binary.
+int max_split() {
+  static const int value = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_SPLIT");
+    return env && env[0] == '1' ? 1 : 4;
+  }();
+  return value;
+}
+
 template <typename T, Epilogue E>
 void launch_typed(const void* x, const void* w, const void* bias, void* y, int n, int in, int out,
                   cudaStream_t stream) {
-  const int blocks = (out + kWarps - 1) / kWarps;
-  launch_kernel(gemv_kernel<T, E>, blocks, kWarps * 32, 0, stream, static_cast<const T*>(x),
-                static_cast<const T*>(w), static_cast<const T*>(bias), y, n, in, out);
+  const T* xt = static_cast<const T*>(x);
+  const T* wt = static_cast<const T*>(w);
+  const T* bt = static_cast<const T*>(bias);
+  const int split = std::min(gemv_split(in, out), max_split());
+  const int per_block = kWarps / split;
+  const int blocks = (out + per_block - 1) / per_block;
+  if (split == 4) {
+    launch_kernel(gemv_kernel<T, E, 4>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+  } else if (split == 2) {
+    launch_kernel(gemv_kernel<T, E, 2>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+  } else {
+    launch_kernel(gemv_kernel<T, E, 1>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+  }
 }
 
 template <Epilogue E>

@@ -14,6 +14,14 @@ constexpr int kGemvMaxRows = 4;
 // True when launch_gemv handles this shape (n <= kGemvMaxRows, in a multiple of 8).
 inline bool gemv_supported(int n, int in) { return n >= 1 && n <= kGemvMaxRows && in % 8 == 0; }
 
+// Warps that share one output feature's dot product (1, 2 or 4): enough that out * split warps
+// fill the GPU (~8k warps) while each warp keeps at least one 512-byte chunk of the row.
+inline int gemv_split(int in, int out) {
+  int split = 1;
+  while (split < 4 && out * split < 8192 && in >= 256 * (split * 2)) split *= 2;
+  return split;
+}
+
 // y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype.
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream);

@@ -438,6 +438,32 @@ TEST_CASE("gemv: small-batch x W^T against cpu::linear, bf16 and fp32 outputs") 
   CHECK_FALSE(gemv_supported(1, 12));
 }
 
+TEST_CASE("gemv: dot products split over 1, 2 and 4 warps, ragged K and partly idle blocks") {
+  // gemv_split picks the warps per feature; these shapes cover every split, `in` not a multiple
+  // of the split's chunk stride (warps with no chunk at all), and `out` below one block's share.
+  std::mt19937 rng(12);
+  struct Shape {
+    int n, in, out, split;
+  };
+  for (Shape sh :
+       {Shape{4, 504, 7, 1}, Shape{2, 1024, 8200, 1}, Shape{1, 1000, 3, 2}, Shape{1, 768, 768, 2},
+        Shape{4, 1288, 5, 4}, Shape{2, 2056, 6, 4}, Shape{3, 8192, 2048, 4}}) {
+    CAPTURE(sh.n);
+    CAPTURE(sh.in);
+    CAPTURE(sh.out);
+    REQUIRE(gemv_split(sh.in, sh.out) == sh.split);
+    const Bf16Data x = random_bf16(size_t(sh.n) * sh.in, rng);
+    const Bf16Data w = random_bf16(size_t(sh.out) * sh.in, rng, -0.1f, 0.1f);
+    std::vector<float> expected(size_t(sh.n) * sh.out);
+    cpu::linear(x.f32.data(), w.f32.data(), nullptr, sh.n, sh.in, sh.out, expected.data());
+    DeviceArray<float> d_y32(expected.size());
+    DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits);
+    launch_gemv(d_x.get(), d_w.get(), d_y32.get(), sh.n, sh.in, sh.out, true, DType::kBF16,
+                nullptr);
+    check_close(d_y32.download(), expected, 1e-4f, 1e-4f, "gemv split fp32");
+  }
+}
+
 TEST_CASE("gemv with fused activation: gelu(x W^T + b) and silu(x G^T) * (x U^T) vs cpu ops") {
   std::mt19937 rng(11);
   for (int n : {1, 3, 4}) {
