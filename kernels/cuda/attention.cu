@@ -37,6 +37,59 @@ __device__ __forceinline__ void merge_column(const AttentionArgs& args, int toke
       from_float<T>(total > 0.0f ? o / total : 0.0f);
 }
 
+// Combines the 4 warps' online-softmax states (m_s, l_s, o_s, already written) into the block's
+// result for its heads: the output (one split) or this split's partial, which the last split block
+// to finish merges (given merge_counters). Starts with the barrier that publishes the states.
+template <typename T, int D, int G>
+__device__ __forceinline__ void finish_block(const AttentionArgs& args, const float (*m_s)[G],
+                                             const float (*l_s)[G], const float (*o_s)[G][D],
+                                             int token, int head_begin, int heads, int split) {
+  __syncthreads();
+  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+    const int g = i / D, d = i % D;
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+    float total = 0.0f, o = 0.0f;
+    if (m_max != -INFINITY) {
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) {
+        const float scale = exp2f(m_s[w][g] - m_max);
+        total += l_s[w][g] * scale;
+        o += o_s[w][g][d] * scale;
+      }
+    }
+    const int head = head_begin + g;
+    const float value = total > 0.0f ? o / total : 0.0f;
+    if (args.num_splits == 1) {
+      static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
+          from_float<T>(value);
+    } else {
+      const int64_t part = (int64_t(token) * args.num_heads + head) * args.num_splits + split;
+      args.partial_out[part * D + d] = value;
+      if (d == 0) args.partial_lse[part] = total > 0.0f ? m_max + log2f(total) : -INFINITY;
+    }
+  }
+  if (args.num_splits > 1 && args.merge_counters) {
+    // Classic last-block reduction: publish this block's partials, count it in, and let the block
+    // that completes the count merge every split of these heads.
+    __shared__ int is_last;
+    __threadfence();
+    __syncthreads();
+    if (threadIdx.x == 0) {
+      int32_t* counter = args.merge_counters + int64_t(token) * gridDim.y + blockIdx.y;
+      is_last = atomicAdd(counter, 1) == args.num_splits - 1;
+      if (is_last) *counter = 0;  // every split has counted in: ready for the next launch
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+      merge_column<T>(args, token, head_begin + i / D, i % D);
+    }
+  }
+}
+
 // kDeep unrolls the K loads and the P.V loop deeply: several loads in flight per warp, which is
 // what decode rows need (few warps, each a chain of dependent memory trips), at the cost of
 // registers (96 vs ~64 at head_dim 64), i.e. occupancy, which prefill's many blocks need more:
@@ -171,50 +224,182 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
       }
     }
   }
-  __syncthreads();
-  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
-    const int g = i / D, d = i % D;
-    float m_max = -INFINITY;
+  finish_block<T, D, kMaxGroup>(args, m_s, l_s, o_s, token, head_begin, heads, split);
+}
+
+// Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
+// each lane loading 16 contiguous bytes, so a warp load instruction reads 32/(D/8) whole rows
+// (coalesced 128/256-byte rows, not 32 lanes each in its own row). A warp tile is kSteps such
+// loads of K and of V, all issued before any arithmetic (16 independent 16-byte loads per lane in
+// flight) with the next tile's block-table entries fetched meanwhile. Q.K: 8-element partial dot
+// per lane, reduced over the row's lanes by shuffles; P.V: each lane accumulates its 8 columns over
+// its own keys, and the lane groups are summed once at the end. G (1, 2, 4 or 8) is the number of
+// query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(AttentionArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
+  static_assert(D == 64 || D == 128, "row-shared lanes need 8-element chunks filling the warp");
+  constexpr int kVec = 8;                          // elements per 16-byte load
+  constexpr int kLanesPerRow = D / kVec;           // 8 or 16 lanes read one row
+  constexpr int kRowsPerStep = 32 / kLanesPerRow;  // rows per warp load instruction
+  constexpr int kSteps = G >= 8 ? 4 : 8;  // loads of K (and of V) per tile: 8 heads need registers
+  constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+  __shared__ __align__(16) float o_s[kWarps][G][D];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int row_lane = lane / kLanesPerRow;      // which row of a step this lane reads
+  const int col = (lane % kLanesPerRow) * kVec;  // first of the 8 columns this lane owns
+  const int token = blockIdx.x;
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
+  const int kv_head = blockIdx.y / chunks;
+  const int head_begin = kv_head * group + (blockIdx.y % chunks) * kMaxGroup;
+  const int heads = min(kMaxGroup, kv_head * group + group - head_begin);
+  const int split = blockIdx.z;
+
+  const int seq = args.token_seq[token];
+  const int num_keys = args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
+  const int num_tiles = (num_keys + kTileKeys - 1) / kTileKeys;
+  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
+  const int tile_begin = split * tiles_per_split;
+  const int tile_end = min(num_tiles, tile_begin + tiles_per_split);
+
+  // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
+  // `heads` (a group that does not fill G) stay zero: harmless, never written out.
+  const float qscale = args.scale * 1.4426950408889634f;
+  const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+  float q[G][kVec];
 #pragma unroll
-    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
-    float total = 0.0f, o = 0.0f;
-    if (m_max != -INFINITY) {
+  for (int g = 0; g < G; ++g) {
+    if (g < heads) {
+      load_as_float<T, kVec>(q_row + (head_begin + g) * D + col, q[g]);
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float scale = exp2f(m_s[w][g] - m_max);
-        total += l_s[w][g] * scale;
-        o += o_s[w][g][d] * scale;
+      for (int e = 0; e < kVec; ++e) q[g][e] *= qscale;
+    } else {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) q[g][e] = 0.0f;
+    }
+  }
+
+  float m[G], l[G], acc[G][kVec];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
+  }
+
+  const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
+  const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
+  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  const int64_t kv_row_vecs = int64_t(args.num_kv_heads) * (D / kVec);  // uint4s per cache row
+  const int block_size = args.block_size;
+
+  // Physical block of each of this lane's keys in a tile (-1 past the keys).
+  auto fetch_blocks = [&](int tile, int32_t(&blocks)[kSteps]) {
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const int key = tile * kTileKeys + i * kRowsPerStep + row_lane;
+      blocks[i] = tile < tile_end && key < num_keys ? __ldg(table + key / block_size) : -1;
+    }
+  };
+  int32_t blocks[kSteps];
+  fetch_blocks(tile_begin + warp, blocks);
+
+  for (int tile = tile_begin + warp; tile < tile_end; tile += kWarps) {
+    uint4 k_raw[kSteps], v_raw[kSteps];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const int key = tile * kTileKeys + i * kRowsPerStep + row_lane;
+      if (blocks[i] >= 0) {
+        const int64_t vec = (int64_t(blocks[i]) * block_size + key % block_size) * kv_row_vecs +
+                            kv_head * (D / kVec) + col / kVec;
+        k_raw[i] = __ldg(k_cache + vec);
+        v_raw[i] = __ldg(v_cache + vec);
+      } else {
+        k_raw[i] = make_uint4(0, 0, 0, 0);
+        v_raw[i] = make_uint4(0, 0, 0, 0);
       }
     }
-    const int head = head_begin + g;
-    const float value = total > 0.0f ? o / total : 0.0f;
-    if (args.num_splits == 1) {
-      static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
-          from_float<T>(value);
-    } else {
-      const int64_t part = (int64_t(token) * args.num_heads + head) * args.num_splits + split;
-      args.partial_out[part * D + d] = value;
-      if (d == 0) args.partial_lse[part] = total > 0.0f ? m_max + log2f(total) : -INFINITY;
+    bool valid[kSteps];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) valid[i] = blocks[i] >= 0;
+    fetch_blocks(tile + kWarps, blocks);  // in flight while this tile computes
+
+    float s[kSteps][G];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const T* k_elems = reinterpret_cast<const T*>(&k_raw[i]);
+      float k[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) k[e] = to_float(k_elems[e]);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        float dot = 0.0f;
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) dot += q[g][e] * k[e];
+#pragma unroll
+        for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1)
+          dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+        s[i][g] = valid[i] ? dot : -INFINITY;
+      }
+    }
+    float m_new[G];
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float tile_max = s[0][g];
+#pragma unroll
+      for (int i = 1; i < kSteps; ++i) tile_max = fmaxf(tile_max, s[i][g]);
+#pragma unroll
+      for (int offset = kLanesPerRow; offset < 32; offset <<= 1)
+        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+      // The tile holds at least one valid key, so m_new is finite.
+      m_new[g] = fmaxf(m[g], tile_max);
+      const float correction = exp2f(m[g] - m_new[g]);
+      m[g] = m_new[g];
+      l[g] *= correction;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[g][e] *= correction;
+    }
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) {
+      const T* v_elems = reinterpret_cast<const T*>(&v_raw[i]);
+      float v[kVec];
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) v[e] = to_float(v_elems[e]);
+#pragma unroll
+      for (int g = 0; g < G; ++g) {
+        const float p = exp2f(s[i][g] - m_new[g]);  // 0 for keys past the end (s = -inf)
+        l[g] += p;  // the same in every lane of the row: the lane groups are summed at the end
+#pragma unroll
+        for (int e = 0; e < kVec; ++e) acc[g][e] += p * v[e];
+      }
     }
   }
-  if (args.num_splits > 1 && args.merge_counters) {
-    // Classic last-block reduction: publish this block's partials, count it in, and let the block
-    // that completes the count merge every split of these heads.
-    __shared__ int is_last;
-    __threadfence();
-    __syncthreads();
-    if (threadIdx.x == 0) {
-      int32_t* counter = args.merge_counters + int64_t(token) * gridDim.y + blockIdx.y;
-      is_last = atomicAdd(counter, 1) == args.num_splits - 1;
-      if (is_last) *counter = 0;  // every split has counted in: ready for the next launch
+
+  // Sum the lane groups (each saw different keys, the same m), then merge the warps' states.
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int offset = kLanesPerRow; offset < 32; offset <<= 1) {
+      l[g] += __shfl_xor_sync(0xffffffffu, l[g], offset);
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
     }
-    __syncthreads();
-    if (!is_last) return;
-    __threadfence();
-    for (int i = threadIdx.x; i < heads * D; i += kThreads) {
-      merge_column<T>(args, token, head_begin + i / D, i % D);
+    if (lane == 0) {
+      m_s[warp][g] = m[g];
+      l_s[warp][g] = l[g];
+    }
+    if (lane < kLanesPerRow) {
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) o_s[warp][g][col + e] = acc[g][e];
     }
   }
+  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split);
 }
 
 // One block per (query token, head), one thread per output column.
@@ -225,23 +410,47 @@ __global__ void merge_splits_kernel(AttentionArgs args) {
   if (int(threadIdx.x) < args.head_dim) merge_column<T>(args, blockIdx.x, blockIdx.y, threadIdx.x);
 }
 
+// Without merge_counters the split partials are merged by a separate kernel.
 template <typename T, int D>
-void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
-  const int group = args.num_heads / args.num_kv_heads;
-  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
-  if (args.num_tokens <= kDeepMaxTokens) {
-    launch_kernel(paged_attention_kernel<T, D, true>, grid, kThreads, 0, stream, args);
-  } else {
-    launch_kernel(paged_attention_kernel<T, D, false>, grid, kThreads, 0, stream, args);
-  }
-  ROSE_CUDA_CHECK_LAUNCH();
+void launch_merge_if_needed(const AttentionArgs& args, cudaStream_t stream) {
   if (args.num_splits > 1 && !args.merge_counters) {
     const int threads = D < 32 ? 32 : D;
     launch_kernel(merge_splits_kernel<T>, dim3(args.num_tokens, args.num_heads), threads, 0, stream,
                   args);
     ROSE_CUDA_CHECK_LAUNCH();
   }
+}
+
+template <typename T, int D>
+void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
+  const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
+  if constexpr (D == 64 || D == 128) {
+    if (args.num_tokens <= kDeepMaxTokens) {
+      const int heads = group < kMaxGroup ? group : kMaxGroup;  // per block
+      if (heads <= 1) {
+        launch_kernel(paged_attention_rows_kernel<T, D, 1>, grid, kThreads, 0, stream, args);
+      } else if (heads <= 2) {
+        launch_kernel(paged_attention_rows_kernel<T, D, 2>, grid, kThreads, 0, stream, args);
+      } else if (heads <= 4) {
+        launch_kernel(paged_attention_rows_kernel<T, D, 4>, grid, kThreads, 0, stream, args);
+      } else {
+        launch_kernel(paged_attention_rows_kernel<T, D, kMaxGroup>, grid, kThreads, 0, stream,
+                      args);
+      }
+      ROSE_CUDA_CHECK_LAUNCH();
+      launch_merge_if_needed<T, D>(args, stream);
+      return;
+    }
+  }
+  if (args.num_tokens <= kDeepMaxTokens) {
+    launch_kernel(paged_attention_kernel<T, D, true>, grid, kThreads, 0, stream, args);
+  } else {
+    launch_kernel(paged_attention_kernel<T, D, false>, grid, kThreads, 0, stream, args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+  launch_merge_if_needed<T, D>(args, stream);
 }
 
 template <typename T>

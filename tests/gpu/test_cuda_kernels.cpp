@@ -346,6 +346,25 @@ TEST_CASE("paged attention: batch 256 decode") {
   run_attention_case(tc, rng);
 }
 
+TEST_CASE("paged attention: batch decode for every heads-per-block width (1, 2, 4, 8, 12)") {
+  // Decode launches of head_dim 64/128 run the row-shared-lanes kernel, instantiated per number of
+  // query heads per block; contexts cover partial tiles, block edges and several tiles per warp.
+  std::mt19937 rng(11);
+  for (int head_dim : {64, 128}) {
+    for (int group : {1, 2, 4, 8, 12}) {
+      CAPTURE(head_dim);
+      CAPTURE(group);
+      const int kv_heads = group >= 8 ? 1 : 2;
+      AttentionCase tc{kv_heads * group, kv_heads, head_dim, {}, {}};
+      for (int s = 0; s < 48; ++s) {
+        tc.query_lens.push_back(1);
+        tc.context_lens.push_back(1 + int(rng() % 600));
+      }
+      run_attention_case(tc, rng);
+    }
+  }
+}
+
 TEST_CASE("activations: GELU-tanh with bias, SiLU-and-mul") {
   std::mt19937 rng(8);
   const int rows = 13, width = 3072;
