@@ -23,7 +23,7 @@ std::vector<int32_t> tokens(int n, int32_t seed, int vocab) {
 }
 
 // Requests with a shared 40-token system prompt, exact duplicates and a prompt longer than the
-// token budget (so it is chunked).
+// token budget of 128 (so it is chunked); everything fits tiny-llama's 256 positions.
 std::vector<EngineRequest> workload(int vocab) {
   const std::vector<int32_t> system = tokens(40, 1, vocab);
   std::vector<EngineRequest> requests;
@@ -37,7 +37,7 @@ std::vector<EngineRequest> workload(int vocab) {
     requests.push_back(r);
   }
   EngineRequest long_prompt;
-  long_prompt.prompt = tokens(300, 5, vocab);
+  long_prompt.prompt = tokens(200, 5, vocab);
   long_prompt.max_tokens = 6;
   long_prompt.ignore_eos = true;
   requests.push_back(long_prompt);
@@ -50,14 +50,14 @@ std::vector<std::vector<int32_t>> run(const WeightSource& weights, SchedulerMode
   options.block_size = 16;
   options.num_kv_blocks = 256;
   options.max_num_seqs = 16;
-  options.max_num_batched_tokens = 256;
+  options.max_num_batched_tokens = 128;
   options.cuda_graphs = graphs;
   std::unique_ptr<Backend> backend = make_cuda_backend(weights, options);
   EngineConfig config;
   config.mode = mode;
   config.prefix_cache = cache;
   config.max_num_seqs = 16;
-  config.max_num_batched_tokens = 256;
+  config.max_num_batched_tokens = 128;
   Engine engine(*backend, config, weights.config().name);
   const RunResult result = engine.run(workload(weights.config().vocab_size));
   if (hit_tokens) *hit_tokens = result.cache.hit_tokens;
