@@ -1,11 +1,13 @@
 #!/usr/bin/env bash
 # The benchmark workloads of reference/benchmarks.md, run ON the GPU machine from the repo root, with
-# bundle/ (scripts/make_bundle.sh) and .peers/ (a copy of ../shared/peers) carried. Our engine and the
+# bundle/ or bundle-pack/ (scripts/make_bundle.sh) and .peers/ (a copy of ../shared/peers) carried. Our engine and the
 # Hugging Face transformers peer run in the same call, on the same GPU, one after the other.
 #   scripts/bench_device.sh [PART...]   parts: grid seed000 nano256 serve peers (default: all)
 # Every result lands in $OUT/results.tgz (one file, because the device tool returns at most 8):
 # NAME.json (results JSON), NAME.txt (stdout+stderr), NAME.cmd (the exact command).
 set -uo pipefail
+# The carried bundle may come packed (scripts/make_bundle.sh writes bundle-pack/bundle.tar.xz).
+if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
 OUT=${OUT:-/tmp/bench_out}
 R=/tmp/bench_results
 rm -rf "$R" && mkdir -p "$R" "$OUT"

@@ -5,6 +5,8 @@
 # printed last.
 #   GPU_CHECK_BENCH=0   skip the benchmark;  ROSEINFER_BENCH_MODELS=gpt2,llama-1b  what it runs
 set -uo pipefail
+# The carried bundle may come packed (scripts/make_bundle.sh writes bundle-pack/bundle.tar.xz).
+if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
 OUT=${OUT:-/tmp/gpu_check}
 mkdir -p "$OUT"
 B=$PWD/bundle
