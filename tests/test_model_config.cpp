@@ -12,30 +12,19 @@
 #include "engine/model/config.h"
 #include "engine/model/presets.h"
 #include "engine/model/safetensors.h"
+#include "tests/test_util.h"
 
 using namespace rose;
+using rose::test::contains;
+using rose::test::error_of;
+using rose::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
 
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("roseinfer_test_config_" + std::to_string(::getpid()) +
-                                        "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
 // Writes `text` as <tmp>/<folder>/config.json and parses it.
 ModelConfig load(const std::string& text, const std::string& folder = "my-model") {
-  TempDir dir;
+  TempDir dir("config");
   fs::create_directories(dir.path / folder);
   write_file(dir.path / folder / "config.json", text);
   return load_config_json(dir.path / folder / "config.json");
@@ -48,10 +37,6 @@ std::string load_error(const std::string& text) {
     return e.what();
   }
   return "<no error>";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
 }
 
 const char* kGpt2 = R"({

@@ -13,40 +13,15 @@
 
 #include "engine/common/error.h"
 #include "engine/model/safetensors.h"
+#include "tests/test_util.h"
 
 using namespace rose;
+using rose::test::contains;
+using rose::test::error_of;
+using rose::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-// A fresh, empty folder per call, removed at exit of the test case's scope.
-struct TempDir {
-  fs::path path;
-  TempDir() {
-    static int counter = 0;
-    path = fs::temp_directory_path() / ("roseinfer_test_safetensors_" + std::to_string(::getpid()) +
-                                        "_" + std::to_string(counter++));
-    fs::remove_all(path);
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path, ec);
-  }
-};
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 std::string parse_error(const std::string& bytes) {
   return error_of([&] {
@@ -69,7 +44,7 @@ std::vector<float> read_all(const SafetensorsFile& file, const std::string& name
 }  // namespace
 
 TEST_CASE("writer output reads back: names, dtypes, shapes, offsets, values, metadata") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::vector<float> w = {1.5f, -2.0f, 0.25f, 3.0f, -0.125f, 7.0f};
   // Half bit patterns decoded by hand: 1.0, -2.0, 65504 (max), 2^-24 (smallest subnormal),
   // 2^-14 (smallest normal), +inf.
@@ -260,7 +235,7 @@ TEST_CASE("every malformed file is an error naming the file and the tensor") {
 }
 
 TEST_CASE("a truncated file on disk is refused with its path") {
-  TempDir dir;
+  TempDir dir("safetensors");
   SafetensorsWriter writer;
   writer.add_f32("first", {4}, std::vector<float>{1, 2, 3, 4});
   writer.add_f32("last", {4}, std::vector<float>{5, 6, 7, 8});
@@ -279,7 +254,7 @@ TEST_CASE("a truncated file on disk is refused with its path") {
 }
 
 TEST_CASE("sharded checkpoints resolve every tensor through the index") {
-  TempDir dir;
+  TempDir dir("safetensors");
   SafetensorsWriter first;
   first.add_f32("a", {2}, std::vector<float>{1, 2});
   first.add_f32("b", {1}, std::vector<float>{3});
@@ -334,7 +309,7 @@ TEST_CASE("sharded checkpoints resolve every tensor through the index") {
 }
 
 TEST_CASE("a folder without any checkpoint is an error naming it") {
-  TempDir dir;
+  TempDir dir("safetensors");
   const std::string e = error_of([&] { SafetensorsCheckpoint::open(dir.path); });
   CHECK(contains(e, dir.path.string()));
   CHECK(contains(e, "model.safetensors"));

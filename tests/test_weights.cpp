@@ -16,41 +16,15 @@
 #include "engine/model/safetensors.h"
 #include "engine/model/synthetic.h"
 #include "engine/model/weights.h"
+#include "tests/test_util.h"
 
 using namespace rose;
+using rose::test::contains;
+using rose::test::error_of;
+using rose::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-struct TempDir {
-  fs::path path;
-  explicit TempDir(const std::string& leaf = "model") {
-    static int counter = 0;
-    path =
-        fs::temp_directory_path() /
-        ("roseinfer_test_weights_" + std::to_string(::getpid()) + "_" + std::to_string(counter++)) /
-        leaf;
-    fs::remove_all(path.parent_path());
-    fs::create_directories(path);
-  }
-  ~TempDir() {
-    std::error_code ec;
-    fs::remove_all(path.parent_path(), ec);
-  }
-};
-
-std::string error_of(const std::function<void()>& action) {
-  try {
-    action();
-  } catch (const Error& e) {
-    return e.what();
-  }
-  return "<no error>";
-}
-
-bool contains(const std::string& text, const std::string& part) {
-  return text.find(part) != std::string::npos;
-}
 
 int64_t numel(const std::vector<int64_t>& shape) {
   int64_t n = 1;
@@ -273,7 +247,7 @@ TEST_CASE("canonical tensor order and shapes") {
 TEST_CASE("GPT-2 checkpoints, with and without the transformer. prefix") {
   for (const std::string prefix : {"transformer.", ""}) {
     CAPTURE(prefix);
-    TempDir dir;
+    TempDir dir("weights", "model");
     write_file(dir.path / "config.json", kGpt2Config);
     const Checkpoint c = gpt2_checkpoint(prefix);
     c.writer().write(dir.path / "model.safetensors");
@@ -284,7 +258,7 @@ TEST_CASE("GPT-2 checkpoints, with and without the transformer. prefix") {
 }
 
 TEST_CASE("Llama checkpoints: q|k|v and gate|up fused, untied head") {
-  TempDir dir;
+  TempDir dir("weights", "model");
   write_file(dir.path / "config.json", llama_config("llama", false));
   const Checkpoint c = llama_checkpoint(false, true);
   c.writer().write(dir.path / "model.safetensors");
@@ -295,7 +269,7 @@ TEST_CASE("Llama checkpoints: q|k|v and gate|up fused, untied head") {
 }
 
 TEST_CASE("Qwen2 checkpoints fuse the q, k, v biases") {
-  TempDir dir;
+  TempDir dir("weights", "model");
   write_file(dir.path / "config.json", llama_config("qwen2", true));
   const Checkpoint c = llama_checkpoint(true, false);
   c.writer().write(dir.path / "model.safetensors");
@@ -305,7 +279,7 @@ TEST_CASE("Qwen2 checkpoints fuse the q, k, v biases") {
 }
 
 TEST_CASE("BF16 and F16 checkpoints convert to fp32") {
-  TempDir dir;
+  TempDir dir("weights", "model");
   write_file(dir.path / "config.json", llama_config("llama", true));
   const Checkpoint c = llama_checkpoint(false, false);
   SafetensorsWriter writer = c.writer([](const std::string& name) {
@@ -334,7 +308,7 @@ TEST_CASE("BF16 and F16 checkpoints convert to fp32") {
 }
 
 TEST_CASE("sharded Llama checkpoint through model.safetensors.index.json") {
-  TempDir dir;
+  TempDir dir("weights", "model");
   write_file(dir.path / "config.json", llama_config("mistral", false));
   const Checkpoint c = llama_checkpoint(false, true);
   // Layer 0's q and k in shard 1, its v in shard 2: one fused tensor spans both files.
@@ -361,7 +335,7 @@ TEST_CASE("sharded Llama checkpoint through model.safetensors.index.json") {
 }
 
 TEST_CASE("checkpoint errors name the tensor") {
-  TempDir dir;
+  TempDir dir("weights", "model");
   SUBCASE("missing lm_head when untied") {
     write_file(dir.path / "config.json", llama_config("llama", false));
     llama_checkpoint(false, false).writer().write(dir.path / "model.safetensors");
@@ -432,7 +406,7 @@ TEST_CASE("unknown models") {
   CHECK(error_of([] { open_model("nope"); }) ==
         "unknown model 'nope': not a preset (tiny, gpt2, llama-1b, llama-8b) nor a folder with "
         "config.json");
-  TempDir dir;  // a folder, but without config.json
+  TempDir dir("weights", "model");  // a folder, but without config.json
   CHECK(contains(error_of([&] { open_model(dir.path.string()); }), "not a preset"));
   CHECK(contains(error_of([] { open_model(""); }), "unknown model ''"));
 }
