@@ -37,6 +37,32 @@ __device__ __forceinline__ void merge_column(const AttentionArgs& args, int toke
       from_float<T>(total > 0.0f ? o / total : 0.0f);
 }
 
+// What one block of either attention kernel computes. The grid is (query tokens, KV heads x head
+// chunks of at most kMaxGroup query heads, splits); a split covers tiles [tile_begin, tile_end) of
+// the token's keys, at least one tile per warp (fewer leaves warps idle and only adds partials to
+// merge; splits past the keys stay empty and the merge skips them).
+struct BlockWork {
+  int token, seq, kv_head, head_begin, heads, split, num_keys, tile_begin, tile_end;
+};
+
+__device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int tile_keys) {
+  BlockWork w;
+  w.token = blockIdx.x;
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
+  w.kv_head = blockIdx.y / chunks;
+  w.head_begin = w.kv_head * group + (blockIdx.y % chunks) * kMaxGroup;
+  w.heads = min(kMaxGroup, w.kv_head * group + group - w.head_begin);
+  w.split = blockIdx.z;
+  w.seq = args.token_seq[w.token];
+  w.num_keys = args.context_lens[w.seq] - (args.query_start[w.seq + 1] - 1 - w.token);
+  const int num_tiles = (w.num_keys + tile_keys - 1) / tile_keys;
+  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
+  w.tile_begin = w.split * tiles_per_split;
+  w.tile_end = min(num_tiles, w.tile_begin + tiles_per_split);
+  return w;
+}
+
 // Combines the 4 warps' online-softmax states (m_s, l_s, o_s, already written) into the block's
 // result for its heads: the output (one split) or this split's partial, which the last split block
 // to finish merges (given merge_counters). Starts with the barrier that publishes the states.
@@ -108,22 +134,10 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
   __shared__ float o_s[kWarps][kMaxGroup][D];
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int token = blockIdx.x;
-  const int group = args.num_heads / args.num_kv_heads;
-  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const int kv_head = blockIdx.y / chunks;
-  const int head_begin = kv_head * group + (blockIdx.y % chunks) * kMaxGroup;
-  const int heads = min(kMaxGroup, kv_head * group + group - head_begin);
-  const int split = blockIdx.z;
-
-  const int seq = args.token_seq[token];
-  const int num_keys = args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
-  const int num_tiles = (num_keys + kTile - 1) / kTile;
-  // At least one tile per warp: a split of fewer tiles leaves warps idle and only adds partials to
-  // merge (the splits past the keys stay empty and are skipped by the merge).
-  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
-  const int tile_begin = split * tiles_per_split;
-  const int tile_end = min(num_tiles, tile_begin + tiles_per_split);
+  const BlockWork work = block_work(args, kTile);
+  const int token = work.token, seq = work.seq, kv_head = work.kv_head;
+  const int head_begin = work.head_begin, heads = work.heads, split = work.split;
+  const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
 
   // Queries pre-scaled so the softmax runs in base 2.
   const float qscale = args.scale * 1.4426950408889634f;
@@ -252,20 +266,10 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int row_lane = lane / kLanesPerRow;      // which row of a step this lane reads
   const int col = (lane % kLanesPerRow) * kVec;  // first of the 8 columns this lane owns
-  const int token = blockIdx.x;
-  const int group = args.num_heads / args.num_kv_heads;
-  const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const int kv_head = blockIdx.y / chunks;
-  const int head_begin = kv_head * group + (blockIdx.y % chunks) * kMaxGroup;
-  const int heads = min(kMaxGroup, kv_head * group + group - head_begin);
-  const int split = blockIdx.z;
-
-  const int seq = args.token_seq[token];
-  const int num_keys = args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
-  const int num_tiles = (num_keys + kTileKeys - 1) / kTileKeys;
-  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
-  const int tile_begin = split * tiles_per_split;
-  const int tile_end = min(num_tiles, tile_begin + tiles_per_split);
+  const BlockWork work = block_work(args, kTileKeys);
+  const int token = work.token, seq = work.seq, kv_head = work.kv_head;
+  const int head_begin = work.head_begin, heads = work.heads, split = work.split;
+  const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
 
   // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
   // `heads` (a group that does not fill G) stay zero: harmless, never written out.
