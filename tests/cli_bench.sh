@@ -1,17 +1,6 @@
 #!/usr/bin/env bash
 # End to end: `roseinfer bench` on the tiny preset (CPU). $1 is the binary. Exit 77: not built yet.
-set -u
-BIN=${1:-}
-[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "skip: roseinfer binary not built"; exit 77; }
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
-COMMON=(--model tiny --device cpu)
+source "$(dirname "$0")/cli_lib.sh"
 
 # 1. A prompt file, every mode: tables on stdout, results JSON with vLLM-style keys.
 "$BIN" bench datasets/sample.jsonl --mode all --json "$TMP/all.json" "${COMMON[@]}" \
@@ -63,5 +52,4 @@ check "online bench exits 0" [ $? -eq 0 ]
 check "warm-up requests are not counted" grep -q '"completed": *6,' "$TMP/online.json"
 check "arrivals are described" grep -q "200 req/s, burstiness 0.5, at most 2 in flight" "$TMP/online.out"
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all cli_bench checks passed"
+finish cli_bench

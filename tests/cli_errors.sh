@@ -1,14 +1,7 @@
 #!/usr/bin/env bash
 # Every user mistake is a clear message and a nonzero exit: 2 for a bad flag or value, 1 for a bad
 # file, line or model. $1 is the binary. Exit 77: not built yet.
-set -u
-BIN=${1:-}
-[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "skip: roseinfer binary not built"; exit 77; }
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-COMMON=(--model tiny --device cpu)
+source "$(dirname "$0")/cli_lib.sh"
 # expect EXIT_CODE "STDERR SUBSTRING" ARGS...: runs the binary, checks the exit code and stderr.
 expect() {
   local code=$1 needle=$2; shift 2
@@ -73,5 +66,4 @@ else
   echo "FAIL --version"; fails=$((fails + 1))
 fi
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all cli_errors checks passed"
+finish cli_errors

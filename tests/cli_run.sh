@@ -1,17 +1,6 @@
 #!/usr/bin/env bash
 # End to end: `roseinfer run` on the tiny preset (CPU). $1 is the binary. Exit 77: not built yet.
-set -u
-BIN=${1:-}
-[ -n "$BIN" ] && [ -x "$BIN" ] || { echo "skip: roseinfer binary not built"; exit 77; }
-cd "$(dirname "$0")/.."
-TMP=$(mktemp -d)
-trap 'rm -rf "$TMP"' EXIT
-fails=0
-check() {  # check DESCRIPTION COMMAND...
-  local what=$1; shift
-  if "$@"; then echo "ok   $what"; else echo "FAIL $what"; fails=$((fails + 1)); fi
-}
-COMMON=(--model tiny --device cpu)
+source "$(dirname "$0")/cli_lib.sh"
 
 # 1. -o writes atomically: one line per request, in input order, no temp file left behind.
 "$BIN" run datasets/sample.jsonl -o "$TMP/out.jsonl" "${COMMON[@]}" 2>"$TMP/err.txt"
@@ -60,5 +49,4 @@ count_ids() { grep "\"id\":\"$1\"" "$TMP/two.out" | sed 's/.*"token_ids":\[\([^]
 check "--max-tokens applies to lines without max_tokens" [ "$(count_ids a)" -eq 5 ]
 check "a line's max_tokens overrides --max-tokens" [ "$(count_ids b)" -eq 2 ]
 
-[ $fails -eq 0 ] || { echo "$fails check(s) failed"; exit 1; }
-echo "all cli_run checks passed"
+finish cli_run
