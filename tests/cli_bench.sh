@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: `roseinfer bench` on the tiny preset (CPU). $1 is the binary. Exit 77: not built yet.
-source "$(dirname "$0")/cli_lib.sh"
+source "$(dirname "$0")/cli-common.bash"
 
 # 1. A prompt file, every mode: tables on stdout, results JSON with vLLM-style keys.
 "$BIN" bench datasets/sample.jsonl --mode all --json "$TMP/all.json" "${COMMON[@]}" \

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Every user mistake is a clear message and a nonzero exit: 2 for a bad flag or value, 1 for a bad
 # file, line or model. $1 is the binary. Exit 77: not built yet.
-source "$(dirname "$0")/cli_lib.sh"
+source "$(dirname "$0")/cli-common.bash"
 # expect EXIT_CODE "STDERR SUBSTRING" ARGS...: runs the binary, checks the exit code and stderr.
 expect() {
   local code=$1 needle=$2; shift 2

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # End to end: `roseinfer run` on the tiny preset (CPU). $1 is the binary. Exit 77: not built yet.
-source "$(dirname "$0")/cli_lib.sh"
+source "$(dirname "$0")/cli-common.bash"
 
 # 1. -o writes atomically: one line per request, in input order, no temp file left behind.
 "$BIN" run datasets/sample.jsonl -o "$TMP/out.jsonl" "${COMMON[@]}" 2>"$TMP/err.txt"
