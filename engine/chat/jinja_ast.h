@@ -32,7 +32,8 @@ struct Expr {
   std::string name;
   Value literal;
   std::vector<ExprPtr> children;
-  std::vector<std::string> keywords;  // kCall/kFilter/kTest: per argument (children[1..]), "" = positional
+  std::vector<std::string> keywords;  // kCall/kFilter/kTest: per argument (children[1..]), "" = positional,
+                                      // "*" / "**" = a list / dict spread into the arguments
   bool negated = false;                // kTest: "is not"
 };
 

@@ -332,8 +332,16 @@ CallArgs Evaluator::eval_arguments(const Expr& e, const ScopePtr& scope) {
   for (size_t i = 1; i < e.children.size(); ++i) {
     Value v = eval(*e.children[i], scope);
     const std::string& keyword = e.keywords[i - 1];
-    if (keyword.empty()) args.positional.push_back(std::move(v));
-    else args.keyword.emplace_back(keyword, std::move(v));
+    if (keyword.empty()) {
+      args.positional.push_back(std::move(v));
+    } else if (keyword == "*") {
+      for (Value& item : iterate(v)) args.positional.push_back(std::move(item));
+    } else if (keyword == "**") {
+      if (!v.is_dict()) throw EvalError(fmt::format("argument after ** must be a mapping, not {}", type_name(v)));
+      for (const auto& entry : v.as_dict()) args.keyword.push_back(entry);
+    } else {
+      args.keyword.emplace_back(keyword, std::move(v));
+    }
   }
   return args;
 }

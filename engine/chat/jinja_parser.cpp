@@ -569,8 +569,9 @@ void Parser::parse_call_arguments(Expr& call) {
   while (!accept_op(")")) {
     if (call.children.size() > 1) expect_op(",");
     if (accept_op(")")) break;
-    if (is_op("*") || is_op("**")) error("unsupported construct: *args / **kwargs in a call");
-    if (peek().kind == TokenKind::kName && is_op("=", 1)) {
+    if (is_op("*") || is_op("**")) {  // f(*list) / f(**dict): spread when evaluated
+      call.keywords.push_back(next().text);
+    } else if (peek().kind == TokenKind::kName && is_op("=", 1)) {
       call.keywords.push_back(next().text);
       next();
     } else {
