@@ -4,12 +4,14 @@
 // an error naming the file and the field, never a crash.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <string>
 #include <vector>
 
 #include "engine/model/gguf.h"
+#include "engine/model/gguf_model.h"
 #include "engine/model/quant.h"
 #include "tests/test_util.h"
 
@@ -261,4 +263,53 @@ TEST_CASE("type traits cover the 13 types with ggml's block geometry") {
   CHECK(rose::ggml_type_traits(uint32_t(rose::GgmlType::kQ3_K))->block_elems == 256);
   CHECK(!rose::ggml_type_traits(15u));
   CHECK(std::string(rose::ggml_type_name(15u)) == "Q8_K");
+}
+
+TEST_CASE("tiny llama GGUF: config, vocab, and q/k rows un-permuted to Hugging Face order") {
+  const auto model = rose::GgufModel::open("tests/fixtures/gguf/tiny_llama.gguf");
+  const rose::ModelConfig& c = model->config();
+  CHECK(c.arch == rose::Arch::kLlama);
+  CHECK(c.num_layers == 1);
+  CHECK(c.hidden_size == 32);
+  CHECK(c.num_heads == 4);
+  CHECK(c.num_kv_heads == 2);
+  CHECK(c.head_dim == 8);
+  CHECK(c.intermediate_size == 64);
+  CHECK(c.vocab_size == 16);
+  CHECK(c.tie_word_embeddings);
+  CHECK(c.bos_token_id == 0);
+  CHECK(model->end_ids() == std::vector<int>{1});
+  const rose::TokenizerVocab vocab = model->vocab();
+  CHECK(vocab.model == "gpt2");
+  CHECK(vocab.pre == "smollm");
+  CHECK(vocab.tokens.size() == 16);
+  CHECK(vocab.tokens[3] == "t3");
+  CHECK(vocab.token_types[0] == 3);
+  CHECK(vocab.merges == std::vector<std::string>{"t 1"});
+  CHECK(!vocab.add_bos);  // a gpt2 vocabulary without the key: llama.cpp's default
+  CHECK(model->chat_template() == "{% for m in messages %}{{ m.content }}{% endfor %}");
+
+  const auto weights = rose::GgufModel::weights(model);
+  std::vector<float> qkv(size_t(c.qkv_dim() * c.hidden_size));
+  weights->read_f32("layers.0.qkv.weight", qkv);
+  const rose::GgufFile& file = model->file();
+  std::vector<float> q(size_t(c.q_dim() * c.hidden_size)), k(size_t(c.kv_dim() * c.hidden_size));
+  file.read_f32(file.tensor("reference.q_proj"), q);
+  file.read_f32(file.tensor("reference.k_proj"), k);
+  CHECK(std::equal(q.begin(), q.end(), qkv.begin()));
+  CHECK(std::equal(k.begin(), k.end(), qkv.begin() + long(q.size())));
+  std::vector<float> v(k.size());
+  file.read_f32(file.tensor("blk.0.attn_v.weight"), v);
+  CHECK(std::equal(v.begin(), v.end(), qkv.begin() + long(q.size() + k.size())));
+  CHECK(contains(error_of([&] { weights->read_f32("lm_head.weight", v); }),
+                 "has no canonical tensor 'lm_head.weight'"));
+}
+
+TEST_CASE("model metadata errors name the file and the key") {
+  const std::vector<uint8_t> bytes = build(valid_tensors());
+  const GgufFile file = GgufFile::parse(bytes, "model.gguf");
+  CHECK(contains(error_of([&] { rose::gguf_model_config(file); }),
+                 "model.gguf: general.architecture 'test' is not supported"));
+  CHECK(contains(error_of([&] { rose::read_gguf_vocab(file); }),
+                 "model.gguf: missing metadata 'tokenizer.ggml.model'"));
 }

@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <limits>
+#include <map>
 #include <unordered_map>
 
 #include "engine/common/error.h"
@@ -158,6 +159,35 @@ std::optional<std::string> GgufModel::chat_template() const {
 }
 
 std::vector<int> GgufModel::end_ids() const { return config_.eos_token_ids; }
+
+std::vector<std::pair<std::string, std::string>> GgufModel::summary() const {
+  std::map<std::string, int> type_counts;
+  for (const GgufTensor& tensor : file_.tensors()) {
+    ++type_counts[ggml_type_name(uint32_t(tensor.type))];
+  }
+  std::string types;
+  for (const auto& [name, count] : type_counts) {
+    types += fmt::format("{}{} x{}", types.empty() ? "" : ", ", name, count);
+  }
+  const ModelConfig& c = config_;
+  const auto tokenizer = file_.find_string("tokenizer.ggml.model");
+  return {
+      {"format", fmt::format("GGUF v{}, alignment {}", file_.version(), file_.alignment())},
+      {"architecture",
+       fmt::format("{} ({})", file_.get_string("general.architecture"), arch_name(c.arch))},
+      {"shape", fmt::format("{} layers, hidden {}, heads {} / kv {}, head_dim {}, intermediate {}, "
+                            "vocab {}, context {}",
+                            c.num_layers, c.hidden_size, c.num_heads, c.num_kv_heads, c.head_dim,
+                            c.intermediate_size, c.vocab_size, c.max_position_embeddings)},
+      {"tied embeddings", c.tie_word_embeddings ? "yes" : "no"},
+      {"tensors", std::to_string(file_.tensors().size())},
+      {"quantization", types},
+      {"tokenizer", tokenizer ? fmt::format("{} (pre '{}')", *tokenizer,
+                                            file_.find_string("tokenizer.ggml.pre").value_or(""))
+                              : std::string("none")},
+      {"chat template", chat_template() ? "yes (tokenizer.chat_template)" : "none"},
+  };
+}
 
 std::unique_ptr<WeightSource> open_gguf_weights(const std::filesystem::path& path) {
   return GgufModel::weights(GgufModel::open(path));

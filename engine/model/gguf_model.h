@@ -5,6 +5,7 @@
 #include <memory>
 #include <optional>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/model/gguf.h"
@@ -32,6 +33,9 @@ class GgufModel {
   std::optional<std::string> chat_template() const;
   // eos, eot and eom ids from the metadata, deduplicated, those inside the vocabulary.
   std::vector<int> end_ids() const;
+  // (label, value) rows for `roseinfer info`: format, architecture, shape, tensor count, the
+  // quantization types with their tensor counts, tokenizer and chat template.
+  std::vector<std::pair<std::string, std::string>> summary() const;
   // A WeightSource sharing this mapping.
   static std::unique_ptr<WeightSource> weights(std::shared_ptr<const GgufModel> model);
 
