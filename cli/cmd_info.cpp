@@ -2,6 +2,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <filesystem>
 #include <memory>
 #include <string>
 #include <utility>
@@ -9,6 +10,7 @@
 
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "engine/model/gguf_model.h"
 
 namespace {
 
@@ -52,6 +54,16 @@ void register_info_command(CLI::App& app, int& exit_code) {
       "info", "Describe a model: shape, parameters, weight and KV-cache bytes, tokenizer");
   rose::cli::add_model_flags(cmd, *flags);
   cmd->callback([flags, &exit_code] {
+    if (std::filesystem::path(flags->model).extension() == ".gguf") {
+      KeyValues t;
+      t.add_row({"model", flags->model});
+      for (auto& [label, value] : rose::GgufModel::open(flags->model)->summary()) {
+        t.add_row({label, value});
+      }
+      fmt::print("{}", t.render());
+      exit_code = 0;
+      return;
+    }
     rose::cli::LoadedModel model = rose::cli::open_model(*flags);
     const rose::ModelConfig& c = model.config();
     // The GPU stores weights and KV in --dtype (2 bytes each); the CPU backend computes in fp32.

@@ -1,0 +1,290 @@
+#include "engine/model/quant.h"
+
+#include <cstring>
+
+#include "engine/common/error.h"
+#include "engine/model/safetensors.h"
+
+namespace rose {
+
+namespace {
+
+constexpr GgmlTypeTraits kTraits[] = {
+    {GgmlType::kF32, "F32", 1, 4},       {GgmlType::kF16, "F16", 1, 2},
+    {GgmlType::kBF16, "BF16", 1, 2},     {GgmlType::kQ4_0, "Q4_0", 32, 18},
+    {GgmlType::kQ4_1, "Q4_1", 32, 20},   {GgmlType::kQ5_0, "Q5_0", 32, 22},
+    {GgmlType::kQ5_1, "Q5_1", 32, 24},   {GgmlType::kQ8_0, "Q8_0", 32, 34},
+    {GgmlType::kQ2_K, "Q2_K", 256, 84},  {GgmlType::kQ3_K, "Q3_K", 256, 110},
+    {GgmlType::kQ4_K, "Q4_K", 256, 144}, {GgmlType::kQ5_K, "Q5_K", 256, 176},
+    {GgmlType::kQ6_K, "Q6_K", 256, 210},
+};
+
+// Names of the ids we know of but cannot read, so errors say what the file holds.
+const char* unsupported_type_name(uint32_t id) {
+  switch (id) {
+    case 9:
+      return "Q8_1";
+    case 15:
+      return "Q8_K";
+    case 16:
+      return "IQ2_XXS";
+    case 17:
+      return "IQ2_XS";
+    case 18:
+      return "IQ3_XXS";
+    case 19:
+      return "IQ1_S";
+    case 20:
+      return "IQ4_NL";
+    case 21:
+      return "IQ3_S";
+    case 22:
+      return "IQ2_S";
+    case 23:
+      return "IQ4_XS";
+    case 24:
+      return "I8";
+    case 25:
+      return "I16";
+    case 26:
+      return "I32";
+    case 27:
+      return "I64";
+    case 28:
+      return "F64";
+    case 29:
+      return "IQ1_M";
+    case 34:
+      return "TQ1_0";
+    case 35:
+      return "TQ2_0";
+    case 39:
+      return "MXFP4";
+    default:
+      return "unknown";
+  }
+}
+
+float half_at(const uint8_t* p) {
+  float value;
+  convert_to_f32(Dtype::kF16, p, std::span<float>(&value, 1));
+  return value;
+}
+
+// 32-element blocks: the low nibble of byte j is element j, the high nibble element j + 16.
+void dequantize_q4(const uint8_t* block, bool has_min, float* y) {
+  const float d = half_at(block);
+  const float m = has_min ? half_at(block + 2) : 0.0f;
+  const uint8_t* qs = block + (has_min ? 4 : 2);
+  const int offset = has_min ? 0 : 8;  // Q4_0 is symmetric around 8
+  for (int j = 0; j < 16; ++j) {
+    y[j] = d * float((qs[j] & 0x0F) - offset) + m;
+    y[j + 16] = d * float((qs[j] >> 4) - offset) + m;
+  }
+}
+
+// Q5_0 / Q5_1: a 4-bit nibble as in Q4 plus a fifth bit, bit j of the u32 qh for element j.
+void dequantize_q5(const uint8_t* block, bool has_min, float* y) {
+  const float d = half_at(block);
+  const float m = has_min ? half_at(block + 2) : 0.0f;
+  const uint8_t* p = block + (has_min ? 4 : 2);
+  uint32_t qh;
+  std::memcpy(&qh, p, 4);
+  const uint8_t* qs = p + 4;
+  const int offset = has_min ? 0 : 16;
+  for (int j = 0; j < 16; ++j) {
+    const int low = (qs[j] & 0x0F) | int((qh >> j) & 1u) << 4;
+    const int high = (qs[j] >> 4) | int((qh >> (j + 16)) & 1u) << 4;
+    y[j] = d * float(low - offset) + m;
+    y[j + 16] = d * float(high - offset) + m;
+  }
+}
+
+void dequantize_q8_0(const uint8_t* block, float* y) {
+  const float d = half_at(block);
+  for (int j = 0; j < 32; ++j) y[j] = d * float(int8_t(block[2 + j]));
+}
+
+// Q2_K: scales[16] (scale low nibble, min high nibble; one per 16 elements), qs[64], d, dmin.
+// Each 128-element half reads 32 bytes of qs four times at shifts 0, 2, 4, 6.
+void dequantize_q2_k(const uint8_t* block, float* y) {
+  const uint8_t* scales = block;
+  const uint8_t* qs = block + 16;
+  const float d = half_at(block + 80);
+  const float dmin = half_at(block + 82);
+  int group = 0;
+  for (int half = 0; half < 2; ++half, qs += 32) {
+    for (int shift = 0; shift < 8; shift += 2) {
+      for (int part = 0; part < 2; ++part, ++group) {
+        const float scale = d * float(scales[group] & 0x0F);
+        const float min = dmin * float(scales[group] >> 4);
+        for (int l = 0; l < 16; ++l) *y++ = scale * float((qs[16 * part + l] >> shift) & 3) - min;
+      }
+    }
+  }
+}
+
+// Q3_K: hmask[32], qs[64], scales[12] (sixteen 6-bit values, low nibbles in bytes 0-7, high two
+// bits in bytes 8-11), d. A clear hmask bit subtracts 4 from the 2-bit value.
+void dequantize_q3_k(const uint8_t* block, float* y) {
+  const uint8_t* hmask = block;
+  const uint8_t* qs = block + 32;
+  const uint8_t* packed = block + 96;
+  const float d = half_at(block + 108);
+  int scales[16];
+  for (int i = 0; i < 16; ++i) {
+    const int low = i < 8 ? packed[i] & 0x0F : packed[i - 8] >> 4;
+    const int high = (packed[8 + i % 4] >> (2 * (i / 4))) & 3;
+    scales[i] = (low | high << 4) - 32;
+  }
+  int group = 0;
+  int mask_bit = 0;
+  for (int half = 0; half < 2; ++half, qs += 32) {
+    for (int shift = 0; shift < 8; shift += 2, ++mask_bit) {
+      for (int part = 0; part < 2; ++part, ++group) {
+        const float scale = d * float(scales[group]);
+        for (int l = 0; l < 16; ++l) {
+          const int i = 16 * part + l;
+          const int q = ((qs[i] >> shift) & 3) - (((hmask[i] >> mask_bit) & 1) ? 0 : 4);
+          *y++ = scale * float(q);
+        }
+      }
+    }
+  }
+}
+
+// Q4_K / Q5_K: eight sub-blocks of 32, each with a 6-bit scale and min packed in 12 bytes.
+void scale_min_k4(int j, const uint8_t* q, int* scale, int* min) {
+  if (j < 4) {
+    *scale = q[j] & 63;
+    *min = q[j + 4] & 63;
+  } else {
+    *scale = (q[j + 4] & 0x0F) | ((q[j - 4] >> 6) << 4);
+    *min = (q[j + 4] >> 4) | ((q[j] >> 6) << 4);
+  }
+}
+
+// Q4_K: d, dmin, scales[12], qs[128]; Q5_K adds qh[32] before qs, whose bits 2c / 2c+1 give the
+// fifth bit of the low / high nibbles of chunk c.
+void dequantize_q45_k(const uint8_t* block, bool five_bit, float* y) {
+  const float d = half_at(block);
+  const float dmin = half_at(block + 2);
+  const uint8_t* packed = block + 4;
+  const uint8_t* qh = block + 16;
+  const uint8_t* qs = block + (five_bit ? 48 : 16);
+  for (int chunk = 0; chunk < 4; ++chunk, qs += 32) {
+    for (int nibble = 0; nibble < 2; ++nibble) {
+      int scale, min;
+      scale_min_k4(2 * chunk + nibble, packed, &scale, &min);
+      const float dl = d * float(scale);
+      const float ml = dmin * float(min);
+      for (int l = 0; l < 32; ++l) {
+        int q = nibble ? qs[l] >> 4 : qs[l] & 0x0F;
+        if (five_bit && ((qh[l] >> (2 * chunk + nibble)) & 1)) q += 16;
+        *y++ = dl * float(q) - ml;
+      }
+    }
+  }
+}
+
+// Q6_K: ql[128], qh[64], int8 scales[16], d. Two halves of 128 elements.
+void dequantize_q6_k(const uint8_t* block, float* y) {
+  const uint8_t* ql = block;
+  const uint8_t* qh = block + 128;
+  const int8_t* sc = reinterpret_cast<const int8_t*>(block + 192);
+  const float d = half_at(block + 208);
+  for (int half = 0; half < 2; ++half, y += 128, ql += 64, qh += 32, sc += 8) {
+    for (int l = 0; l < 32; ++l) {
+      const int is = l / 16;
+      const int q1 = ((ql[l] & 0x0F) | ((qh[l] >> 0) & 3) << 4) - 32;
+      const int q2 = ((ql[l + 32] & 0x0F) | ((qh[l] >> 2) & 3) << 4) - 32;
+      const int q3 = ((ql[l] >> 4) | ((qh[l] >> 4) & 3) << 4) - 32;
+      const int q4 = ((ql[l + 32] >> 4) | ((qh[l] >> 6) & 3) << 4) - 32;
+      y[l] = d * float(sc[is]) * float(q1);
+      y[l + 32] = d * float(sc[is + 2]) * float(q2);
+      y[l + 64] = d * float(sc[is + 4]) * float(q3);
+      y[l + 96] = d * float(sc[is + 6]) * float(q4);
+    }
+  }
+}
+
+}  // namespace
+
+std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id) {
+  for (const GgmlTypeTraits& traits : kTraits) {
+    if (uint32_t(traits.type) == type_id) return traits;
+  }
+  return std::nullopt;
+}
+
+const GgmlTypeTraits& ggml_type_traits(GgmlType type) {
+  for (const GgmlTypeTraits& traits : kTraits) {
+    if (traits.type == type) return traits;
+  }
+  ROSE_ASSERT(false);
+  return kTraits[0];
+}
+
+const char* ggml_type_name(uint32_t type_id) {
+  if (auto traits = ggml_type_traits(type_id)) return traits->name;
+  return unsupported_type_name(type_id);
+}
+
+void dequantize(GgmlType type, const uint8_t* src, std::span<float> dst) {
+  const GgmlTypeTraits& traits = ggml_type_traits(type);
+  ROSE_ASSERT(int64_t(dst.size()) % traits.block_elems == 0);
+  switch (type) {
+    case GgmlType::kF32:
+      convert_to_f32(Dtype::kF32, src, dst);
+      return;
+    case GgmlType::kF16:
+      convert_to_f32(Dtype::kF16, src, dst);
+      return;
+    case GgmlType::kBF16:
+      convert_to_f32(Dtype::kBF16, src, dst);
+      return;
+    default:
+      break;
+  }
+  const int64_t blocks = int64_t(dst.size()) / traits.block_elems;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const uint8_t* block = src + b * traits.block_bytes;
+    float* y = dst.data() + b * traits.block_elems;
+    switch (type) {
+      case GgmlType::kQ4_0:
+        dequantize_q4(block, false, y);
+        break;
+      case GgmlType::kQ4_1:
+        dequantize_q4(block, true, y);
+        break;
+      case GgmlType::kQ5_0:
+        dequantize_q5(block, false, y);
+        break;
+      case GgmlType::kQ5_1:
+        dequantize_q5(block, true, y);
+        break;
+      case GgmlType::kQ8_0:
+        dequantize_q8_0(block, y);
+        break;
+      case GgmlType::kQ2_K:
+        dequantize_q2_k(block, y);
+        break;
+      case GgmlType::kQ3_K:
+        dequantize_q3_k(block, y);
+        break;
+      case GgmlType::kQ4_K:
+        dequantize_q45_k(block, false, y);
+        break;
+      case GgmlType::kQ5_K:
+        dequantize_q45_k(block, true, y);
+        break;
+      case GgmlType::kQ6_K:
+        dequantize_q6_k(block, y);
+        break;
+      default:
+        ROSE_ASSERT(false);
+    }
+  }
+}
+
+}  // namespace rose
