@@ -12,6 +12,15 @@ The C++ tests compare roseinfer's tokenizer against these reference outputs, so 
   gpt2_prefix/    The gpt2 model with add_prefix_space and added tokens using lstrip, rstrip,
                   single_word and normalized, to pin down the added-token splitting rules.
 
+  llama2/         SentencePiece-style BPE as Llama-2's tokenizer.json has it: Sequence[Prepend("▁"),
+                  Replace(" ", "▁")] normalizer, no pre-tokenizer, byte_fallback with <0xNN> tokens,
+                  unk fused, decoder Sequence[Replace, ByteFallback, Fuse, Strip], TemplateProcessing
+                  adding <s>. Its merges are made from the vocabulary the way transformers'
+                  converter makes them from SentencePiece scores (every split of every token, by the
+                  merged token's id), so a GGUF-style "llama" vocab with score = -id must agree.
+  mistral/        The same vocabulary as Mistral/TinyLlama files have it: Metaspace pre-tokenizer
+                  (prepend_scheme "first", split false) and Metaspace decoder, [INST] added tokens.
+
   qwen2/          NFC normalizer, Sequence[Split(Qwen2 pattern: single digits), ByteLevel], merges
                   as pairs, <|endoftext|>, <|im_start|>, <|im_end|> and a normalized added token.
 
@@ -332,6 +341,93 @@ def write_nfc_cases(out_dir):
     print(f"{path}: {len(cases)} cases")
 
 
+SPM_STRINGS = [
+    "<s>Hello world</s>",
+    "<s> Hello</s><s>world",
+    "<unk> unk <unk>",
+    "[INST] What is 2+2? [/INST] It is 4.</s>",
+    "<s>[INST]Hello[/INST]",
+    "\u2581 already a metaspace \u2581\u2581",
+    "ünïcödé fällback: \U0001F9E0 \u2603 \u00a9",
+    "  two leading spaces",
+    " one leading space",
+]
+
+
+def spm_tokenizer():
+    """A SentencePiece-like vocabulary: <unk> <s> </s>, the 256 byte tokens, then trained pieces
+    (words start with "▁", never cross one), with Llama-2 style merges rebuilt from it."""
+    trainer_tokenizer = Tokenizer(models.BPE())
+    trainer_tokenizer.pre_tokenizer = pre_tokenizers.Metaspace(prepend_scheme="always", split=True)
+    trainer = trainers.BpeTrainer(vocab_size=900, limit_alphabet=120, show_progress=False)
+    trainer_tokenizer.train_from_iterator(training_lines(), trainer)
+    trained = sorted(trainer_tokenizer.get_vocab().items(), key=lambda item: item[1])
+    pieces = ["<unk>", "<s>", "</s>"] + [f"<0x{b:02X}>" for b in range(256)]
+    pieces += [piece for piece, _ in trained if piece not in pieces]
+    vocab = {piece: i for i, piece in enumerate(pieces)}
+    merges = []
+    for piece, merged_id in vocab.items():
+        if merged_id < 259:
+            continue
+        for cut in range(1, len(piece)):
+            left, right = piece[:cut], piece[cut:]
+            if left in vocab and right in vocab and vocab[left] >= 259 and vocab[right] >= 259:
+                merges.append((merged_id, vocab[left], [left, right]))
+    merges.sort()
+    special = lambda content, i: {"id": i, "content": content, "single_word": False, "lstrip": False,
+                                  "rstrip": False, "normalized": False, "special": True}
+    return {
+        "version": "1.0",
+        "truncation": None,
+        "padding": None,
+        "added_tokens": [special("<unk>", 0), special("<s>", 1), special("</s>", 2)],
+        "normalizer": {"type": "Sequence", "normalizers": [
+            {"type": "Prepend", "prepend": "\u2581"},
+            {"type": "Replace", "pattern": {"String": " "}, "content": "\u2581"}]},
+        "pre_tokenizer": None,
+        "post_processor": {
+            "type": "TemplateProcessing",
+            "single": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                       {"Sequence": {"id": "A", "type_id": 0}}],
+            "pair": [{"SpecialToken": {"id": "<s>", "type_id": 0}},
+                     {"Sequence": {"id": "A", "type_id": 0}},
+                     {"SpecialToken": {"id": "<s>", "type_id": 1}},
+                     {"Sequence": {"id": "B", "type_id": 1}}],
+            "special_tokens": {"<s>": {"id": "<s>", "ids": [1], "tokens": ["<s>"]}}},
+        "decoder": {"type": "Sequence", "decoders": [
+            {"type": "Replace", "pattern": {"String": "\u2581"}, "content": " "},
+            {"type": "ByteFallback"}, {"type": "Fuse"},
+            {"type": "Strip", "content": " ", "start": 1, "stop": 0}]},
+        "model": {"type": "BPE", "dropout": None, "unk_token": "<unk>",
+                  "continuing_subword_prefix": None, "end_of_word_suffix": None, "fuse_unk": True,
+                  "byte_fallback": True, "ignore_merges": False, "vocab": vocab,
+                  "merges": [pair for _, _, pair in merges]},
+    }
+
+
+def write_spm_fixtures(out_dir):
+    llama2 = spm_tokenizer()
+    strings = SPM_STRINGS + HARD_STRINGS
+    write_fixture(out_dir, "llama2", llama2, strings,
+                  "Llama-2 style SentencePiece BPE; encode(add_special_tokens=False)")
+    check = Tokenizer.from_file(os.path.join(out_dir, "llama2", "tokenizer.json"))
+    assert check.encode("Hi").ids[0] == 1, "the post-processor should add <s>"
+    mistral = json.loads(json.dumps(llama2))
+    mistral["normalizer"] = None
+    mistral["pre_tokenizer"] = {"type": "Metaspace", "replacement": "\u2581",
+                                "prepend_scheme": "first", "split": False}
+    mistral["decoder"] = {"type": "Metaspace", "replacement": "\u2581", "prepend_scheme": "first",
+                          "split": False}
+    next_id = len(mistral["model"]["vocab"])
+    for content in ["[INST]", "[/INST]"]:
+        mistral["added_tokens"].append({"id": next_id, "content": content, "single_word": False,
+                                        "lstrip": False, "rstrip": False, "normalized": False,
+                                        "special": True})
+        next_id += 1
+    write_fixture(out_dir, "mistral", mistral, strings,
+                  "Mistral style SentencePiece BPE (Metaspace); encode(add_special_tokens=False)")
+
+
 def main():
     if len(sys.argv) == 3 and sys.argv[1] == "--nfc-tables":
         write_nfc_tables(sys.argv[2])
@@ -339,6 +435,7 @@ def main():
     out_dir = sys.argv[1] if len(sys.argv) > 1 else "tests/fixtures/tokenizers"
     os.makedirs(out_dir, exist_ok=True)
     write_nfc_cases(out_dir)
+    write_spm_fixtures(out_dir)
 
     gpt2 = byte_level_tokenizer(
         pre_tokenizers.ByteLevel(add_prefix_space=False, use_regex=True), ["<|endoftext|>"], False

@@ -1,11 +1,13 @@
-// Hugging Face tokenizer.json byte-level BPE (GPT-2, Llama-3, Qwen2). The encode pipeline follows
-// the tokenizers library step by step so the ids match it exactly:
+// BPE as the Hugging Face tokenizers library runs it, and its tokenizer.json loader. The encode
+// pipeline follows the library step by step so the ids match it exactly:
 //   1. split added tokens out of the raw text (non-normalized ones first, then normalized ones in
-//      the remaining pieces; leftmost-longest; single_word / lstrip / rstrip as the library does),
-//   2. pre-tokenize each remaining piece (Split regexes, then ByteLevel: prefix space, GPT-2
-//   regex),
-//   3. BPE each pre-token: one symbol per byte, merge the lowest-ranked adjacent pair (leftmost on
-//      ties) until no pair is ranked; ignore_merges emits a pre-token that is a vocab entry whole.
+//      the normalized remaining pieces; leftmost-longest; single_word / lstrip / rstrip),
+//   2. normalize (NFC, Prepend, Replace) and pre-tokenize each remaining piece (Split regexes,
+//      then ByteLevel: prefix space, GPT-2 regex; or Metaspace: spaces as "▁"),
+//   3. BPE each pre-token: one symbol per byte (byte-level) or per character (SentencePiece-style,
+//      "<0xNN>" tokens for characters not in the vocabulary), then merge the lowest-ranked
+//      adjacent pair (leftmost on ties) until no pair is ranked; ignore_merges emits a pre-token
+//      that is a vocab entry whole.
 #include <simdjson.h>
 
 #include <algorithm>
@@ -19,6 +21,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/nfc.h"
 #include "engine/tokenizer/regex.h"
 #include "engine/tokenizer/tokenizer.h"
@@ -27,10 +30,6 @@
 namespace rose {
 
 namespace {
-
-// GPT-2's pattern, built into the ByteLevel pre-tokenizer when use_regex is true.
-constexpr std::string_view kGpt2Pattern =
-    R"('s|'t|'re|'ve|'m|'ll|'d| ?\p{L}+| ?\p{N}+| ?[^\s\p{L}\p{N}]+|\s+(?!\S)|\s+)";
 
 // Larger than any released vocabulary; bounds the id table a malformed file can make us allocate.
 constexpr int64_t kMaxTokenId = (int64_t{1} << 22) - 1;
@@ -122,104 +121,78 @@ std::optional<char32_t> first_character(std::string_view text) {
   return s.code_point;
 }
 
-struct AddedToken {
-  std::string content;
-  int32_t id = 0;
-  bool special = false;
-  bool lstrip = false;
-  bool rstrip = false;
-  bool single_word = false;
-  bool normalized = false;
-};
-
-// Added tokens grouped by first byte, longest first, so the first hit at a position is the
-// leftmost-longest match the library's Aho-Corasick automaton reports.
-struct AddedTokenMatcher {
-  std::array<std::vector<const AddedToken*>, 256> by_first_byte;
-  bool empty = true;
-
-  void add(const AddedToken* token) {
-    by_first_byte[static_cast<uint8_t>(token->content[0])].push_back(token);
-    empty = false;
+// One token's bytes under the decoder: each step applied to the token on its own, as the
+// library's decode chain does before Fuse.
+std::string decode_token(std::string_view text, const TokenDecoder& decoder) {
+  std::string token(text);
+  for (const auto& [from, to] : decoder.replacements) {
+    std::string replaced;
+    size_t at = 0;
+    for (size_t hit; (hit = token.find(from, at)) != std::string::npos; at = hit + from.size()) {
+      replaced.append(token, at, hit - at);
+      replaced += to;
+    }
+    replaced.append(token, at);
+    token.swap(replaced);
   }
-  void finish() {
-    for (auto& bucket : by_first_byte) {
-      std::stable_sort(bucket.begin(), bucket.end(), [](const AddedToken* a, const AddedToken* b) {
-        return a->content.size() > b->content.size();
-      });
+  if (decoder.byte_fallback && token.size() == 6 && token.starts_with("<0x") && token[5] == '>' &&
+      std::isxdigit(static_cast<uint8_t>(token[3])) &&
+      std::isxdigit(static_cast<uint8_t>(token[4]))) {
+    return std::string(1, static_cast<char>(std::stoi(token.substr(3, 2), nullptr, 16)));
+  }
+  return decoder.byte_level ? byte_level_alphabet().decode(token) : token;
+}
+
+}  // namespace
+
+const std::string& byte_level_char(uint8_t byte) {
+  return byte_level_alphabet().byte_to_utf8[byte];
+}
+
+std::string byte_level_decode(std::string_view token) {
+  return byte_level_alphabet().decode(token);
+}
+
+void AddedTokenMatcher::add(const AddedToken* token) {
+  by_first_byte[static_cast<uint8_t>(token->content[0])].push_back(token);
+  empty = false;
+}
+
+void AddedTokenMatcher::finish() {
+  for (auto& bucket : by_first_byte) {
+    std::stable_sort(bucket.begin(), bucket.end(), [](const AddedToken* a, const AddedToken* b) {
+      return a->content.size() > b->content.size();
+    });
+  }
+}
+
+std::optional<std::pair<size_t, const AddedToken*>> AddedTokenMatcher::find(std::string_view text,
+                                                                            size_t from) const {
+  for (size_t pos = from; pos < text.size(); ++pos) {
+    for (const AddedToken* token : by_first_byte[static_cast<uint8_t>(text[pos])]) {
+      if (text.substr(pos).starts_with(token->content)) return std::pair{pos, token};
     }
   }
-  // The leftmost-longest match at or after `from`.
-  std::optional<std::pair<size_t, const AddedToken*>> find(std::string_view text,
-                                                           size_t from) const {
-    for (size_t pos = from; pos < text.size(); ++pos) {
-      for (const AddedToken* token : by_first_byte[static_cast<uint8_t>(text[pos])]) {
-        if (text.substr(pos).starts_with(token->content)) return std::pair{pos, token};
-      }
-    }
-    return std::nullopt;
+  return std::nullopt;
+}
+
+BpeTokenizer::BpeTokenizer(BpeTables tables, const std::vector<std::string>& token_text,
+                           const TokenDecoder& decoder, SpecialTokens special)
+    : t_(std::move(tables)) {
+  special_ = std::move(special);
+  special_.strip_leading_space = decoder.strip_leading_space;
+  for (const AddedToken& token : t_.added_tokens) {
+    (token.normalized ? normalized_added_ : raw_added_).add(&token);
   }
-};
-
-struct Segment {
-  std::string_view text;
-  int32_t added_id;  // -1: ordinary text still to pre-tokenize
-};
-
-struct PreTokenizerStep {
-  std::unique_ptr<Regex> split;  // Split's pattern, or GPT-2's for ByteLevel with use_regex
-  bool byte_level = false;
-  bool add_prefix_space = false;
-};
-
-struct Merge {
-  int32_t rank;
-  int32_t new_id;
-};
-
-class BpeTokenizer final : public Tokenizer {
- public:
-  std::vector<int32_t> encode(std::string_view text) const override;
-  std::string token_bytes(int32_t id) const override {
-    if (id < 0 || id >= vocab_size_) return {};
-    const size_t i = static_cast<size_t>(id);
-    return token_bytes_.substr(token_offsets_[i], token_offsets_[i + 1] - token_offsets_[i]);
+  raw_added_.finish();
+  normalized_added_.finish();
+  token_offsets_.assign(static_cast<size_t>(t_.vocab_size) + 1, 0);
+  for (size_t id = 0; id < static_cast<size_t>(t_.vocab_size); ++id) {
+    if (id < token_text.size()) token_bytes_ += decode_token(token_text[id], decoder);
+    if (token_bytes_.size() > UINT32_MAX) fail("the vocabulary is too large");
+    token_offsets_[id + 1] = static_cast<uint32_t>(token_bytes_.size());
   }
-  int vocab_size() const override { return vocab_size_; }
-  std::string kind() const override { return "bpe"; }
-
- private:
-  friend class TokenizerJsonLoader;
-
-  void split_added_tokens(std::string_view text, const AddedTokenMatcher& matcher,
-                          std::vector<Segment>& out) const;
-  void pre_tokenize(std::string_view text, std::vector<std::string>& pre_tokens) const;
-  void encode_word(std::string_view word, std::vector<int32_t>& ids) const;
-  std::vector<int32_t> merge_word(std::string_view word) const;
-  const Merge* find_merge(int32_t left, int32_t right) const {
-    auto it = merges_.find((static_cast<uint64_t>(static_cast<uint32_t>(left)) << 32) |
-                           static_cast<uint32_t>(right));
-    return it == merges_.end() ? nullptr : &it->second;
-  }
-
-  int vocab_size_ = 0;
-  std::unordered_map<std::string, int32_t> vocab_;  // byte-level token string -> id (model only)
-  std::unordered_map<uint64_t, Merge> merges_;      // (left id << 32 | right id) -> merge
-  std::array<int32_t, 256> byte_ids_{};             // (256,) id of each single-byte token, or -1
-  int32_t unk_id_ = -1;
-  bool fuse_unk_ = false;
-  bool ignore_merges_ = false;
-  bool nfc_ = false;  // the normalizer: NFC or nothing
-  std::vector<PreTokenizerStep> pre_tokenizer_;
-  std::vector<AddedToken> added_tokens_;
-  AddedTokenMatcher raw_added_;          // normalized: false, matched on the raw text
-  AddedTokenMatcher normalized_added_;   // normalized: true, matched after normalization
-  std::string token_bytes_;              // bytes of every id, concatenated
-  std::vector<uint32_t> token_offsets_;  // (vocab_size + 1,) where each id's bytes start
-
-  mutable std::mutex cache_mutex_;
-  mutable std::unordered_map<std::string, std::vector<int32_t>> word_cache_;
-};
+}
 
 void BpeTokenizer::split_added_tokens(std::string_view text, const AddedTokenMatcher& matcher,
                                       std::vector<Segment>& out) const {
@@ -265,12 +238,81 @@ void BpeTokenizer::split_added_tokens(std::string_view text, const AddedTokenMat
   if (emitted_to < text.size()) out.push_back({text.substr(emitted_to), -1});
 }
 
-void BpeTokenizer::pre_tokenize(std::string_view text, std::vector<std::string>& pre_tokens) const {
+std::string BpeTokenizer::normalize(std::string_view text) const {
+  std::string out(text);
+  for (const NormalizerStep& step : t_.normalizer) {
+    if (step.kind == NormalizerStep::kNfc) {
+      out = to_nfc(out);
+    } else if (step.kind == NormalizerStep::kPrepend) {
+      if (!out.empty()) out.insert(0, step.text);
+    } else {
+      std::vector<std::pair<size_t, size_t>> matches;
+      if (step.pattern) {
+        step.pattern->find_all(out, matches);
+      } else {
+        for (size_t at = 0; (at = out.find(step.text, at)) != std::string::npos;
+             at += step.text.size()) {
+          matches.emplace_back(at, at + step.text.size());
+        }
+      }
+      std::string replaced;
+      size_t at = 0;
+      for (auto [begin, end] : matches) {
+        replaced.append(out, at, begin - at);
+        replaced += step.replacement;
+        at = end;
+      }
+      replaced.append(out, at);
+      out.swap(replaced);
+    }
+  }
+  return out;
+}
+
+namespace {
+
+// Metaspace: spaces become "▁", a "▁" is put first when the scheme asks, and with split each
+// "▁" starts a new piece (the library's MergedWithNext).
+void metaspace_pieces(std::string& piece, const PreTokenizerStep& step, bool text_start,
+                      std::vector<std::string>& out) {
+  std::string replaced;
+  for (char c : piece) {
+    if (c == ' ') {
+      replaced += kMetaspace;
+    } else {
+      replaced.push_back(c);
+    }
+  }
+  const bool prepend = step.prepend == PreTokenizerStep::kAlways ||
+                       (step.prepend == PreTokenizerStep::kFirst && text_start);
+  if (prepend && !replaced.starts_with(kMetaspace)) replaced.insert(0, kMetaspace);
+  if (!step.split_on_metaspace) {
+    out.push_back(std::move(replaced));
+    return;
+  }
+  size_t begin = 0;
+  for (size_t at = replaced.find(kMetaspace, 1); at != std::string::npos;
+       at = replaced.find(kMetaspace, at + 1)) {
+    if (at > begin) out.push_back(replaced.substr(begin, at - begin));
+    begin = at;
+  }
+  if (begin < replaced.size()) out.push_back(replaced.substr(begin));
+}
+
+}  // namespace
+
+void BpeTokenizer::pre_tokenize(std::string_view text, bool text_start,
+                                std::vector<std::string>& pre_tokens) const {
   std::vector<std::string> pieces{std::string(text)}, next;
   std::vector<std::pair<size_t, size_t>> matches;
-  for (const PreTokenizerStep& step : pre_tokenizer_) {
+  for (const PreTokenizerStep& step : t_.pre_tokenizer) {
     next.clear();
-    for (std::string& piece : pieces) {
+    for (size_t index = 0; index < pieces.size(); ++index) {
+      std::string& piece = pieces[index];
+      if (step.metaspace) {
+        metaspace_pieces(piece, step, text_start && index == 0, next);
+        continue;
+      }
       if (step.add_prefix_space && piece[0] != ' ') piece.insert(0, 1, ' ');
       if (!step.split) {
         next.push_back(std::move(piece));
@@ -293,28 +335,60 @@ void BpeTokenizer::pre_tokenize(std::string_view text, std::vector<std::string>&
   for (std::string& piece : pieces) pre_tokens.push_back(std::move(piece));
 }
 
-std::vector<int32_t> BpeTokenizer::merge_word(std::string_view word) const {
-  if (ignore_merges_) {
-    auto it = vocab_.find(byte_level_alphabet().encode(word));
-    if (it != vocab_.end()) return {it->second};
-  }
-  // One symbol per byte. Bytes missing from the vocabulary become unk (fused when fuse_unk), or
-  // vanish when there is no unk token, as in the library.
+std::vector<int32_t> BpeTokenizer::initial_symbols(std::string_view word) const {
+  // One symbol per byte (byte-level) or character. A unit missing from the vocabulary becomes
+  // its "<0xNN>" byte tokens under byte_fallback, else unk (fused when fuse_unk), else vanishes,
+  // as in the library (which adds byte tokens without flushing a pending unk first).
   std::vector<int32_t> symbols;  // (<= word bytes,) token ids
   symbols.reserve(word.size());
   bool pending_unk = false;
-  for (char c : word) {
-    const int32_t id = byte_ids_[static_cast<uint8_t>(c)];
+  size_t at = 0;
+  while (at < word.size()) {
+    size_t length = 1;
+    int32_t id = -1;
+    if (t_.byte_level) {
+      id = t_.byte_ids[static_cast<uint8_t>(word[at])];
+    } else {
+      const utf8::Scan s = utf8::scan(word.substr(at));
+      length = s.kind == utf8::Scan::kValid ? s.length : 1;
+      auto it = t_.vocab.find(std::string(word.substr(at, length)));
+      if (it != t_.vocab.end()) id = it->second;
+    }
+    const std::string_view unit = word.substr(at, length);
+    at += length;
     if (id >= 0) {
-      if (pending_unk) symbols.push_back(unk_id_);
+      if (pending_unk) symbols.push_back(t_.unk_id);
       pending_unk = false;
       symbols.push_back(id);
-    } else if (unk_id_ >= 0) {
-      if (pending_unk && !fuse_unk_) symbols.push_back(unk_id_);
+      continue;
+    }
+    if (t_.byte_fallback && std::all_of(unit.begin(), unit.end(), [&](char c) {
+          return t_.byte_ids[static_cast<uint8_t>(c)] >= 0;
+        })) {
+      for (char c : unit) symbols.push_back(t_.byte_ids[static_cast<uint8_t>(c)]);
+      continue;
+    }
+    if (t_.unk_id >= 0) {
+      if (pending_unk && !t_.fuse_unk) symbols.push_back(t_.unk_id);
       pending_unk = true;
     }
   }
-  if (pending_unk) symbols.push_back(unk_id_);
+  if (pending_unk) symbols.push_back(t_.unk_id);
+  return symbols;
+}
+
+std::vector<int32_t> BpeTokenizer::merge_word(std::string_view word) const {
+  if (t_.ignore_merges) {
+    std::string key;
+    if (t_.byte_level) {
+      for (char c : word) key += byte_level_char(static_cast<uint8_t>(c));
+    } else {
+      key = word;
+    }
+    auto it = t_.vocab.find(key);
+    if (it != t_.vocab.end()) return {it->second};
+  }
+  std::vector<int32_t> symbols = initial_symbols(word);
   const int n = static_cast<int>(symbols.size());
   if (n < 2) return symbols;
 
@@ -398,15 +472,18 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
       continue;
     }
     segments.clear();
-    const std::string normalized = nfc_ ? to_nfc(raw.text) : std::string();
-    split_added_tokens(nfc_ ? std::string_view(normalized) : raw.text, normalized_added_, segments);
+    const std::string normalized = normalize(raw.text);
+    split_added_tokens(normalized, normalized_added_, segments);
     for (const Segment& segment : segments) {
       if (segment.added_id >= 0) {
         ids.push_back(segment.added_id);
         continue;
       }
+      // Metaspace's "first" scheme: only the piece the whole text starts with gets a "▁".
+      const bool text_start =
+          raw.text.data() == text.data() && segment.text.data() == normalized.data();
       pre_tokens.clear();
-      pre_tokenize(segment.text, pre_tokens);
+      pre_tokenize(segment.text, text_start, pre_tokens);
       for (const std::string& word : pre_tokens) encode_word(word, ids);
     }
   }
@@ -414,6 +491,8 @@ std::vector<int32_t> BpeTokenizer::encode(std::string_view text) const {
 }
 
 // ---- loading ----
+
+namespace {
 
 using simdjson::dom::array;
 using simdjson::dom::element;
@@ -509,20 +588,29 @@ class TokenizerJsonLoader {
   }
 
   void load_model(element e);
+  void load_merges(object model);
   void load_added_tokens(element e);
   void load_pre_tokenizer(element e, const std::string& field);
   void load_normalizer(element e, const std::string& field);
-  void check_decoder(element e) const;
-  void build_token_table();
+  void load_decoder(element e, const std::string& field);
+  void load_post_processor(element e, const std::string& field);
+  void choose_family();
+  PreTokenizerStep metaspace_step(object o, const std::string& field);
+  std::vector<std::string> token_text() const;
 
   std::string source_;
-  std::unique_ptr<BpeTokenizer> tokenizer_;
+  BpeTables tables_;
+  TokenDecoder decoder_;
+  Tokenizer::SpecialTokens special_;
   std::unordered_map<int32_t, std::string> vocab_by_id_;
   bool seen_byte_level_ = false;
+  bool seen_metaspace_ = false;
+  bool spaces_as_metaspace_ = false;  // a Replace(" ", "▁") normalizer (SentencePiece-style)
+  bool seen_fuse_ = false;
 };
 
 void TokenizerJsonLoader::load_model(element e) {
-  BpeTokenizer& t = *tokenizer_;
+  BpeTables& t = tables_;
   object model = as_object(e, "model");
   const std::string_view type = as_string(required(model, "type", "model"), "model.type");
   if (type != "BPE") error("model.type", "'{}' is not supported (only BPE)", shorten(type));
@@ -535,18 +623,17 @@ void TokenizerJsonLoader::load_model(element e) {
   for (const char* key : {"continuing_subword_prefix", "end_of_word_suffix"}) {
     if (auto value = member(model, key)) {
       if (!as_string(*value, std::string("model.") + key).empty()) {
-        error(std::string("model.") + key, "not supported by byte-level BPE (expected null)");
+        error(std::string("model.") + key, "not supported (expected null)");
       }
     }
   }
-  if (optional_bool(model, "byte_fallback", "model", false)) {
-    error("model.byte_fallback", "not supported (byte-level BPE covers every byte already)");
-  }
-  t.fuse_unk_ = optional_bool(model, "fuse_unk", "model", false);
-  t.ignore_merges_ = optional_bool(model, "ignore_merges", "model", false);
+  // Byte-level BPE has every byte in its vocabulary already, so there the flag changes nothing.
+  t.byte_fallback = optional_bool(model, "byte_fallback", "model", false);
+  t.fuse_unk = optional_bool(model, "fuse_unk", "model", false);
+  t.ignore_merges = optional_bool(model, "ignore_merges", "model", false);
 
   object vocab = as_object(required(model, "vocab", "model"), "model.vocab");
-  t.vocab_.reserve(vocab.size());
+  t.vocab.reserve(vocab.size());
   for (auto [key, value] : vocab) {
     const std::string field = fmt::format("model.vocab[\"{}\"]", shorten(key));
     const int32_t id = as_id(value, field);
@@ -554,27 +641,25 @@ void TokenizerJsonLoader::load_model(element e) {
     if (!inserted) {
       error(field, "id {} is already used by \"{}\"", id, shorten(it->second));
     }
-    if (!t.vocab_.emplace(std::string(key), id).second) error(field, "token appears twice");
-    t.vocab_size_ = std::max(t.vocab_size_, id + 1);
-  }
-
-  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
-  for (int b = 0; b < 256; ++b) {
-    auto it = t.vocab_.find(alphabet.byte_to_utf8[b]);
-    t.byte_ids_[b] = it == t.vocab_.end() ? -1 : it->second;
+    if (!t.vocab.emplace(std::string(key), id).second) error(field, "token appears twice");
+    t.vocab_size = std::max(t.vocab_size, id + 1);
   }
 
   if (auto unk = member(model, "unk_token")) {
     const std::string_view unk_token = as_string(*unk, "model.unk_token");
-    auto it = t.vocab_.find(std::string(unk_token));
-    if (it == t.vocab_.end()) {
+    auto it = t.vocab.find(std::string(unk_token));
+    if (it == t.vocab.end()) {
       error("model.unk_token", "\"{}\" is not in model.vocab", shorten(unk_token));
     }
-    t.unk_id_ = it->second;
+    t.unk_id = it->second;
   }
+  load_merges(model);
+}
 
+void TokenizerJsonLoader::load_merges(object model) {
+  BpeTables& t = tables_;
   array merges = as_array(required(model, "merges", "model"), "model.merges");
-  t.merges_.reserve(merges.size());
+  t.merges.reserve(merges.size());
   std::optional<bool> pair_format;  // the two formats cannot be mixed in one list
   int32_t rank = 0;
   for (element merge : merges) {
@@ -605,28 +690,27 @@ void TokenizerJsonLoader::load_model(element e) {
     } else {
       error(field, "expected \"a b\" or [\"a\", \"b\"], got {}", type_name(merge));
     }
-    auto left_it = t.vocab_.find(std::string(left));
-    if (left_it == t.vocab_.end())
-      error(field, "token \"{}\" is not in model.vocab", shorten(left));
-    auto right_it = t.vocab_.find(std::string(right));
-    if (right_it == t.vocab_.end()) {
+    auto left_it = t.vocab.find(std::string(left));
+    if (left_it == t.vocab.end()) error(field, "token \"{}\" is not in model.vocab", shorten(left));
+    auto right_it = t.vocab.find(std::string(right));
+    if (right_it == t.vocab.end()) {
       error(field, "token \"{}\" is not in model.vocab", shorten(right));
     }
     const std::string merged = std::string(left) + std::string(right);
-    auto merged_it = t.vocab_.find(merged);
-    if (merged_it == t.vocab_.end()) {
+    auto merged_it = t.vocab.find(merged);
+    if (merged_it == t.vocab.end()) {
       error(field, "merged token \"{}\" is not in model.vocab", shorten(merged));
     }
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left_it->second)) << 32) |
                          static_cast<uint32_t>(right_it->second);
     // A repeated pair takes its later rank, as in the library (its map insert overwrites).
-    t.merges_[key] = Merge{rank, merged_it->second};
+    t.merges[key] = Merge{rank, merged_it->second};
     ++rank;
   }
 }
 
 void TokenizerJsonLoader::load_added_tokens(element e) {
-  BpeTokenizer& t = *tokenizer_;
+  BpeTables& t = tables_;
   array list = as_array(e, "added_tokens");
   std::unordered_map<std::string, int32_t> by_content;
   std::unordered_map<int32_t, std::string> by_id;
@@ -651,8 +735,8 @@ void TokenizerJsonLoader::load_added_tokens(element e) {
             shorten(by_id[token.id]));
     }
     // An added token may also be a vocab entry (GPT-2's <|endoftext|>), but then with the same id.
-    auto vocab_it = t.vocab_.find(token.content);
-    if (vocab_it != t.vocab_.end() && vocab_it->second != token.id) {
+    auto vocab_it = t.vocab.find(token.content);
+    if (vocab_it != t.vocab.end() && vocab_it->second != token.id) {
       error(field + ".id", "{} but model.vocab has \"{}\" as {}", token.id, shorten(token.content),
             vocab_it->second);
     }
@@ -661,14 +745,9 @@ void TokenizerJsonLoader::load_added_tokens(element e) {
       error(field + ".id", "{} is model.vocab's \"{}\", not \"{}\"", token.id,
             shorten(id_it->second), shorten(token.content));
     }
-    t.vocab_size_ = std::max(t.vocab_size_, token.id + 1);
-    t.added_tokens_.push_back(std::move(token));
+    t.vocab_size = std::max(t.vocab_size, token.id + 1);
+    t.added_tokens.push_back(std::move(token));
   }
-  for (const AddedToken& token : t.added_tokens_) {
-    (token.normalized ? t.normalized_added_ : t.raw_added_).add(&token);
-  }
-  t.raw_added_.finish();
-  t.normalized_added_.finish();
 }
 
 void TokenizerJsonLoader::load_pre_tokenizer(element e, const std::string& field) {
@@ -691,7 +770,7 @@ void TokenizerJsonLoader::load_pre_tokenizer(element e, const std::string& field
     if (optional_bool(o, "use_regex", field, true)) {
       step.split = std::make_unique<Regex>(kGpt2Pattern, false, source_ + ": " + field);
     }
-    tokenizer_->pre_tokenizer_.push_back(std::move(step));
+    tables_.pre_tokenizer.push_back(std::move(step));
   } else if (type == "Split") {
     if (seen_byte_level_)
       error(field, "a Split after the ByteLevel pre-tokenizer is not supported");
@@ -713,11 +792,42 @@ void TokenizerJsonLoader::load_pre_tokenizer(element e, const std::string& field
     } else {
       error(field + ".pattern", "expected {{\"Regex\": ...}} or {{\"String\": ...}}");
     }
-    tokenizer_->pre_tokenizer_.push_back(std::move(step));
+    tables_.pre_tokenizer.push_back(std::move(step));
+  } else if (type == "Metaspace") {
+    tables_.pre_tokenizer.push_back(metaspace_step(o, field));
   } else {
-    error(field + ".type", "pre-tokenizer '{}' is not supported (ByteLevel, Split, Sequence)",
+    error(field + ".type",
+          "pre-tokenizer '{}' is not supported (ByteLevel, Metaspace, Split, Sequence)",
           shorten(type));
   }
+}
+
+PreTokenizerStep TokenizerJsonLoader::metaspace_step(object o, const std::string& field) {
+  if (seen_metaspace_) error(field, "only one Metaspace pre-tokenizer is supported");
+  seen_metaspace_ = true;
+  const std::string_view replacement =
+      as_string(required(o, "replacement", field), field + ".replacement");
+  if (replacement != kMetaspace) {
+    error(field + ".replacement", "'{}' is not supported (only \"\u2581\")", shorten(replacement));
+  }
+  PreTokenizerStep step;
+  step.metaspace = true;
+  step.split_on_metaspace = optional_bool(o, "split", field, true);
+  step.prepend = optional_bool(o, "add_prefix_space", field, true) ? PreTokenizerStep::kAlways
+                                                                   : PreTokenizerStep::kNever;
+  if (auto scheme = member(o, "prepend_scheme")) {
+    const std::string_view name = as_string(*scheme, field + ".prepend_scheme");
+    if (name == "always") {
+      step.prepend = PreTokenizerStep::kAlways;
+    } else if (name == "first") {
+      step.prepend = PreTokenizerStep::kFirst;
+    } else if (name == "never") {
+      step.prepend = PreTokenizerStep::kNever;
+    } else {
+      error(field + ".prepend_scheme", "'{}' is not one of always, first, never", shorten(name));
+    }
+  }
+  return step;
 }
 
 void TokenizerJsonLoader::load_normalizer(element e, const std::string& field) {
@@ -732,35 +842,161 @@ void TokenizerJsonLoader::load_normalizer(element e, const std::string& field) {
     }
     return;
   }
+  NormalizerStep step;
   if (type == "NFC") {
-    // NFC is idempotent, so a repeated one changes nothing.
-    tokenizer_->nfc_ = true;
+    step.kind = NormalizerStep::kNfc;
+  } else if (type == "Prepend") {
+    step.kind = NormalizerStep::kPrepend;
+    step.text = as_string(required(o, "prepend", field), field + ".prepend");
+  } else if (type == "Replace") {
+    step.kind = NormalizerStep::kReplace;
+    step.replacement = as_string(required(o, "content", field), field + ".content");
+    object pattern = as_object(required(o, "pattern", field), field + ".pattern");
+    if (auto regex = member(pattern, "Regex")) {
+      const std::string where = field + ".pattern.Regex";
+      step.pattern =
+          std::make_unique<Regex>(as_string(*regex, where), false, source_ + ": " + where);
+    } else if (auto literal = member(pattern, "String")) {
+      step.text = as_string(*literal, field + ".pattern.String");
+      if (step.text.empty()) error(field + ".pattern.String", "an empty pattern");
+      if (step.text == " " && step.replacement == kMetaspace) spaces_as_metaspace_ = true;
+    } else {
+      error(field + ".pattern", "expected {{\"Regex\": ...}} or {{\"String\": ...}}");
+    }
+  } else {
+    error(field + ".type", "normalizer '{}' is not supported (NFC, Prepend, Replace, Sequence)",
+          shorten(type));
+  }
+  tables_.normalizer.push_back(std::move(step));
+}
+
+void TokenizerJsonLoader::load_decoder(element e, const std::string& field) {
+  object o = as_object(e, field);
+  const std::string_view type = as_string(required(o, "type", field), field + ".type");
+  if (type == "Sequence") {
+    array steps = as_array(required(o, "decoders", field), field + ".decoders");
+    size_t index = 0;
+    for (element step : steps) load_decoder(step, fmt::format("{}.decoders[{}]", field, index++));
+  } else if (type == "ByteLevel") {
+    decoder_.byte_level = true;
+  } else if (type == "ByteFallback") {
+    decoder_.byte_fallback = true;
+  } else if (type == "Fuse") {
+    seen_fuse_ = true;
+  } else if (type == "Replace") {
+    object pattern = as_object(required(o, "pattern", field), field + ".pattern");
+    const std::string_view from =
+        as_string(required(pattern, "String", field + ".pattern"), field + ".pattern.String");
+    if (from.empty()) error(field + ".pattern.String", "an empty pattern");
+    const std::string_view to = as_string(required(o, "content", field), field + ".content");
+    decoder_.replacements.emplace_back(from, to);
+  } else if (type == "Strip") {
+    // Strip runs per token; only after Fuse is that the whole text, the one case files use.
+    const std::string_view content = as_string(required(o, "content", field), field + ".content");
+    const element start = required(o, "start", field), stop = required(o, "stop", field);
+    const bool leading_space = content == " " && start.is_int64() && int64_t(start) <= 1 &&
+                               stop.is_int64() && int64_t(stop) == 0;
+    if (!seen_fuse_ || !leading_space || int64_t(start) < 0) {
+      error(field, "only Strip(\" \", start 0 or 1, stop 0) after Fuse is supported");
+    }
+    if (int64_t(start) == 1) decoder_.strip_leading_space = true;
+  } else if (type == "Metaspace") {
+    const std::string_view replacement =
+        as_string(required(o, "replacement", field), field + ".replacement");
+    decoder_.replacements.emplace_back(replacement, " ");
+    bool prepends = optional_bool(o, "add_prefix_space", field, true);
+    if (auto scheme = member(o, "prepend_scheme")) {
+      prepends = as_string(*scheme, field + ".prepend_scheme") != "never";
+    }
+    decoder_.strip_leading_space = prepends;
+  } else {
+    error(field + ".type",
+          "decoder '{}' is not supported (ByteLevel, Metaspace, Replace, ByteFallback, Fuse, "
+          "Strip, Sequence)",
+          shorten(type));
+  }
+}
+
+// TemplateProcessing's single-sequence template gives the ids encode(text, true) adds.
+void TokenizerJsonLoader::load_post_processor(element e, const std::string& field) {
+  object o = as_object(e, field);
+  const std::string_view type = as_string(required(o, "type", field), field + ".type");
+  if (type == "Sequence") {
+    array steps = as_array(required(o, "processors", field), field + ".processors");
+    size_t index = 0;
+    for (element step : steps) {
+      load_post_processor(step, fmt::format("{}.processors[{}]", field, index++));
+    }
     return;
   }
-  error(field + ".type", "normalizer '{}' is not supported (only NFC or null)", shorten(type));
+  if (type == "ByteLevel") return;  // it only trims offsets
+  if (type != "TemplateProcessing") {
+    error(field + ".type", "post-processor '{}' is not supported (TemplateProcessing, ByteLevel)",
+          shorten(type));
+  }
+  object specials = as_object(required(o, "special_tokens", field), field + ".special_tokens");
+  array single = as_array(required(o, "single", field), field + ".single");
+  special_.prefix.clear();
+  special_.suffix.clear();
+  bool after_text = false;
+  size_t index = 0;
+  for (element item : single) {
+    const std::string where = fmt::format("{}.single[{}]", field, index++);
+    object piece = as_object(item, where);
+    if (member(piece, "Sequence")) {
+      after_text = true;
+      continue;
+    }
+    object token = as_object(required(piece, "SpecialToken", where), where + ".SpecialToken");
+    const std::string_view name = as_string(required(token, "id", where), where + ".id");
+    auto entry = member(specials, name);
+    if (!entry) error(where + ".id", "\"{}\" is not in special_tokens", shorten(name));
+    const std::string ids_field =
+        fmt::format("{}.special_tokens[\"{}\"].ids", field, shorten(name));
+    for (element id :
+         as_array(required(as_object(*entry, ids_field), "ids", ids_field), ids_field)) {
+      const int32_t value = as_id(id, ids_field);
+      if (value >= tables_.vocab_size) error(ids_field, "id {} is not in the vocabulary", value);
+      (after_text ? special_.suffix : special_.prefix).push_back(value);
+    }
+  }
+  if (special_.prefix.size() == 1) special_.bos = special_.prefix[0];
+  if (special_.suffix.size() == 1) special_.eos = special_.suffix[0];
 }
 
-void TokenizerJsonLoader::check_decoder(element e) const {
-  object o = as_object(e, "decoder");
-  const std::string_view type = as_string(required(o, "type", "decoder"), "decoder.type");
-  if (type != "ByteLevel") {
-    error("decoder.type", "decoder '{}' is not supported (only ByteLevel)", shorten(type));
+// Byte-level when a ByteLevel pre-tokenizer is there; SentencePiece-style when spaces become "▁"
+// (a Metaspace pre-tokenizer or a Replace normalizer); anything else is a family we do not know.
+void TokenizerJsonLoader::choose_family() {
+  BpeTables& t = tables_;
+  if (seen_byte_level_ && (seen_metaspace_ || spaces_as_metaspace_)) {
+    error("pre_tokenizer", "mixes ByteLevel with SentencePiece's \"\u2581\" spaces");
+  }
+  if (!seen_byte_level_ && !seen_metaspace_ && !spaces_as_metaspace_) {
+    error("pre_tokenizer",
+          "has no ByteLevel or Metaspace step, and no normalizer writes spaces as \"\u2581\": "
+          "not a tokenizer family roseinfer knows (byte-level or SentencePiece-style BPE)");
+  }
+  t.byte_level = seen_byte_level_;
+  if (t.byte_level != decoder_.byte_level) {
+    error("decoder", "{}",
+          t.byte_level ? "byte-level BPE needs the ByteLevel decoder"
+                       : "a ByteLevel decoder on SentencePiece-style BPE");
+  }
+  t.byte_ids.fill(-1);
+  for (int b = 0; b < 256; ++b) {
+    const std::string text =
+        t.byte_level ? byte_level_char(static_cast<uint8_t>(b)) : fmt::format("<0x{:02X}>", b);
+    auto it = t.vocab.find(text);
+    if (it != t.vocab.end()) t.byte_ids[b] = it->second;
   }
 }
 
-void TokenizerJsonLoader::build_token_table() {
-  BpeTokenizer& t = *tokenizer_;
-  const ByteLevelAlphabet& alphabet = byte_level_alphabet();
-  std::vector<const std::string*> token_of_id(static_cast<size_t>(t.vocab_size_), nullptr);
-  for (const auto& [id, token] : vocab_by_id_) token_of_id[id] = &token;
+std::vector<std::string> TokenizerJsonLoader::token_text() const {
+  std::vector<std::string> text(static_cast<size_t>(tables_.vocab_size));
+  for (const auto& [id, token] : vocab_by_id_) text[id] = token;
   // Added tokens win over model entries for decoding, as in the library.
-  for (const AddedToken& token : t.added_tokens_) token_of_id[token.id] = &token.content;
-  t.token_offsets_.assign(token_of_id.size() + 1, 0);
-  for (size_t id = 0; id < token_of_id.size(); ++id) {
-    if (token_of_id[id] != nullptr) t.token_bytes_ += alphabet.decode(*token_of_id[id]);
-    if (t.token_bytes_.size() > UINT32_MAX) fail("{}: the vocabulary is too large", source_);
-    t.token_offsets_[id + 1] = static_cast<uint32_t>(t.token_bytes_.size());
-  }
+  for (const AddedToken& token : tables_.added_tokens) text[token.id] = token.content;
+  return text;
 }
 
 std::unique_ptr<Tokenizer> TokenizerJsonLoader::load(std::string_view content) {
@@ -770,24 +1006,26 @@ std::unique_ptr<Tokenizer> TokenizerJsonLoader::load(std::string_view content) {
     fail("{}: not valid JSON: {}", source_, simdjson::error_message(err));
   }
   object top = as_object(root, "(top level)");
-  tokenizer_ = std::make_unique<BpeTokenizer>();
   load_model(required(top, "model", "(top level)"));
   if (auto added = member(top, "added_tokens")) load_added_tokens(*added);
+  if (tables_.vocab_size == 0) error("model.vocab", "is empty");
   if (auto normalizer = member(top, "normalizer")) load_normalizer(*normalizer, "normalizer");
-  auto pre_tokenizer = member(top, "pre_tokenizer");
-  if (!pre_tokenizer) error("pre_tokenizer", "missing: byte-level BPE needs a ByteLevel one");
-  load_pre_tokenizer(*pre_tokenizer, "pre_tokenizer");
-  if (!seen_byte_level_)
-    error("pre_tokenizer", "has no ByteLevel step (needed for byte-level BPE)");
-  // The post-processor only adds special tokens around a sequence (Llama-3's BOS): encode() here
-  // is the library's encode(add_special_tokens=False), so it is accepted and not applied.
-  if (auto post = member(top, "post_processor")) as_object(*post, "post_processor");
+  if (auto pre_tokenizer = member(top, "pre_tokenizer")) {
+    load_pre_tokenizer(*pre_tokenizer, "pre_tokenizer");
+  }
   auto decoder = member(top, "decoder");
-  if (!decoder) error("decoder", "missing: byte-level BPE needs the ByteLevel decoder");
-  check_decoder(*decoder);
-  if (tokenizer_->vocab_size_ == 0) error("model.vocab", "is empty");
-  build_token_table();
-  return std::move(tokenizer_);
+  if (!decoder) error("decoder", "missing: the decoder says how tokens become text");
+  load_decoder(*decoder, "decoder");
+  choose_family();
+  if (auto post = member(top, "post_processor")) load_post_processor(*post, "post_processor");
+  special_.special.assign(static_cast<size_t>(tables_.vocab_size), 0);
+  for (const AddedToken& token : tables_.added_tokens) special_.special[token.id] = token.special;
+  const std::vector<std::string> text = token_text();
+  try {
+    return std::make_unique<BpeTokenizer>(std::move(tables_), text, decoder_, std::move(special_));
+  } catch (const Error& e) {
+    fail("{}: {}", source_, e.what());
+  }
 }
 
 }  // namespace

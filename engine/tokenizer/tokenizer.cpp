@@ -5,9 +5,22 @@
 
 namespace rose {
 
-std::string Tokenizer::decode(std::span<const int32_t> ids) const {
+std::vector<int32_t> Tokenizer::encode(std::string_view text, bool add_special) const {
+  std::vector<int32_t> body = encode(text);
+  if (!add_special) return body;
+  std::vector<int32_t> ids = special_.prefix;
+  ids.insert(ids.end(), body.begin(), body.end());
+  ids.insert(ids.end(), special_.suffix.begin(), special_.suffix.end());
+  return ids;
+}
+
+std::string Tokenizer::decode(std::span<const int32_t> ids, bool skip_special_tokens) const {
   std::string bytes;
-  for (int32_t id : ids) bytes += token_bytes(id);
+  for (int32_t id : ids) {
+    if (!skip_special_tokens || !is_special(id)) bytes += token_bytes(id);
+  }
+  // As the library: special tokens are dropped before the decoder strips the leading space.
+  if (special_.strip_leading_space && bytes.starts_with(' ')) bytes.erase(0, 1);
   std::string text;
   text.reserve(bytes.size());
   utf8::append_lossy(text, bytes);
@@ -15,7 +28,13 @@ std::string Tokenizer::decode(std::span<const int32_t> ids) const {
 }
 
 std::string IncrementalDetokenizer::push(int32_t id) {
-  pending_ += tokenizer_->token_bytes(id);
+  if (skip_special_tokens_ && tokenizer_->is_special(id)) return {};
+  std::string bytes = tokenizer_->token_bytes(id);
+  if (!started_ && !bytes.empty()) {
+    started_ = true;
+    if (tokenizer_->special_tokens().strip_leading_space && bytes[0] == ' ') bytes.erase(0, 1);
+  }
+  pending_ += bytes;
   // Everything before a trailing, still completable character decodes the same way now as it
   // will in the full text, so it can go out; invalid bytes inside it become U+FFFD right away.
   const size_t ready = utf8::complete_prefix_length(pending_);
