@@ -204,3 +204,25 @@ TEST_CASE("stats count committed lookups; reset drops every key") {
   CHECK(index.num_keys() == 0);
   CHECK(match(index, tokens).empty());
 }
+
+TEST_CASE("cached_prefix_blocks: what match_prefix would hit, for the router, touching nothing") {
+  BlockPool pool(8, kBlock);
+  PrefixIndex index(pool, "model", "");
+  const std::vector<int32_t> tokens = iota_tokens(10, 1);
+  fill(pool, index, tokens);  // two full blocks keyed
+  CHECK(index.cached_prefix_blocks(tokens) == 2);
+  CHECK(index.cached_prefix_blocks(std::vector<int32_t>(tokens.begin(), tokens.begin() + 8)) == 1);
+  std::vector<int32_t> other = tokens;
+  other[5] = 99;
+  CHECK(index.cached_prefix_blocks(other) == int(match(index, other).size()));
+  CHECK(index.cached_prefix_blocks(other) == 1);
+  CHECK(index.cached_prefix_blocks({}) == 0);
+  CHECK(index.stats().lookups == 0);
+  // The chain in block_key.h names blocks as the index does.
+  const rose::BlockKeyChain chain("model", "");
+  std::vector<BlockKey> keys, chained;
+  std::vector<uint8_t> scratch;
+  index.extend_keys(tokens, 2, keys);
+  chain.extend(tokens, kBlock, 2, chained, scratch);
+  CHECK(keys == chained);
+}

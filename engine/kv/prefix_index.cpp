@@ -1,37 +1,16 @@
 #include "engine/kv/prefix_index.h"
 
-#include <xxhash.h>
-
 #include <algorithm>
-#include <cstring>
 
 #include "engine/common/error.h"
 
 namespace rose {
-namespace {
-
-// Parent of block 0: a fixed value, so block 0's key is as well mixed as any other.
-constexpr BlockKey kRootKey{0x726f7365696e6665ull, 0x722d707265666978ull};
-
-BlockKey hash_bytes(const void* data, size_t size) {
-  const XXH128_hash_t h = XXH3_128bits(data, size);
-  return {h.low64, h.high64};
-}
-
-void put_key(uint8_t* dst, const BlockKey& key) {
-  std::memcpy(dst, &key.lo, 8);
-  std::memcpy(dst + 8, &key.hi, 8);
-}
-
-}  // namespace
 
 PrefixIndex::PrefixIndex(BlockPool& pool, const std::string& model_id,
                          const std::string& cache_salt)
     : pool_(pool),
       block_size_(pool.block_size()),
-      model_key_(hash_bytes(model_id.data(), model_id.size())),
-      salt_key_(hash_bytes(cache_salt.data(), cache_salt.size())),
-      has_salt_(!cache_salt.empty()),
+      chain_(model_id, cache_salt),
       block_key_(size_t(pool.num_blocks())),
       block_has_key_(size_t(pool.num_blocks()), 0),
       block_tokens_(size_t(pool.num_blocks()) * size_t(pool.block_size()), 0),
@@ -48,26 +27,12 @@ PrefixIndex::~PrefixIndex() { pool_.set_reuse_listener(nullptr); }
 BlockKey PrefixIndex::block_key(const BlockKey& parent, int block_index,
                                 std::span<const int32_t> tokens) {
   ROSE_ASSERT(int(tokens.size()) == block_size_);
-  uint8_t* p = hash_input_.data();
-  put_key(p, block_index == 0 ? kRootKey : parent);
-  put_key(p + 16, model_key_);
-  size_t offset = 32;
-  if (block_index == 0 && has_salt_) {
-    put_key(p + offset, salt_key_);
-    offset += 16;
-  }
-  const size_t token_bytes = tokens.size() * sizeof(int32_t);
-  std::memcpy(p + offset, tokens.data(), token_bytes);
-  return hash_bytes(p, offset + token_bytes);
+  return chain_.key(parent, block_index, tokens, hash_input_);
 }
 
 void PrefixIndex::extend_keys(std::span<const int32_t> tokens, int num_blocks,
                               std::vector<BlockKey>& keys) {
-  ROSE_ASSERT(int64_t(num_blocks) * block_size_ <= int64_t(tokens.size()));
-  for (int b = int(keys.size()); b < num_blocks; ++b) {
-    const BlockKey parent = b == 0 ? kRootKey : keys[size_t(b) - 1];
-    keys.push_back(block_key(parent, b, tokens.subspan(size_t(b) * block_size_, block_size_)));
-  }
+  chain_.extend(tokens, block_size_, num_blocks, keys, hash_input_);
 }
 
 int PrefixIndex::match_prefix(std::span<const int32_t> tokens, std::vector<BlockKey>& keys,
@@ -81,6 +46,20 @@ int PrefixIndex::match_prefix(std::span<const int32_t> tokens, std::vector<Block
         find(keys[size_t(matched)], tokens.subspan(size_t(matched) * block_size_, block_size_));
     if (block < 0) break;
     hits.push_back(block);
+  }
+  return matched;
+}
+
+int PrefixIndex::cached_prefix_blocks(std::span<const int32_t> tokens) const {
+  if (tokens.empty()) return 0;
+  const int max_blocks = int((tokens.size() - 1) / size_t(block_size_));
+  std::vector<BlockKey> keys;
+  std::vector<uint8_t> scratch;
+  int matched = 0;
+  for (; matched < max_blocks; ++matched) {
+    chain_.extend(tokens, block_size_, matched + 1, keys, scratch);
+    const auto block_tokens = tokens.subspan(size_t(matched) * block_size_, size_t(block_size_));
+    if (find(keys[size_t(matched)], block_tokens) < 0) break;
   }
   return matched;
 }

@@ -1,23 +1,19 @@
 #pragma once
 // Prefix cache index (reference/prefix-caching.md): a full block's key is XXH3-128 of (parent key,
 // the block's token ids, extra keys: the model id in every block, the cache salt in block 0 only),
-// so one key stands for the whole prefix up to that block. The index maps a key to the one block
-// that holds it and keeps the block's token ids, which every hit compares, so a hash collision can
-// never serve wrong KV. Keys live on blocks until the pool reuses them (lazy eviction).
+// so one key stands for the whole prefix up to that block (the chain is engine/kv/block_key.h). The
+// index maps a key to the one block that holds it and keeps the block's token ids, which every hit
+// compares, so a hash collision can never serve wrong KV. Keys live on blocks until the pool reuses
+// them (lazy eviction).
 #include <cstdint>
 #include <span>
 #include <string>
 #include <vector>
 
+#include "engine/kv/block_key.h"
 #include "engine/kv/block_pool.h"
 
 namespace rose {
-
-struct BlockKey {
-  uint64_t lo = 0;
-  uint64_t hi = 0;
-  bool operator==(const BlockKey&) const = default;
-};
 
 class PrefixIndex : public BlockReuseListener {
  public:
@@ -38,6 +34,10 @@ class PrefixIndex : public BlockReuseListener {
   // and returns how many; refcounts are untouched (the caller acquires them once it commits).
   int match_prefix(std::span<const int32_t> tokens, std::vector<BlockKey>& keys,
                    std::vector<int32_t>& hits);
+
+  // What match_prefix would hit now, without touching keys, stats or scratch: the router's precise
+  // policy asks every replica this. O(hit blocks + 1) hashes.
+  int cached_prefix_blocks(std::span<const int32_t> tokens) const;
 
   // The block holding `key` whose stored tokens equal `tokens` (block_size,), or -1.
   int32_t find(const BlockKey& key, std::span<const int32_t> tokens) const;
@@ -81,9 +81,7 @@ class PrefixIndex : public BlockReuseListener {
 
   BlockPool& pool_;
   int block_size_;
-  BlockKey model_key_;
-  BlockKey salt_key_;
-  bool has_salt_;
+  BlockKeyChain chain_;
   // Open addressing with linear probing, at most half full: a key can be held by at most one
   // block, so capacity 2 * num_blocks bounds the load and nothing allocates after construction.
   std::vector<Slot> table_;  // (capacity,) capacity a power of two
@@ -91,7 +89,7 @@ class PrefixIndex : public BlockReuseListener {
   std::vector<BlockKey> block_key_;     // (num_blocks,) valid where block_has_key_
   std::vector<uint8_t> block_has_key_;  // (num_blocks,)
   std::vector<int32_t> block_tokens_;   // (num_blocks, block_size) token ids of keyed blocks
-  std::vector<uint8_t> hash_input_;     // scratch: parent | model | salt | tokens
+  std::vector<uint8_t> hash_input_;     // scratch of chain_.key
   int num_keys_ = 0;
   Stats stats_;
 };
