@@ -1,0 +1,23 @@
+#pragma once
+// The load half of routing shared by the prefix and precise policies: the seed's threshold guard,
+// then GAIE's weighted scores (queue, KV utilisation, prefix match), maximum wins.
+#include <span>
+#include <vector>
+
+#include "engine/cluster/route_policy.h"
+
+namespace rose {
+
+// Replicas under both thresholds of `guard`; every replica when none is (affinity must not stall).
+std::vector<int> guarded_candidates(std::span<const ReplicaLoad> loads, const LoadGuard& guard);
+
+// The candidate with the highest weights.queue * (maxQ - q) / (maxQ - minQ) (1 when all equal) +
+// weights.kv * (1 - kv utilisation) + weights.prefix * prefix_scores[r]; queue spread over the
+// candidates. Ties go to the first candidate at or after `tie_start` (mod replicas), so equal
+// replicas are used in turn rather than the lowest index always.
+// `prefix_scores`: (num_replicas,) in [0, 1].
+int pick_best_scored(std::span<const int> candidates, std::span<const ReplicaLoad> loads,
+                     std::span<const double> prefix_scores, const ScoreWeights& weights,
+                     int tie_start);
+
+}  // namespace rose
