@@ -321,3 +321,82 @@ TEST_CASE(
   CHECK_THROWS_AS(make_arrival_times(3, 0.0, 1.0, 0), Error);
   CHECK_THROWS_AS(make_arrival_times(3, 1.0, 0.0, 0), Error);
 }
+
+TEST_CASE("prefix-groups: G x P prompts, each its group's L-token prefix then Q of its own") {
+  WorkloadOptions o = named("prefix-groups:3:4:20:5");
+  o.random_output_len = 7;
+  const auto requests = make_workload(o, nullptr);
+  REQUIRE(requests.size() == 12);
+  std::vector<std::vector<int32_t>> prefixes;  // distinct group prefixes seen
+  std::vector<int> count;
+  for (const RequestSpec& r : requests) {
+    CHECK(ids(r).size() == 25);
+    CHECK(r.max_tokens == 7);
+    const std::vector<int32_t> head(ids(r).begin(), ids(r).begin() + 20);
+    const auto it = std::find(prefixes.begin(), prefixes.end(), head);
+    if (it == prefixes.end()) {
+      prefixes.push_back(head);
+      count.push_back(1);
+    } else {
+      ++count[size_t(it - prefixes.begin())];
+    }
+  }
+  CHECK(prefixes.size() == 3);
+  CHECK(count == std::vector<int>{4, 4, 4});
+  // The same seed gives the same requests in the same order.
+  CHECK(make_workload(o, nullptr)[5].prompt_token_ids == requests[5].prompt_token_ids);
+}
+
+TEST_CASE("prefix-groups: xK sizes the prefixes to K x one replica's KV; Zipf skews the groups") {
+  WorkloadOptions o = named("prefix-groups:4:2:x2:8");
+  o.replica_kv_tokens = 1000;
+  // 4 groups x L = 2 x 1000 tokens: L = 500.
+  CHECK(ids(make_workload(o, nullptr)[0]).size() == 508);
+  o.replica_kv_tokens = 0;
+  CHECK(error_of(o).find("needs one replica's KV capacity") != std::string::npos);
+
+  WorkloadOptions z = named("prefix-groups:8:100:16:4:1.2");
+  const auto requests = make_workload(z, nullptr);
+  REQUIRE(requests.size() == 800);
+  std::vector<std::vector<int32_t>> heads;
+  std::vector<int> count;
+  for (const RequestSpec& r : requests) {
+    const std::vector<int32_t> head(ids(r).begin(), ids(r).begin() + 16);
+    const auto it = std::find(heads.begin(), heads.end(), head);
+    if (it == heads.end()) {
+      heads.push_back(head);
+      count.push_back(1);
+    } else {
+      ++count[size_t(it - heads.begin())];
+    }
+  }
+  // Zipf(1.2) over 8 groups: the hottest has 1 / H = 1 / 2.40 ~ 42% of the prompts.
+  const int hottest = *std::max_element(count.begin(), count.end());
+  CHECK(hottest > 280);
+  CHECK(hottest < 390);
+}
+
+TEST_CASE("chat: later turns extend earlier ones and arrive GAP apart, in arrival order") {
+  WorkloadOptions o = named("chat:3:4:10:6:1.5");
+  const auto requests = make_workload(o, nullptr);
+  REQUIRE(requests.size() == 12);
+  for (size_t i = 1; i < requests.size(); ++i)
+    CHECK(*requests[i - 1].arrival_time <= *requests[i].arrival_time);
+  // Group by first 10 tokens (the first user turn) and check the chain within each conversation.
+  int chained = 0;
+  for (const RequestSpec& a : requests) {
+    for (const RequestSpec& b : requests) {
+      if (ids(b).size() == ids(a).size() + 16 && same_prefix(ids(a), ids(b), ids(a).size())) {
+        CHECK(*b.arrival_time == doctest::Approx(*a.arrival_time + 1.5));
+        ++chained;
+      }
+    }
+    CHECK(a.max_tokens == 6);
+    CHECK(*a.arrival_time < 1.5 * 4);
+  }
+  CHECK(chained == 3 * 3);  // each conversation: turns 1..3 extend the one before
+  CHECK(error_of(named("chat:3")).find("expected chat:C:T") != std::string::npos);
+  CHECK(error_of(named("prefix-groups:2:2:y")).find("expected prefix-groups") != std::string::npos);
+  CHECK_NOTHROW(check_workload_name("chat:2:2"));
+  CHECK_THROWS_AS(check_workload_name("chat:0:2"), Error);
+}

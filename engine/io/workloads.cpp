@@ -202,12 +202,13 @@ std::vector<RequestSpec> make_nano256(const WorkloadOptions& o) {
   return std::move(b.requests);
 }
 
-int parse_grid_number(std::string_view text, const std::string& spec, const char* what) {
+int parse_grid_number(std::string_view text, const std::string& spec, const char* what,
+                      const char* expected = "grid:B:PP:TG") {
   int value = 0;
   const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
   if (ec != std::errc() || end != text.data() + text.size() || value < 1) {
-    fail("--dataset-name {}: {} must be a positive integer, got '{}' (expected grid:B:PP:TG)", spec,
-         what, text);
+    fail("--dataset-name {}: {} must be a positive integer, got '{}' (expected {})", spec, what,
+         text, expected);
   }
   return value;
 }
@@ -216,7 +217,7 @@ struct GridSpec {
   int batch = 0, prompt_len = 0, output_len = 0;
 };
 
-GridSpec parse_grid(const std::string& spec) {
+std::vector<std::string_view> split_spec(const std::string& spec) {
   std::vector<std::string_view> parts;
   std::string_view rest(spec);
   for (size_t colon; (colon = rest.find(':')) != std::string_view::npos;) {
@@ -224,6 +225,11 @@ GridSpec parse_grid(const std::string& spec) {
     rest.remove_prefix(colon + 1);
   }
   parts.push_back(rest);
+  return parts;
+}
+
+GridSpec parse_grid(const std::string& spec) {
+  const std::vector<std::string_view> parts = split_spec(spec);
   if (parts.size() != 4)
     fail("--dataset-name {}: expected grid:B:PP:TG, e.g. grid:64:512:128", spec);
   GridSpec grid;
@@ -240,11 +246,154 @@ std::vector<RequestSpec> make_grid(const WorkloadOptions& o) {
 
 bool is_grid_name(const std::string& name) { return name.rfind("grid:", 0) == 0 || name == "grid"; }
 
+bool has_prefix(const std::string& name, const char* word) {
+  const std::string_view w(word);
+  return name == w || (name.size() > w.size() && name.rfind(w, 0) == 0 && name[w.size()] == ':');
+}
+
+double parse_spec_real(std::string_view text, const std::string& spec, const char* what,
+                       const char* expected) {
+  double value = 0;
+  const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc() || end != text.data() + text.size() || !(value >= 0) ||
+      !std::isfinite(value)) {
+    fail("--dataset-name {}: {} must be a number >= 0, got '{}' (expected {})", spec, what, text,
+         expected);
+  }
+  return value;
+}
+
+constexpr const char* kPrefixGroupsForm = "prefix-groups:G:P:L[:Q[:ALPHA]], L a length or xK";
+constexpr const char* kChatForm = "chat:C:T[:U[:A[:GAP]]]";
+
+struct PrefixGroupsSpec {
+  int groups = 0, prompts_per_group = 0, question_len = 128;
+  int prefix_len = 0;      // 0 when given as a multiple of the KV capacity
+  double kv_multiple = 0;  // xK: all groups' prefixes = K x one replica's KV tokens
+  double zipf_alpha = 0;   // 0: every group exactly P prompts
+};
+
+PrefixGroupsSpec parse_prefix_groups(const std::string& spec) {
+  const std::vector<std::string_view> parts = split_spec(spec);
+  if (parts.size() < 4 || parts.size() > 6)
+    fail("--dataset-name {}: expected {}, e.g. prefix-groups:64:16:2048", spec, kPrefixGroupsForm);
+  PrefixGroupsSpec p;
+  p.groups = parse_grid_number(parts[1], spec, "G", kPrefixGroupsForm);
+  p.prompts_per_group = parse_grid_number(parts[2], spec, "P", kPrefixGroupsForm);
+  if (!parts[3].empty() && parts[3][0] == 'x') {
+    p.kv_multiple = parse_spec_real(parts[3].substr(1), spec, "K of xK", kPrefixGroupsForm);
+    if (!(p.kv_multiple > 0)) fail("--dataset-name {}: K of xK must be > 0", spec);
+  } else {
+    p.prefix_len = parse_grid_number(parts[3], spec, "L", kPrefixGroupsForm);
+  }
+  if (parts.size() > 4) p.question_len = parse_grid_number(parts[4], spec, "Q", kPrefixGroupsForm);
+  if (parts.size() > 5) p.zipf_alpha = parse_spec_real(parts[5], spec, "ALPHA", kPrefixGroupsForm);
+  return p;
+}
+
+// Group g of G drawn with probability proportional to 1 / (g + 1)^alpha (inverse CDF).
+int draw_zipf(WorkloadRng& rng, const std::vector<double>& cdf) {
+  const double u = rng.uniform01() * cdf.back();
+  return int(std::upper_bound(cdf.begin(), cdf.end(), u) - cdf.begin());
+}
+
+// G groups of P prompts: the group's random prefix, then Q tokens of the prompt's own; shuffled so
+// the groups interleave. With ALPHA > 0 each of the G*P prompts draws its group from Zipf(ALPHA).
+std::vector<RequestSpec> make_prefix_groups(const WorkloadOptions& o) {
+  PrefixGroupsSpec p = parse_prefix_groups(o.name);
+  if (p.kv_multiple > 0) {
+    if (o.replica_kv_tokens < 1) {
+      fail(
+          "--dataset-name {}: a prefix length xK needs one replica's KV capacity (--num-kv-blocks)",
+          o.name);
+    }
+    p.prefix_len =
+        std::max(1, int(std::ceil(p.kv_multiple * double(o.replica_kv_tokens) / p.groups)));
+  }
+  const int output_len = o.random_output_len.value_or(128);
+  if (output_len < 1) fail("--random-output-len must be at least 1, got {}", output_len);
+  Builder b(o);
+  std::vector<std::vector<int32_t>> prefixes;
+  for (int g = 0; g < p.groups; ++g) prefixes.push_back(b.random_tokens(p.prefix_len));
+  const int n = count_or(o, p.groups * p.prompts_per_group);
+  std::vector<int> group_of(static_cast<size_t>(n));
+  if (p.zipf_alpha > 0) {
+    std::vector<double> cdf;
+    double total = 0;
+    for (int g = 0; g < p.groups; ++g) cdf.push_back(total += std::pow(g + 1.0, -p.zipf_alpha));
+    for (int& g : group_of) g = draw_zipf(b.rng, cdf);
+  } else {
+    for (int i = 0; i < n; ++i) group_of[static_cast<size_t>(i)] = i % p.groups;
+    for (size_t i = group_of.size(); i > 1; --i) {
+      std::swap(group_of[i - 1],
+                group_of[static_cast<size_t>(b.rng.uniform_int(0, static_cast<int64_t>(i) - 1))]);
+    }
+  }
+  for (int g : group_of) {
+    std::vector<int32_t> prompt = prefixes[static_cast<size_t>(g)];
+    const std::vector<int32_t> question = b.random_tokens(p.question_len);
+    prompt.insert(prompt.end(), question.begin(), question.end());
+    b.add(std::move(prompt), output_len);
+  }
+  return std::move(b.requests);
+}
+
+struct ChatSpec {
+  int conversations = 0, turns = 0, user_len = 128, reply_len = 64;
+  double gap_s = 2.0;
+};
+
+ChatSpec parse_chat(const std::string& spec) {
+  const std::vector<std::string_view> parts = split_spec(spec);
+  if (parts.size() < 3 || parts.size() > 6)
+    fail("--dataset-name {}: expected {}, e.g. chat:32:6", spec, kChatForm);
+  ChatSpec c;
+  c.conversations = parse_grid_number(parts[1], spec, "C", kChatForm);
+  c.turns = parse_grid_number(parts[2], spec, "T", kChatForm);
+  if (parts.size() > 3) c.user_len = parse_grid_number(parts[3], spec, "U", kChatForm);
+  if (parts.size() > 4) c.reply_len = parse_grid_number(parts[4], spec, "A", kChatForm);
+  if (parts.size() > 5) c.gap_s = parse_spec_real(parts[5], spec, "GAP", kChatForm);
+  return c;
+}
+
+// C conversations of T turns: turn k's prompt is turn k-1's prompt, a stand-in reply of A tokens
+// and U new user tokens, so every later turn extends the earlier ones. Conversation c starts at a
+// uniform time in [0, GAP) and its turns arrive GAP seconds apart; requests are in arrival order.
+std::vector<RequestSpec> make_chat(const WorkloadOptions& o) {
+  const ChatSpec c = parse_chat(o.name);
+  Builder b(o);
+  struct Turn {
+    double arrival;
+    std::vector<int32_t> prompt;
+  };
+  std::vector<Turn> all;
+  for (int conv = 0; conv < c.conversations; ++conv) {
+    const double start = b.rng.uniform01() * c.gap_s;
+    std::vector<int32_t> history;
+    for (int k = 0; k < c.turns; ++k) {
+      if (k > 0) {
+        const std::vector<int32_t> reply = b.random_tokens(c.reply_len);
+        history.insert(history.end(), reply.begin(), reply.end());
+      }
+      const std::vector<int32_t> user = b.random_tokens(c.user_len);
+      history.insert(history.end(), user.begin(), user.end());
+      all.push_back({start + k * c.gap_s, history});
+    }
+  }
+  std::stable_sort(all.begin(), all.end(),
+                   [](const Turn& x, const Turn& y) { return x.arrival < y.arrival; });
+  for (Turn& turn : all) {
+    b.add(std::move(turn.prompt), c.reply_len);
+    b.requests.back().arrival_time = turn.arrival;
+  }
+  return std::move(b.requests);
+}
+
 [[noreturn]] void unknown_workload(const std::string& name) {
   fail(
       "--dataset-name '{}': unknown; expected random, shared-prefix, sharegpt, seed000, nano256, "
-      "serve or grid:B:PP:TG",
-      name);
+      "serve, grid:B:PP:TG, {} or {}",
+      name, kPrefixGroupsForm, kChatForm);
 }
 
 std::vector<RequestSpec> make_sharegpt(const WorkloadOptions& o, const Tokenizer* tokenizer) {
@@ -322,12 +471,22 @@ std::vector<RequestSpec> make_workload(const WorkloadOptions& options, const Tok
   if (name == "nano256") return make_nano256(options);
   if (name == "serve") return make_fixed(options, count_or(options, 500), 550, 330, 150);
   if (is_grid_name(name)) return make_grid(options);
+  if (has_prefix(name, "prefix-groups")) return make_prefix_groups(options);
+  if (has_prefix(name, "chat")) return make_chat(options);
   unknown_workload(name);
 }
 
 void check_workload_name(const std::string& name) {
   for (const char* known : {"random", "shared-prefix", "sharegpt", "seed000", "nano256", "serve"}) {
     if (name == known) return;
+  }
+  if (has_prefix(name, "prefix-groups")) {
+    parse_prefix_groups(name);
+    return;
+  }
+  if (has_prefix(name, "chat")) {
+    parse_chat(name);
+    return;
   }
   if (!is_grid_name(name)) unknown_workload(name);
   parse_grid(name);

@@ -25,6 +25,16 @@
 //   nano256         256 requests, input and output lengths uniform in [100, 1024].
 //   serve           500 requests of 550 tokens whose first 330 are shared, 150 output tokens.
 //   grid:B:PP:TG    B requests of PP random tokens and TG output tokens.
+//   prefix-groups:G:P:L[:Q[:ALPHA]]
+//                   routing (reference/routing.md W2/W4): G groups x P prompts, each an L-token
+//                   group prefix then Q (128) tokens of its own, shuffled; L = xK sizes the G
+//                   prefixes to K x one replica's KV capacity (replica_kv_tokens); ALPHA > 0 draws
+//                   each prompt's group from Zipf(ALPHA) instead; --random-output-len (128) output.
+//   chat:C:T[:U[:A[:GAP]]]
+//                   multi-turn replay (W5): C conversations x T turns; turn k = turn k-1's prompt +
+//                   an A-token (64) stand-in reply + U (128) new tokens, A output tokens; a
+//                   conversation starts uniformly in [0, GAP) (2 s), its turns GAP apart, and every
+//                   request carries its arrival_time.
 // --num-prompts, when given, overrides the request count of the named workloads too.
 #include <cstdint>
 #include <optional>
@@ -50,6 +60,8 @@ struct WorkloadOptions {
   uint64_t seed = 0;
   int vocab_size = 0;     // the model's; token ids stay below min(vocab_size, 10000)
   int max_model_len = 0;  // 0: no limit; else requests must fit (prompt + output <= this)
+  int64_t replica_kv_tokens =
+      0;  // one replica's KV pool in tokens, for prefix-groups' xK; 0: unknown
 };
 
 // Throws rose::Error for an unknown name, a malformed grid spec, bad lengths, or a bad ShareGPT
