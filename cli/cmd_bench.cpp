@@ -171,6 +171,7 @@ void bench_command(BenchArgs& args) {
     w.seed = args.engine.seed;
     w.vocab_size = model.config().vocab_size;
     w.max_model_len = context;
+    w.replica_kv_tokens = int64_t(args.engine.num_kv_blocks) * args.engine.block_size;
     file.requests = make_workload(w, model.tokenizer.get());
     source = "dataset " + w.name;
   }
@@ -193,7 +194,7 @@ void bench_command(BenchArgs& args) {
 
   // Online arrivals: --request-rate (Poisson or gamma), else the file's arrival_time when every
   // line has one, else all at once.
-  bool trace = from_file && !args.request_rate_opt->count();
+  bool trace = !args.request_rate_opt->count();  // files, and workloads such as chat
   for (const RequestSpec& spec : file.requests) trace = trace && spec.arrival_time.has_value();
   std::vector<double> online_arrivals;
   std::string arrival_text;

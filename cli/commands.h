@@ -12,3 +12,5 @@ void register_bench_command(CLI::App& app, int& exit_code);
 void register_info_command(CLI::App& app, int& exit_code);
 // roseinfer compare BASE.json NEW.json (cli/cmd_compare.cpp).
 void register_compare_command(CLI::App& app, int& exit_code);
+// roseinfer calibrate RESULTS.json... -o sim.json (cli/cmd_calibrate.cpp).
+void register_calibrate_command(CLI::App& app, int& exit_code);

@@ -33,6 +33,7 @@ int main(int argc, char** argv) {
   register_bench_command(app, exit_code);
   register_compare_command(app, exit_code);
   register_info_command(app, exit_code);
+  register_calibrate_command(app, exit_code);
 
   try {
     app.parse(argc, argv);
