@@ -12,3 +12,5 @@ void register_bench_command(CLI::App& app, int& exit_code);
 void register_info_command(CLI::App& app, int& exit_code);
 // roseinfer compare BASE.json NEW.json (cli/cmd_compare.cpp).
 void register_compare_command(CLI::App& app, int& exit_code);
+// roseinfer report RESULTS.json... -o report.html (cli/cmd_report.cpp).
+void register_report_command(CLI::App& app, int& exit_code);
