@@ -7,7 +7,7 @@ DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev lib
 # What `make run` runs: a shipped prompt file on the default preset, on the best device present.
 RUN_ARGS ?=
 
-.PHONY: all deps build run test test-fast test-asan fuzz bundle format clean fixtures
+.PHONY: all deps deps-test build run test test-fast test-asan fuzz bundle format clean fixtures
 
 all: build
 
@@ -21,6 +21,19 @@ deps:
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
 	fi
 
+# Optional, for tests only: headless Chromium for the report's browser test. A machine that cannot
+# install it (no network, no sudo) still tests everything else; that test reports itself skipped.
+TEST_DEB_PACKAGES := chromium
+deps-test:
+	@missing=""; for p in $(TEST_DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing (optional, for tests):$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; } \
+	    || echo "could not install$$missing: the tests that need it will be skipped"; \
+	fi
+
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
 
@@ -32,11 +45,11 @@ run: build
 	./$(BUILD)/roseinfer bench datasets/sample.jsonl --mode all $(RUN_ARGS)
 
 # Every test through ctest: the release build, then the same tests under ASan+UBSan (CPU only).
-test: build
+test: build deps-test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 	$(MAKE) test-asan
 
-test-fast: build
+test-fast: build deps-test
 	cd $(BUILD) && ctest --output-on-failure -j $(JOBS)
 
 test-asan: deps

@@ -14,3 +14,5 @@ void register_info_command(CLI::App& app, int& exit_code);
 void register_compare_command(CLI::App& app, int& exit_code);
 // roseinfer calibrate RESULTS.json... -o sim.json (cli/cmd_calibrate.cpp).
 void register_calibrate_command(CLI::App& app, int& exit_code);
+// roseinfer report RESULTS.json... -o report.html (cli/cmd_report.cpp).
+void register_report_command(CLI::App& app, int& exit_code);

@@ -32,6 +32,7 @@ int main(int argc, char** argv) {
   register_run_command(app, exit_code);
   register_bench_command(app, exit_code);
   register_compare_command(app, exit_code);
+  register_report_command(app, exit_code);
   register_info_command(app, exit_code);
   register_calibrate_command(app, exit_code);
 

@@ -88,6 +88,8 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
     const int64_t input_len = int64_t(requests[i].prompt.size());
     detail.input_lens.push_back(input_len);
     detail.cached_tokens.push_back(result.cached_prompt_tokens);
+    detail.arrivals.push_back(timeline.arrival);
+    detail.first_scheduled.push_back(timeline.first_scheduled);
 
     if (request_failed(result)) {
       ++report.failed;
@@ -151,6 +153,7 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
   report.cache = run.cache;
   report.kv = run.kv;
   report.steps = run.steps;
+  report.step_series = run.step_series;
   if (run.steps.decode_time_s > 0.0) {
     report.decode_gbps = run.steps.decode_bytes / run.steps.decode_time_s / 1e9;
   }

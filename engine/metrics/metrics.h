@@ -34,6 +34,9 @@ struct Slo {
 struct RequestDetail {
   std::vector<int64_t> input_lens, output_lens, cached_tokens;
   std::vector<double> ttfts, e2els;       // seconds
+  // Seconds since the run's start, for the report's timeline: when the request became visible and
+  // when it was first scheduled (-1: never). Empty in files written before they were added.
+  std::vector<double> arrivals, first_scheduled;
   std::vector<std::vector<double>> itls;  // seconds; (num_requests, output_len - 1)
 };
 
@@ -58,6 +61,7 @@ struct BenchReport {
   double decode_throughput = 0;
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
   RequestDetail detail;
+  StepSeries step_series;  // written with --save-detailed
 };
 
 // A request counts as failed when it produced no token or never finished; failed requests are

@@ -455,6 +455,19 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
       w.begin_array();
       for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
       w.end_array();
+      w.key("arrivals");
+      w.number_array(d.arrivals);
+      w.key("first_scheduled");
+      w.number_array(d.first_scheduled);
+      const StepSeries& series = report.step_series;
+      w.key("step_times");
+      w.number_array(series.time);
+      w.key("step_kv_used_blocks");
+      w.number_array(series.kv_used_blocks);
+      w.key("step_running");
+      w.number_array(series.running);
+      w.key("step_waiting");
+      w.number_array(series.waiting);
     }
     w.end_object();
   }
@@ -654,6 +667,12 @@ void read_detail(const Reader& reader, simdjson::dom::object run, const std::str
   if (auto e = reader.find(run, "e2els")) {
     detail.e2els = read_number_array<double>(reader, *e, prefix + "e2els");
   }
+  if (auto e = reader.find(run, "arrivals")) {
+    detail.arrivals = read_number_array<double>(reader, *e, prefix + "arrivals");
+  }
+  if (auto e = reader.find(run, "first_scheduled")) {
+    detail.first_scheduled = read_number_array<double>(reader, *e, prefix + "first_scheduled");
+  }
   if (auto e = reader.find(run, "itls")) {
     size_t index = 0;
     for (element gaps : reader.array(*e, prefix + "itls")) {
@@ -661,6 +680,49 @@ void read_detail(const Reader& reader, simdjson::dom::object run, const std::str
           read_number_array<double>(reader, gaps, fmt::format("{}itls[{}]", prefix, index++)));
     }
   }
+}
+
+void read_step_series(const Reader& reader, simdjson::dom::object run, const std::string& prefix,
+                      StepSeries& series) {
+  if (auto e = reader.find(run, "step_times")) {
+    series.time = read_number_array<double>(reader, *e, prefix + "step_times");
+  }
+  if (auto e = reader.find(run, "step_kv_used_blocks")) {
+    series.kv_used_blocks = read_number_array<int>(reader, *e, prefix + "step_kv_used_blocks");
+  }
+  if (auto e = reader.find(run, "step_running")) {
+    series.running = read_number_array<int>(reader, *e, prefix + "step_running");
+  }
+  if (auto e = reader.find(run, "step_waiting")) {
+    series.waiting = read_number_array<int>(reader, *e, prefix + "step_waiting");
+  }
+  const size_t n = series.time.size();
+  if (series.kv_used_blocks.size() != n || series.running.size() != n ||
+      series.waiting.size() != n) {
+    fail("{}: field '{}step_*': the per-step arrays differ in length", reader.source(), prefix);
+  }
+}
+
+// The numeric keys of each replica of a cluster run ("per_replica": [{...}, ...]), as found.
+std::vector<std::map<std::string, double>> read_per_replica(const Reader& reader,
+                                                            simdjson::dom::object run,
+                                                            const std::string& prefix) {
+  std::vector<std::map<std::string, double>> replicas;
+  const std::optional<element> section = reader.find(run, "per_replica");
+  if (!section) return replicas;
+  size_t index = 0;
+  for (element item : reader.array(*section, prefix + "per_replica")) {
+    const std::string field = fmt::format("{}per_replica[{}]", prefix, index++);
+    std::map<std::string, double>& values = replicas.emplace_back();
+    for (auto [key, value] : reader.object(item, field)) {
+      const element_type type = value.type();
+      if (type == element_type::INT64 || type == element_type::UINT64 ||
+          type == element_type::DOUBLE) {
+        values[std::string(key)] = reader.number(value, field + "." + std::string(key));
+      }
+    }
+  }
+  return replicas;
 }
 
 ConfigValue read_config_value(const Reader& reader, element e, const std::string& field) {
@@ -762,8 +824,10 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
     }
     BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
     read_detail(reader, run, prefix, report.detail);
+    read_step_series(reader, run, prefix, report.step_series);
     results.runs.push_back(std::move(report));
     results.run_values.push_back(std::move(values));
+    results.run_replicas.push_back(read_per_replica(reader, run, prefix));
   }
   return results;
 }

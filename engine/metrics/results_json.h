@@ -8,7 +8,9 @@
 // The flat keys follow vLLM's bench JSON where one exists (completed, duration, request_throughput,
 // mean_ttft_ms, p99_itl_ms, request_goodput, ...), so scripts written for vLLM read them unchanged;
 // run_numbers() lists them all. Detail arrays (--save-detailed) are per run: input_lens,
-// output_lens, cached_tokens, ttfts, e2els (seconds), itls (seconds, one array per request).
+// output_lens, cached_tokens, ttfts, e2els (seconds), itls (seconds, one array per request),
+// arrivals and first_scheduled (seconds since the run's start), and one sample per engine step:
+// step_times, step_kv_used_blocks, step_running, step_waiting.
 // Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
 #include <cstdint>
 #include <filesystem>
@@ -44,6 +46,9 @@ struct BenchResults {
   // Filled by the reader: every numeric key of each run exactly as found in the file (parallel to
   // runs), so compare can use any key, including ones this build does not model.
   std::vector<std::map<std::string, double>> run_values;
+  // Filled by the reader from a cluster run's "per_replica" array: each replica's numeric keys
+  // (parallel to runs; empty for single-engine runs).
+  std::vector<std::vector<std::map<std::string, double>>> run_replicas;
 };
 
 // "p99" for 99, "p99.9" for 99.9: vLLM's spelling (Python's str of the float, integer part only

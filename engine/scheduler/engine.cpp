@@ -165,6 +165,11 @@ RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallb
       host_start = std::chrono::steady_clock::now();
       scheduler.update(m.out, sampled_at, callbacks);
       stats.schedule_time_s += seconds_since(host_start);
+      StepSeries& series = result.step_series;
+      series.time.push_back(sampled_at);
+      series.kv_used_blocks.push_back(m.pool.num_used());
+      series.running.push_back(scheduler.num_running());
+      series.waiting.push_back(scheduler.num_waiting());
     }
   } catch (...) {
     // A failed step (a backend or callback error) leaves blocks held and keys registered for KV

@@ -78,12 +78,20 @@ struct StepStats {
   double decode_bytes = 0.0;    // weights + KV bytes those pure-decode steps had to read
 };
 
+// One sample per step, taken after the step's update (for the report's KV and queue charts).
+struct StepSeries {
+  std::vector<double> time;        // seconds since the run's start
+  std::vector<int> kv_used_blocks;  // blocks referenced after the step
+  std::vector<int> running, waiting;
+};
+
 struct RunResult {
   std::vector<RequestResult> requests;  // in input order
   double duration_s = 0.0;              // last finish - first arrival
   PrefixCacheStats cache;
   KvStats kv;
   StepStats steps;
+  StepSeries step_series;
 };
 
 struct RunCallbacks {
