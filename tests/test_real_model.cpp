@@ -7,7 +7,8 @@
 //
 // Tolerances. Both sides dequantize to the same fp32 weights (test_gguf checks the dequantizers
 // to 1e-6 relative), so logits differ only by fp32 summation order over 30 layers:
-//   max |ours - transformers| <= 1e-3 * max |transformers| per last-position row;
+//   max |ours - transformers| <= 1e-4 * max |transformers| per last-position row
+// (measured: at most 6.4e-5 absolute, 2.6e-6 relative, on logits up to 34);
 // greedy continuations must match for all 40 tokens (the script reports the smallest top-1/top-2
 // gap on those paths); perplexity on the Austen text within 0.5% of transformers'.
 #include <doctest/doctest.h>
@@ -194,7 +195,7 @@ TEST_CASE("SmolLM2 GGUF on the CPU: last-position logits and 40 greedy tokens ma
                           << ")");
         worst_relative = std::max(worst_relative, max_diff / max_ref);
         CHECK(max_ref > 1.0f);
-        CHECK(max_diff <= 1e-3f * max_ref);
+        CHECK(max_diff <= 1e-4f * max_ref);
       }
       CHECK(out.sampled[i] == ref.greedy[i][step]);
       seqs[i].tokens.push_back(ref.greedy[i][step]);
@@ -230,7 +231,8 @@ TEST_CASE("SmolLM2 GGUF on the CPU: perplexity of the Austen text within 0.5% of
   }
   const double perplexity = std::exp(total_nll / double(seq.tokens.size() - 1));
   MESSAGE("perplexity " << perplexity << " vs transformers " << ref.perplexity << " over "
-                        << seq.tokens.size() << " tokens");
+                        << seq.tokens.size() << " tokens; relative difference "
+                        << std::abs(perplexity - ref.perplexity) / ref.perplexity);
   CHECK(ref.perplexity > 1.0);
   CHECK(std::abs(perplexity - ref.perplexity) <= 0.005 * ref.perplexity);
 }
