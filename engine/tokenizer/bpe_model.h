@@ -84,13 +84,21 @@ struct TokenDecoder {
   bool strip_leading_space = false;  // Strip(" ", 1, 0) after Fuse, or Metaspace's prefix rule
 };
 
+// Lets the vocabulary be searched with a string_view, without building a std::string per lookup
+// (loading a 280k-merge file does three lookups per merge).
+struct StringHash {
+  using is_transparent = void;
+  size_t operator()(std::string_view text) const { return std::hash<std::string_view>{}(text); }
+};
+using VocabMap = std::unordered_map<std::string, int32_t, StringHash, std::equal_to<>>;
+
 struct BpeTables {
   int vocab_size = 0;
   // Byte-level (GPT-2): symbols are bytes spelled in the ByteLevel alphabet. Otherwise
   // SentencePiece-style: symbols are characters, with "<0xNN>" tokens for missing ones.
   bool byte_level = true;
-  std::unordered_map<std::string, int32_t> vocab;  // token text as stored -> id (model only)
-  std::unordered_map<uint64_t, Merge> merges;      // (left id << 32 | right id) -> merge
+  VocabMap vocab;                              // token text as stored -> id (model only)
+  std::unordered_map<uint64_t, Merge> merges;  // (left id << 32 | right id) -> merge
   // (256,) byte-level: the id of each byte's token; otherwise the id of "<0xNN>" under
   // byte_fallback; -1 where there is none.
   std::array<int32_t, 256> byte_ids{};

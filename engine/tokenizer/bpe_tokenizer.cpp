@@ -351,7 +351,7 @@ std::vector<int32_t> BpeTokenizer::initial_symbols(std::string_view word) const 
     } else {
       const utf8::Scan s = utf8::scan(word.substr(at));
       length = s.kind == utf8::Scan::kValid ? s.length : 1;
-      auto it = t_.vocab.find(std::string(word.substr(at, length)));
+      auto it = t_.vocab.find(word.substr(at, length));
       if (it != t_.vocab.end()) id = it->second;
     }
     const std::string_view unit = word.substr(at, length);
@@ -634,20 +634,23 @@ void TokenizerJsonLoader::load_model(element e) {
 
   object vocab = as_object(required(model, "vocab", "model"), "model.vocab");
   t.vocab.reserve(vocab.size());
+  vocab_by_id_.reserve(vocab.size());
   for (auto [key, value] : vocab) {
-    const std::string field = fmt::format("model.vocab[\"{}\"]", shorten(key));
-    const int32_t id = as_id(value, field);
+    // Formatted only for an error, as in load_merges.
+    const auto field = [&] { return fmt::format("model.vocab[\"{}\"]", shorten(key)); };
+    const bool plain_id = value.is_int64() && int64_t(value) >= 0 && int64_t(value) <= kMaxTokenId;
+    const int32_t id = plain_id ? static_cast<int32_t>(int64_t(value)) : as_id(value, field());
     auto [it, inserted] = vocab_by_id_.emplace(id, std::string(key));
     if (!inserted) {
-      error(field, "id {} is already used by \"{}\"", id, shorten(it->second));
+      error(field(), "id {} is already used by \"{}\"", id, shorten(it->second));
     }
-    if (!t.vocab.emplace(std::string(key), id).second) error(field, "token appears twice");
+    if (!t.vocab.emplace(std::string(key), id).second) error(field(), "token appears twice");
     t.vocab_size = std::max(t.vocab_size, id + 1);
   }
 
   if (auto unk = member(model, "unk_token")) {
     const std::string_view unk_token = as_string(*unk, "model.unk_token");
-    auto it = t.vocab.find(std::string(unk_token));
+    auto it = t.vocab.find(unk_token);
     if (it == t.vocab.end()) {
       error("model.unk_token", "\"{}\" is not in model.vocab", shorten(unk_token));
     }
@@ -662,12 +665,15 @@ void TokenizerJsonLoader::load_merges(object model) {
   t.merges.reserve(merges.size());
   std::optional<bool> pair_format;  // the two formats cannot be mixed in one list
   int32_t rank = 0;
+  std::string merged;  // reused: one allocation for the whole list
+  // The field name is only formatted for an error: a 280k-merge file should not pay for it.
+  const auto field = [&] { return fmt::format("model.merges[{}]", rank); };
   for (element merge : merges) {
-    const std::string field = fmt::format("model.merges[{}]", rank);
     std::string_view left, right;
     if (merge.is_string()) {
       const std::string_view line = std::string_view(merge);
-      if (pair_format.value_or(false)) error(field, "a \"a b\" string among [\"a\", \"b\"] pairs");
+      if (pair_format.value_or(false))
+        error(field(), "a \"a b\" string among [\"a\", \"b\"] pairs");
       pair_format = false;
       if (line.starts_with("#version")) {  // a header line of old merges.txt files
         ++rank;
@@ -675,31 +681,36 @@ void TokenizerJsonLoader::load_merges(object model) {
       }
       const size_t space = line.find(' ');
       if (space == std::string_view::npos || line.find(' ', space + 1) != std::string_view::npos) {
-        error(field, "\"{}\" is not two tokens separated by one space", shorten(line));
+        error(field(), "\"{}\" is not two tokens separated by one space", shorten(line));
       }
       left = line.substr(0, space);
       right = line.substr(space + 1);
     } else if (merge.is_array()) {
-      if (!pair_format.value_or(true)) error(field, "a [\"a\", \"b\"] pair among \"a b\" strings");
+      if (!pair_format.value_or(true))
+        error(field(), "a [\"a\", \"b\"] pair among \"a b\" strings");
       pair_format = true;
       array pair = array(merge);
       if (pair.size() != 2)
-        error(field, "expected a pair of two tokens, got {} items", pair.size());
-      left = as_string(pair.at(0).value_unsafe(), field + "[0]");
-      right = as_string(pair.at(1).value_unsafe(), field + "[1]");
+        error(field(), "expected a pair of two tokens, got {} items", pair.size());
+      const element first = pair.at(0).value_unsafe(), second = pair.at(1).value_unsafe();
+      if (!first.is_string()) as_string(first, field() + "[0]");
+      if (!second.is_string()) as_string(second, field() + "[1]");
+      left = std::string_view(first);
+      right = std::string_view(second);
     } else {
-      error(field, "expected \"a b\" or [\"a\", \"b\"], got {}", type_name(merge));
+      error(field(), "expected \"a b\" or [\"a\", \"b\"], got {}", type_name(merge));
     }
-    auto left_it = t.vocab.find(std::string(left));
-    if (left_it == t.vocab.end()) error(field, "token \"{}\" is not in model.vocab", shorten(left));
-    auto right_it = t.vocab.find(std::string(right));
+    auto left_it = t.vocab.find(left);
+    if (left_it == t.vocab.end())
+      error(field(), "token \"{}\" is not in model.vocab", shorten(left));
+    auto right_it = t.vocab.find(right);
     if (right_it == t.vocab.end()) {
-      error(field, "token \"{}\" is not in model.vocab", shorten(right));
+      error(field(), "token \"{}\" is not in model.vocab", shorten(right));
     }
-    const std::string merged = std::string(left) + std::string(right);
+    merged.assign(left).append(right);
     auto merged_it = t.vocab.find(merged);
     if (merged_it == t.vocab.end()) {
-      error(field, "merged token \"{}\" is not in model.vocab", shorten(merged));
+      error(field(), "merged token \"{}\" is not in model.vocab", shorten(merged));
     }
     const uint64_t key = (static_cast<uint64_t>(static_cast<uint32_t>(left_it->second)) << 32) |
                          static_cast<uint32_t>(right_it->second);
