@@ -137,6 +137,31 @@ struct Progress {
   }
 };
 
+// The warm-up run (cache reset after it unless `keep_cache`), then the measured run, with a
+// progress line on stderr for each.
+rose::RunResult run_measured(rose::Runner& runner, const std::vector<rose::EngineRequest>& warmup,
+                             const std::vector<rose::EngineRequest>& requests,
+                             const std::string& label, bool keep_cache) {
+  using namespace rose;
+  Progress progress;
+  RunCallbacks callbacks;
+  callbacks.on_finish = [&](int) { progress.finish_one(); };
+  if (!warmup.empty()) {
+    progress.total = static_cast<int>(warmup.size());
+    progress.label = label + " (warm-up)";
+    runner.run(warmup, callbacks);
+    progress.clear();
+    // The measured run starts cold unless asked otherwise.
+    if (!keep_cache) runner.reset_prefix_cache();
+    progress.done = 0;
+  }
+  progress.label = label;
+  progress.total = static_cast<int>(requests.size());
+  const RunResult result = runner.run(requests, callbacks);
+  progress.clear();
+  return result;
+}
+
 void bench_command(BenchArgs& args) {
   using namespace rose;
   std::vector<double> percentiles;
@@ -175,8 +200,8 @@ void bench_command(BenchArgs& args) {
     source = "dataset " + w.name;
   }
   // Tokenized here, before any clock starts.
-  const std::vector<EngineRequest> base = cli::to_engine_requests(
-      file.requests, source, model, args.defaults, args.engine.seed, context);
+  const std::vector<EngineRequest> base =
+      prepare_requests(file.requests, source, model, args.defaults, args.engine.seed, context);
 
   std::vector<SchedulerMode> modes;
   if (args.mode == "all") {
@@ -244,29 +269,14 @@ void bench_command(BenchArgs& args) {
       config.max_concurrency = args.max_concurrency;
       config.prefix_cache = cache;
       Engine engine(*backend, config, model.config().name);
-      Progress progress;
-      progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
-      if (!warmup.empty()) {
-        progress.total = static_cast<int>(warmup.size());
-        progress.label += " (warm-up)";
-        RunCallbacks warm_callbacks;
-        warm_callbacks.on_finish = [&](int) { progress.finish_one(); };
-        engine.run(warmup, warm_callbacks);
-        progress.clear();
-        // The measured run starts cold unless asked otherwise.
-        if (!args.keep_cache) engine.reset_prefix_cache();
-        progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
-        progress.done = 0;
-      }
       std::vector<EngineRequest> requests = base;
       for (size_t i = 0; i < requests.size(); ++i) {
         requests[i].arrival_s = mode == SchedulerMode::kOnline ? online_arrivals[i] : 0.0;
       }
-      progress.total = static_cast<int>(requests.size());
-      RunCallbacks callbacks;
-      callbacks.on_finish = [&](int) { progress.finish_one(); };
-      const RunResult result = engine.run(requests, callbacks);
-      progress.clear();
+      const RunResult result =
+          run_measured(engine, warmup, requests,
+                       fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off"),
+                       args.keep_cache);
       reports.push_back(
           make_report(result, requests, mode_name(mode), cache, percentiles, slo, copy_bandwidth));
       fmt::print("\n{}", render_report_table(reports.back()));

@@ -44,8 +44,8 @@ void run_command(RunArgs& args) {
 
   cli::LoadedModel model = cli::open_model(args.model);
   const int context = cli::max_model_len(model, args.engine);
-  std::vector<EngineRequest> requests = cli::to_engine_requests(
-      file.requests, args.prompts_path, model, args.defaults, args.engine.seed, context);
+  std::vector<EngineRequest> requests = prepare_requests(file.requests, args.prompts_path, model,
+                                                         args.defaults, args.engine.seed, context);
 
   // Online mode replays the file's arrival times when every line has one; otherwise everything
   // arrives at once.
@@ -63,9 +63,10 @@ void run_command(RunArgs& args) {
   config.max_num_batched_tokens = args.engine.max_num_batched_tokens;
   config.prefix_cache = !args.no_prefix_cache;
   Engine engine(*backend, config, model.config().name);
+  Runner& runner = engine;
 
   const auto start = std::chrono::steady_clock::now();
-  const RunResult result = engine.run(requests);
+  const RunResult result = runner.run(requests);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

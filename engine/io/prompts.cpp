@@ -269,14 +269,13 @@ std::string message_content(element content, std::string_view field) {
   return text;
 }
 
-// "role: content\n" per message, then "assistant:" for the model to continue.
-std::string render_messages(element messages) {
+std::vector<ChatMessage> parse_messages(element messages) {
   simdjson::dom::array array;
   if (messages.type() != element_type::ARRAY || messages.get_array().get(array) ||
       array.size() == 0) {
     field_error("body.messages", "a nonempty array of messages", messages);
   }
-  std::string prompt;
+  std::vector<ChatMessage> parsed;
   size_t index = 0;
   for (element message : array) {
     const std::string field = fmt::format("body.messages[{}]", index++);
@@ -287,13 +286,11 @@ std::string render_messages(element messages) {
     if (!role) line_error(fmt::format("field '{}.role': missing", field));
     auto content = find_field(obj, "content");
     if (!content) line_error(fmt::format("field '{}.content': missing", field));
-    prompt += get_string(*role, field + ".role");
-    prompt += ": ";
-    prompt += message_content(*content, field + ".content");
-    prompt += '\n';
+    ChatMessage& turn = parsed.emplace_back();
+    turn.role = get_string(*role, field + ".role");
+    turn.content = message_content(*content, field + ".content");
   }
-  prompt += "assistant:";
-  return prompt;
+  return parsed;
 }
 
 RequestSpec parse_openai_line(object obj, int line) {
@@ -316,7 +313,7 @@ RequestSpec parse_openai_line(object obj, int line) {
   if (prompt && messages) {
     line_error("fields 'body.prompt' and 'body.messages': give one, not both");
   } else if (messages) {
-    spec.prompt = render_messages(*messages);
+    spec.messages = parse_messages(*messages);
     spec.openai_chat = true;
   } else if (prompt) {
     // The completions API takes a string or one prompt as an array of token ids.
