@@ -3,6 +3,7 @@
 #include <cmath>
 
 #include "engine/common/error.h"
+#include "engine/common/shell_quote.h"
 #include "engine/metrics/results_json.h"
 #include "engine/model/presets.h"
 
