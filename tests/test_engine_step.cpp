@@ -119,3 +119,33 @@ TEST_CASE("Engine is a Runner") {
   runner.reset_prefix_cache();
   CHECK(runner.run(requests, {}, &clock).cache.hit_tokens == 0);
 }
+
+TEST_CASE("an engine refuses budgets larger than the backend was sized for, when constructed") {
+  FakeBackend backend(64, 16, kVocab);
+  backend.plan_limits.max_num_seqs = 8;
+  backend.plan_limits.max_num_tokens = 128;
+  EngineConfig config;
+  config.max_num_seqs = 8;
+  config.max_num_batched_tokens = 128;
+  CHECK_NOTHROW(Engine(backend, config, "fake"));
+  config.max_num_seqs = 9;
+  CHECK_THROWS_WITH_AS(Engine(backend, config, "fake"), doctest::Contains("max_num_seqs 9"), Error);
+  config.max_num_seqs = 8;
+  config.max_num_batched_tokens = 129;
+  CHECK_THROWS_WITH_AS(Engine(backend, config, "fake"),
+                       doctest::Contains("max_num_batched_tokens 129"), Error);
+}
+
+TEST_CASE("the engine's length limit is the backend's max_model_len") {
+  FakeBackend backend(64, 16, kVocab);
+  backend.plan_limits.max_model_len = 20;
+  Engine engine(backend, EngineConfig{}, "fake");
+  FakeClock clock;
+  engine.start({}, &clock);
+  CHECK_THROWS_WITH_AS(engine.add(make_request(18, 3, 1), 0), doctest::Contains("length limit 20"),
+                       Error);
+  engine.add(make_request(17, 3, 1), 1);
+  while (engine.step(engine.now())) {
+  }
+  CHECK(engine.finish().requests.size() == 1);
+}

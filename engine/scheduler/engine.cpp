@@ -39,6 +39,18 @@ class SteadyClock : public Clock {
   }
 };
 
+// A step the backend was not sized for would fail mid-run as "step plan: ..."; refuse it here.
+void check_budgets(const EngineConfig& config, const PlanLimits& limits) {
+  if (config.max_num_seqs > limits.max_num_seqs) {
+    fail("max_num_seqs {} is more than the backend was sized for ({})", config.max_num_seqs,
+         limits.max_num_seqs);
+  }
+  if (config.max_num_batched_tokens > limits.max_num_tokens) {
+    fail("max_num_batched_tokens {} is more than the backend was sized for ({})",
+         config.max_num_batched_tokens, limits.max_num_tokens);
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -52,7 +64,8 @@ struct Engine::Impl {
       : backend(backend_in),
         config(config_in),
         model_id(std::move(model_id_in)),
-        pool(backend_in.num_kv_blocks(), backend_in.block_size()) {
+        pool(backend_in.limits().num_kv_blocks, backend_in.limits().block_size) {
+    check_budgets(config, backend.limits());
     if (config.prefix_cache) {
       index = std::make_unique<PrefixIndex>(pool, model_id, config.cache_salt);
     }
@@ -125,7 +138,7 @@ void Engine::start(const RunCallbacks& callbacks, Clock* clock) {
   const ModelConfig& model = m.backend.config();
   std::vector<int32_t> eos(model.eos_token_ids.begin(), model.eos_token_ids.end());
   m.scheduler = std::make_unique<Scheduler>(m.config, m.pool, m.index.get(), std::move(eos));
-  m.scheduler->start(model.max_position_embeddings);
+  m.scheduler->start(m.backend.limits().max_model_len);
   m.callbacks = callbacks;
   m.own_clock.reset();
   if (!clock) {
