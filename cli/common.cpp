@@ -136,6 +136,33 @@ std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags
   return make_cpu_backend(*model.weights, options);
 }
 
+EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache) {
+  EngineConfig config;
+  config.mode = mode;
+  config.max_num_seqs = flags.max_num_seqs;
+  config.max_num_batched_tokens = flags.max_num_batched_tokens;
+  config.prefix_cache = prefix_cache;
+  return config;
+}
+
+std::vector<SchedulerMode> parse_modes(const std::string& mode) {
+  if (mode == "all")
+    return {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline};
+  if (mode == "naive") return {SchedulerMode::kNaive};
+  if (mode == "online") return {SchedulerMode::kOnline};
+  return {SchedulerMode::kOffline};
+}
+
+std::optional<std::vector<double>> arrival_times(const std::vector<RequestSpec>& specs) {
+  std::vector<double> times;
+  times.reserve(specs.size());
+  for (const RequestSpec& spec : specs) {
+    if (!spec.arrival_time) return std::nullopt;
+    times.push_back(*spec.arrival_time);
+  }
+  return times;
+}
+
 int max_model_len(const LoadedModel& model, const EngineFlags& engine) {
   const int positions = model.config().max_position_embeddings;
   if (engine.max_model_len > positions) {

@@ -7,6 +7,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -63,6 +64,13 @@ LoadedModel open_model(ModelFlags& flags);
 BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engine);
 std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags& model_flags,
                                       const EngineFlags& engine_flags);
+
+// The engine's budgets from the flags for one scheduler mode and prefix-cache setting.
+EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache);
+// --mode: naive, offline, online, or all (the three in that order).
+std::vector<SchedulerMode> parse_modes(const std::string& mode);
+// Every line's arrival_time, or nullopt when some line has none (then all arrive at once).
+std::optional<std::vector<double>> arrival_times(const std::vector<RequestSpec>& specs);
 
 // The context length requests must fit in: --max-model-len, else the model's positions.
 int max_model_len(const LoadedModel& model, const EngineFlags& engine);
