@@ -137,33 +137,35 @@ struct Progress {
   }
 };
 
-void bench_command(BenchArgs& args) {
+// The workload's specs (a prompt file, or a synthetic workload sized for the model), tokenized
+// into the base requests before any clock starts.
+struct BenchInput {
+  bool from_file = false;
+  rose::PromptFile file;
+  std::string name;  // the prompt file's path or the workload's name
+  std::vector<rose::EngineRequest> base;
+  int64_t input_tokens = 0;
+};
+
+rose::PromptFile read_bench_file(BenchArgs& args) {
+  rose::PromptFile file = rose::read_prompt_file(args.prompts_path, args.skip_invalid);
+  for (const rose::SkippedLine& skip : file.skipped) rose::cli::notice("skipped {}", skip.message);
+  if (args.num_prompts_opt->count() &&
+      static_cast<size_t>(args.num_prompts) < file.requests.size()) {
+    file.requests.resize(static_cast<size_t>(args.num_prompts));  // the file's first N
+  }
+  return file;
+}
+
+BenchInput load_bench_input(BenchArgs& args, const rose::cli::LoadedModel& model, int context,
+                            rose::PromptFile file) {
   using namespace rose;
-  std::vector<double> percentiles;
-  parse_percentiles(args.percentiles, &percentiles);
-  Slo slo;
-  if (!args.slo.empty()) parse_slo(args.slo, &slo);
-
-  const bool from_file = !args.prompts_path.empty();
-  if (!from_file && args.workload.name.empty()) {
-    throw CLI::ValidationError(
-        "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
-        "nano256, serve, grid:B:PP:TG)");
-  }
-  PromptFile file;
-  if (from_file) {
-    file = read_prompt_file(args.prompts_path, args.skip_invalid);
-    for (const SkippedLine& skip : file.skipped) cli::notice("skipped {}", skip.message);
-    if (args.num_prompts_opt->count() &&
-        static_cast<size_t>(args.num_prompts) < file.requests.size()) {
-      file.requests.resize(static_cast<size_t>(args.num_prompts));  // the file's first N
-    }
-  }
-
-  cli::LoadedModel model = cli::open_model(args.model);
-  const int context = cli::max_model_len(model, args.engine);
+  BenchInput in;
+  in.from_file = !args.prompts_path.empty();
+  in.file = std::move(file);
   std::string source = args.prompts_path;
-  if (!from_file) {
+  in.name = args.prompts_path;
+  if (!in.from_file) {
     WorkloadOptions& w = args.workload;
     if (args.num_prompts_opt->count()) w.num_prompts = args.num_prompts;
     if (args.random_output_len_opt->count()) w.random_output_len = args.random_output_len;
@@ -172,172 +174,228 @@ void bench_command(BenchArgs& args) {
     w.vocab_size = model.config().vocab_size;
     w.max_model_len = context;
     w.replica_kv_tokens = int64_t(args.engine.num_kv_blocks) * args.engine.block_size;
-    file.requests = make_workload(w, model.tokenizer.get());
+    in.file.requests = make_workload(w, model.tokenizer.get());
     source = "dataset " + w.name;
+    in.name = w.name;
   }
-  // Tokenized here, before any clock starts.
-  const std::vector<EngineRequest> base = cli::to_engine_requests(
-      file.requests, source, model, args.defaults, args.engine.seed, context);
+  in.base =
+      prepare_requests(in.file.requests, source, model, args.defaults, args.engine.seed, context);
+  for (const EngineRequest& r : in.base) in.input_tokens += static_cast<int64_t>(r.prompt.size());
+  return in;
+}
 
-  std::vector<SchedulerMode> modes;
-  if (args.mode == "all") {
-    modes = {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline};
-  } else if (args.mode == "naive") {
-    modes = {SchedulerMode::kNaive};
-  } else if (args.mode == "online") {
-    modes = {SchedulerMode::kOnline};
-  } else {
-    modes = {SchedulerMode::kOffline};
+// Online arrivals: --request-rate (Poisson or gamma), else the file's arrival_time when every
+// line has one, else all at once.
+struct OnlineArrivals {
+  std::vector<double> times;  // (num requests,)
+  std::string text;           // how they were made, for the header line
+  bool trace = false;         // from the file
+};
+
+OnlineArrivals online_arrivals(const BenchArgs& args, const BenchInput& in) {
+  OnlineArrivals a;
+  std::optional<std::vector<double>> file_times;
+  // Files, and workloads that carry their own arrivals (chat), replay them.
+  if (!args.request_rate_opt->count()) {
+    file_times = rose::cli::arrival_times(in.file.requests);
   }
-  std::vector<bool> cache_settings = {!args.no_prefix_cache};
-  if (args.both_cache_settings) cache_settings = {true, false};
-
-  // Online arrivals: --request-rate (Poisson or gamma), else the file's arrival_time when every
-  // line has one, else all at once.
-  bool trace = !args.request_rate_opt->count();  // files, and workloads such as chat
-  for (const RequestSpec& spec : file.requests) trace = trace && spec.arrival_time.has_value();
-  std::vector<double> online_arrivals;
-  std::string arrival_text;
-  if (trace) {
-    for (const RequestSpec& spec : file.requests) online_arrivals.push_back(*spec.arrival_time);
-    arrival_text = "the file's arrival_time";
-  } else {
-    online_arrivals = make_arrival_times(static_cast<int>(base.size()), args.request_rate,
-                                         args.burstiness, args.engine.seed);
-    arrival_text = std::isinf(args.request_rate)
-                       ? std::string("all at once (--request-rate inf)")
-                       : fmt::format("{} req/s, burstiness {}", args.request_rate, args.burstiness);
+  if (file_times) {
+    a.times = std::move(*file_times);
+    a.text = "the file's arrival_time";
+    a.trace = true;
+    return a;
   }
+  a.times = rose::make_arrival_times(static_cast<int>(in.base.size()), args.request_rate,
+                                     args.burstiness, args.engine.seed);
+  a.text = std::isinf(args.request_rate)
+               ? std::string("all at once (--request-rate inf)")
+               : fmt::format("{} req/s, burstiness {}", args.request_rate, args.burstiness);
+  return a;
+}
 
+// The warm-up run (cache reset after it unless `keep_cache`), then the measured run, with a
+// progress line on stderr for each.
+rose::RunResult run_measured(rose::Runner& runner, const std::vector<rose::EngineRequest>& warmup,
+                             const std::vector<rose::EngineRequest>& requests,
+                             const std::string& label, bool keep_cache) {
+  using namespace rose;
+  Progress progress;
+  RunCallbacks callbacks;
+  callbacks.on_finish = [&](int) { progress.finish_one(); };
+  if (!warmup.empty()) {
+    progress.total = static_cast<int>(warmup.size());
+    progress.label = label + " (warm-up)";
+    runner.run(warmup, callbacks);
+    progress.clear();
+    // The measured run starts cold unless asked otherwise.
+    if (!keep_cache) runner.reset_prefix_cache();
+    progress.done = 0;
+  }
+  progress.label = label;
+  progress.total = static_cast<int>(requests.size());
+  const RunResult result = runner.run(requests, callbacks);
+  progress.clear();
+  return result;
+}
+
+struct BenchContext {
+  const BenchArgs& args;
+  const BenchInput& in;
+  const OnlineArrivals& arrivals;
+  const std::vector<double>& percentiles;
+  const rose::Slo& slo;
   std::optional<double> copy_bandwidth;
+};
+
+// One report per (mode, prefix cache) combination, each with its own engine on `backend`.
+std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& backend,
+                                       const std::string& model_id) {
+  using namespace rose;
+  std::vector<EngineRequest> warmup;
+  for (int i = 0; i < b.args.warmup; ++i) {
+    warmup.push_back(b.in.base[static_cast<size_t>(i) % b.in.base.size()]);
+    warmup.back().arrival_s = 0;
+  }
+  std::vector<bool> cache_settings = {!b.args.no_prefix_cache};
+  if (b.args.both_cache_settings) cache_settings = {true, false};
+  std::vector<BenchReport> reports;
+  for (SchedulerMode mode : cli::parse_modes(b.args.mode)) {
+    for (bool cache : cache_settings) {
+      EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
+      config.max_concurrency = b.args.max_concurrency;
+      Engine engine(backend, config, model_id);
+      std::vector<EngineRequest> requests = b.in.base;
+      for (size_t i = 0; i < requests.size(); ++i) {
+        requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
+      }
+      const RunResult result =
+          run_measured(engine, warmup, requests,
+                       fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off"),
+                       b.args.keep_cache);
+      reports.push_back(make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
+                                    b.copy_bandwidth));
+      fmt::print("\n{}", render_report_table(reports.back()));
+      std::fflush(stdout);
+    }
+  }
+  return reports;
+}
+
+// The "config" object of the results file: every flag that shaped the numbers.
+std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
+    const BenchContext& b, const rose::cli::LoadedModel& model, const rose::Backend& backend,
+    int context) {
+  using rose::ConfigValue;
+  const BenchArgs& args = b.args;
+  std::vector<std::pair<std::string, ConfigValue>> c;
+  c.emplace_back("model", model.name);
+  c.emplace_back("device", model.cuda ? "cuda" : "cpu");
+  c.emplace_back("dtype", model.cuda ? args.model.dtype : std::string("fp32"));
+  c.emplace_back("mode", args.mode);
+  c.emplace_back("prefix_cache", args.both_cache_settings
+                                     ? std::string("both")
+                                     : std::string(args.no_prefix_cache ? "off" : "on"));
+  c.emplace_back("dataset", b.in.name);
+  c.emplace_back("seed", static_cast<int64_t>(args.engine.seed));
+  if (!b.in.from_file) {
+    const rose::WorkloadOptions& w = args.workload;
+    c.emplace_back("num_prompts", static_cast<int64_t>(b.in.base.size()));
+    c.emplace_back("random_input_len", static_cast<int64_t>(w.random_input_len));
+    c.emplace_back("random_output_len", w.random_output_len
+                                            ? ConfigValue(int64_t(*w.random_output_len))
+                                            : ConfigValue());
+    c.emplace_back("random_range_ratio", w.random_range_ratio);
+    c.emplace_back("random_prefix_len", w.random_prefix_len
+                                            ? ConfigValue(int64_t(*w.random_prefix_len))
+                                            : ConfigValue());
+    c.emplace_back("num_prefix_groups", static_cast<int64_t>(w.num_prefix_groups));
+  }
+  c.emplace_back("request_rate",
+                 args.request_rate_opt->count()
+                     ? ConfigValue(args.request_rate)
+                     : ConfigValue(std::string(b.arrivals.trace ? "trace" : "inf")));
+  c.emplace_back("burstiness", args.burstiness);
+  c.emplace_back("max_concurrency", static_cast<int64_t>(args.max_concurrency));
+  c.emplace_back("warmup", static_cast<int64_t>(args.warmup));
+  c.emplace_back("keep_cache_between_runs", args.keep_cache);
+  c.emplace_back("block_size", static_cast<int64_t>(backend.block_size()));
+  c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend.num_kv_blocks()));
+  c.emplace_back("max_num_seqs", static_cast<int64_t>(args.engine.max_num_seqs));
+  c.emplace_back("max_num_batched_tokens",
+                 static_cast<int64_t>(args.engine.max_num_batched_tokens));
+  c.emplace_back("max_model_len", static_cast<int64_t>(context));
+  c.emplace_back("gpu_memory_utilization", args.engine.gpu_memory_utilization);
+  c.emplace_back("cuda_graphs", model.cuda && !args.engine.no_cuda_graph);
+  c.emplace_back("percentiles", args.percentiles);
+  c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));
+  c.emplace_back("copy_bandwidth_gbps",
+                 b.copy_bandwidth ? ConfigValue(*b.copy_bandwidth) : ConfigValue());
+  return c;
+}
+
+void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model,
+                      const rose::Backend& backend, int context,
+                      const std::vector<rose::BenchReport>& reports) {
+  using namespace rose;
+  BenchResults results;
+  results.roseinfer_version = ROSEINFER_VERSION;
+  results.git_commit = ROSEINFER_GIT_COMMIT;
+  results.date = utc_timestamp_now();
+  results.command = cli::command_line();
+  results.model = model.name;
+  results.device = backend.device_name();
+  results.config = bench_config_entries(b, model, backend, context);
+  results.workload.name = b.in.name;
+  results.workload.num_requests = static_cast<int64_t>(b.in.base.size());
+  results.workload.total_input_tokens = b.in.input_tokens;
+  // What changes the computed tokens besides the requests themselves.
+  results.workload.fingerprint = workload_fingerprint(
+      b.in.base, fmt::format("model={};dtype={}", model.config().name,
+                             model.cuda ? b.args.model.dtype : std::string("fp32")));
+  results.runs = reports;
+  write_file_atomically(b.args.json_path, results_to_json(results, b.args.save_detailed));
+  cli::notice("wrote {}", b.args.json_path);
+}
+
+void bench_command(BenchArgs& args) {
+  using namespace rose;
+  std::vector<double> percentiles;
+  parse_percentiles(args.percentiles, &percentiles);
+  Slo slo;
+  if (!args.slo.empty()) parse_slo(args.slo, &slo);
+  if (args.prompts_path.empty() && args.workload.name.empty()) {
+    throw CLI::ValidationError(
+        "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
+        "nano256, serve, grid:B:PP:TG)");
+  }
+  // Parse before loading the model: a bad file should fail fast.
+  PromptFile file;
+  if (!args.prompts_path.empty()) file = read_bench_file(args);
+  cli::LoadedModel model = cli::open_model(args.model);
+  const int context = cli::max_model_len(model, args.engine);
+  const BenchInput in = load_bench_input(args, model, context, std::move(file));
+  const OnlineArrivals arrivals = online_arrivals(args, in);
+  BenchContext b{args, in, arrivals, percentiles, slo, std::nullopt};
   if (args.copy_bandwidth_opt->count()) {
-    copy_bandwidth = args.copy_bandwidth_gbps;
+    b.copy_bandwidth = args.copy_bandwidth_gbps;
   } else if (model.cuda) {
-    copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
+    b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
   }
 
   std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
-  int64_t input_tokens = 0;
-  for (const EngineRequest& r : base) input_tokens += static_cast<int64_t>(r.prompt.size());
-  const std::string workload_name = from_file ? args.prompts_path : args.workload.name;
   fmt::print("roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
-             base.size(), input_tokens, workload_name, model.name, backend->device_name());
-  if (std::find(modes.begin(), modes.end(), SchedulerMode::kOnline) != modes.end()) {
-    fmt::print("online arrivals: {}{}\n", arrival_text,
+             in.base.size(), in.input_tokens, in.name, model.name, backend->device_name());
+  if (args.mode == "online" || args.mode == "all") {
+    fmt::print("online arrivals: {}{}\n", arrivals.text,
                args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
                                     : std::string());
   }
   std::fflush(stdout);
 
-  std::vector<EngineRequest> warmup;
-  for (int i = 0; i < args.warmup; ++i) {
-    warmup.push_back(base[static_cast<size_t>(i) % base.size()]);
-    warmup.back().arrival_s = 0;
-  }
-
-  std::vector<BenchReport> reports;
-  for (SchedulerMode mode : modes) {
-    for (bool cache : cache_settings) {
-      EngineConfig config;
-      config.mode = mode;
-      config.max_num_seqs = args.engine.max_num_seqs;
-      config.max_num_batched_tokens = args.engine.max_num_batched_tokens;
-      config.max_concurrency = args.max_concurrency;
-      config.prefix_cache = cache;
-      Engine engine(*backend, config, model.config().name);
-      Progress progress;
-      progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
-      if (!warmup.empty()) {
-        progress.total = static_cast<int>(warmup.size());
-        progress.label += " (warm-up)";
-        RunCallbacks warm_callbacks;
-        warm_callbacks.on_finish = [&](int) { progress.finish_one(); };
-        engine.run(warmup, warm_callbacks);
-        progress.clear();
-        // The measured run starts cold unless asked otherwise.
-        if (!args.keep_cache) engine.reset_prefix_cache();
-        progress.label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
-        progress.done = 0;
-      }
-      std::vector<EngineRequest> requests = base;
-      for (size_t i = 0; i < requests.size(); ++i) {
-        requests[i].arrival_s = mode == SchedulerMode::kOnline ? online_arrivals[i] : 0.0;
-      }
-      progress.total = static_cast<int>(requests.size());
-      RunCallbacks callbacks;
-      callbacks.on_finish = [&](int) { progress.finish_one(); };
-      const RunResult result = engine.run(requests, callbacks);
-      progress.clear();
-      reports.push_back(
-          make_report(result, requests, mode_name(mode), cache, percentiles, slo, copy_bandwidth));
-      fmt::print("\n{}", render_report_table(reports.back()));
-      std::fflush(stdout);
-    }
-  }
+  const std::vector<BenchReport> reports = run_all(b, *backend, model.config().name);
   if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports));
   std::fflush(stdout);
-
-  if (!args.json_path.empty()) {
-    BenchResults results;
-    results.roseinfer_version = ROSEINFER_VERSION;
-    results.git_commit = ROSEINFER_GIT_COMMIT;
-    results.date = utc_timestamp_now();
-    results.command = cli::command_line();
-    results.model = model.name;
-    results.device = backend->device_name();
-    auto& c = results.config;
-    c.emplace_back("model", model.name);
-    c.emplace_back("device", model.cuda ? "cuda" : "cpu");
-    c.emplace_back("dtype", model.cuda ? args.model.dtype : std::string("fp32"));
-    c.emplace_back("mode", args.mode);
-    c.emplace_back("prefix_cache", args.both_cache_settings
-                                       ? std::string("both")
-                                       : std::string(args.no_prefix_cache ? "off" : "on"));
-    c.emplace_back("dataset", workload_name);
-    c.emplace_back("seed", static_cast<int64_t>(args.engine.seed));
-    if (!from_file) {
-      const WorkloadOptions& w = args.workload;
-      c.emplace_back("num_prompts", static_cast<int64_t>(base.size()));
-      c.emplace_back("random_input_len", static_cast<int64_t>(w.random_input_len));
-      c.emplace_back("random_output_len", w.random_output_len
-                                              ? ConfigValue(int64_t(*w.random_output_len))
-                                              : ConfigValue());
-      c.emplace_back("random_range_ratio", w.random_range_ratio);
-      c.emplace_back("random_prefix_len", w.random_prefix_len
-                                              ? ConfigValue(int64_t(*w.random_prefix_len))
-                                              : ConfigValue());
-      c.emplace_back("num_prefix_groups", static_cast<int64_t>(w.num_prefix_groups));
-    }
-    c.emplace_back("request_rate", args.request_rate_opt->count()
-                                       ? ConfigValue(args.request_rate)
-                                       : ConfigValue(std::string(trace ? "trace" : "inf")));
-    c.emplace_back("burstiness", args.burstiness);
-    c.emplace_back("max_concurrency", static_cast<int64_t>(args.max_concurrency));
-    c.emplace_back("warmup", static_cast<int64_t>(args.warmup));
-    c.emplace_back("keep_cache_between_runs", args.keep_cache);
-    c.emplace_back("block_size", static_cast<int64_t>(backend->block_size()));
-    c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend->num_kv_blocks()));
-    c.emplace_back("max_num_seqs", static_cast<int64_t>(args.engine.max_num_seqs));
-    c.emplace_back("max_num_batched_tokens",
-                   static_cast<int64_t>(args.engine.max_num_batched_tokens));
-    c.emplace_back("max_model_len", static_cast<int64_t>(context));
-    c.emplace_back("gpu_memory_utilization", args.engine.gpu_memory_utilization);
-    c.emplace_back("cuda_graphs", model.cuda && !args.engine.no_cuda_graph);
-    c.emplace_back("percentiles", args.percentiles);
-    c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));
-    c.emplace_back("copy_bandwidth_gbps",
-                   copy_bandwidth ? ConfigValue(*copy_bandwidth) : ConfigValue());
-    results.workload.name = workload_name;
-    results.workload.num_requests = static_cast<int64_t>(base.size());
-    results.workload.total_input_tokens = input_tokens;
-    // What changes the computed tokens besides the requests themselves.
-    results.workload.fingerprint = workload_fingerprint(
-        base, fmt::format("model={};dtype={}", model.config().name,
-                          model.cuda ? args.model.dtype : std::string("fp32")));
-    results.runs = reports;
-    write_file_atomically(args.json_path, results_to_json(results, args.save_detailed));
-    cli::notice("wrote {}", args.json_path);
-  }
+  if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports);
 
   int failed = 0;
   for (const BenchReport& r : reports) failed += r.failed;

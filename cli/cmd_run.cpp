@@ -30,12 +30,6 @@ struct RunArgs {
   rose::cli::RequestDefaults defaults;
 };
 
-rose::SchedulerMode parse_mode(const std::string& mode) {
-  if (mode == "naive") return rose::SchedulerMode::kNaive;
-  if (mode == "online") return rose::SchedulerMode::kOnline;
-  return rose::SchedulerMode::kOffline;
-}
-
 void run_command(RunArgs& args) {
   using namespace rose;
   // Parse before loading the model: a bad file should fail fast.
@@ -44,28 +38,25 @@ void run_command(RunArgs& args) {
 
   cli::LoadedModel model = cli::open_model(args.model);
   const int context = cli::max_model_len(model, args.engine);
-  std::vector<EngineRequest> requests = cli::to_engine_requests(
-      file.requests, args.prompts_path, model, args.defaults, args.engine.seed, context);
+  std::vector<EngineRequest> requests = prepare_requests(file.requests, args.prompts_path, model,
+                                                         args.defaults, args.engine.seed, context);
 
   // Online mode replays the file's arrival times when every line has one; otherwise everything
   // arrives at once.
-  const SchedulerMode mode = parse_mode(args.mode);
-  bool trace = mode == SchedulerMode::kOnline;
-  for (const RequestSpec& spec : file.requests) trace = trace && spec.arrival_time.has_value();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    requests[i].arrival_s = trace ? *file.requests[i].arrival_time : 0.0;
+  const SchedulerMode mode = cli::parse_modes(args.mode).front();
+  if (mode == SchedulerMode::kOnline) {
+    if (const auto times = cli::arrival_times(file.requests)) {
+      for (size_t i = 0; i < requests.size(); ++i) requests[i].arrival_s = (*times)[i];
+    }
   }
 
   std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
-  EngineConfig config;
-  config.mode = mode;
-  config.max_num_seqs = args.engine.max_num_seqs;
-  config.max_num_batched_tokens = args.engine.max_num_batched_tokens;
-  config.prefix_cache = !args.no_prefix_cache;
-  Engine engine(*backend, config, model.config().name);
+  Engine engine(*backend, cli::engine_config(args.engine, mode, !args.no_prefix_cache),
+                model.config().name);
+  Runner& runner = engine;
 
   const auto start = std::chrono::steady_clock::now();
-  const RunResult result = engine.run(requests);
+  const RunResult result = runner.run(requests);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 

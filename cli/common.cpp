@@ -1,9 +1,9 @@
 #include "cli/common.h"
 
 #include <cmath>
-#include <filesystem>
 
 #include "engine/common/error.h"
+#include "engine/common/shell_quote.h"
 #include "engine/metrics/results_json.h"
 #include "engine/model/presets.h"
 
@@ -109,21 +109,8 @@ LoadedModel open_model(ModelFlags& flags) {
     flags.model = m.cuda ? "gpt2" : "tiny";
     notice("no --model given; using the preset '{}'", flags.model);
   }
-  m.name = flags.model;
-  m.weights = rose::open_model(flags.model);
-  const ModelConfig& config = m.weights->config();
-  if (preset_config(flags.model)) {
-    m.tokenizer = make_byte_tokenizer(config.vocab_size);
-    m.tokenizer_source = "preset";
-  } else {
-    const std::filesystem::path path = std::filesystem::path(flags.model) / "tokenizer.json";
-    std::error_code ec;
-    if (std::filesystem::exists(path, ec)) {
-      m.tokenizer = load_tokenizer_json(path);
-      m.tokenizer_source = path.string();
-    }
-  }
-  if (config.synthetic_weights) {
+  static_cast<ModelBundle&>(m) = open_model_bundle(flags.model);
+  if (m.config().synthetic_weights) {
     notice("'{}' has synthetic weights: output text is meaningless; speed is real", m.name);
   }
   return m;
@@ -149,6 +136,33 @@ std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags
   return make_cpu_backend(*model.weights, options);
 }
 
+EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache) {
+  EngineConfig config;
+  config.mode = mode;
+  config.max_num_seqs = flags.max_num_seqs;
+  config.max_num_batched_tokens = flags.max_num_batched_tokens;
+  config.prefix_cache = prefix_cache;
+  return config;
+}
+
+std::vector<SchedulerMode> parse_modes(const std::string& mode) {
+  if (mode == "all")
+    return {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline};
+  if (mode == "naive") return {SchedulerMode::kNaive};
+  if (mode == "online") return {SchedulerMode::kOnline};
+  return {SchedulerMode::kOffline};
+}
+
+std::optional<std::vector<double>> arrival_times(const std::vector<RequestSpec>& specs) {
+  std::vector<double> times;
+  times.reserve(specs.size());
+  for (const RequestSpec& spec : specs) {
+    if (!spec.arrival_time) return std::nullopt;
+    times.push_back(*spec.arrival_time);
+  }
+  return times;
+}
+
 int max_model_len(const LoadedModel& model, const EngineFlags& engine) {
   const int positions = model.config().max_position_embeddings;
   if (engine.max_model_len > positions) {
@@ -156,55 +170,6 @@ int max_model_len(const LoadedModel& model, const EngineFlags& engine) {
          positions);
   }
   return engine.max_model_len > 0 ? engine.max_model_len : positions;
-}
-
-std::vector<EngineRequest> to_engine_requests(const std::vector<RequestSpec>& specs,
-                                              const std::string& source, const LoadedModel& model,
-                                              const RequestDefaults& defaults, uint64_t seed,
-                                              int context_limit) {
-  const int vocab = model.config().vocab_size;
-  std::vector<EngineRequest> out;
-  out.reserve(specs.size());
-  for (size_t i = 0; i < specs.size(); ++i) {
-    const RequestSpec& spec = specs[i];
-    // Synthetic workloads have no line; name the request by its id instead.
-    const std::string where = spec.line > 0 ? fmt::format("{}:{}", source, spec.line)
-                                            : fmt::format("{} request '{}'", source, spec.id);
-    EngineRequest r;
-    if (spec.prompt_token_ids) {
-      r.prompt = *spec.prompt_token_ids;
-      for (size_t k = 0; k < r.prompt.size(); ++k) {
-        if (r.prompt[k] >= vocab) {
-          fail(
-              "{}: field 'prompt_token_ids[{}]': token id {} is outside the vocabulary of '{}' ({} "
-              "tokens)",
-              where, k, r.prompt[k], model.name, vocab);
-        }
-      }
-    } else {
-      if (!model.tokenizer) {
-        fail(
-            "{}: field 'prompt': model '{}' has no tokenizer.json, so text prompts cannot be "
-            "tokenized; give prompt_token_ids instead",
-            where, model.name);
-      }
-      r.prompt = model.tokenizer->encode(spec.prompt.value());
-      if (r.prompt.empty()) fail("{}: field 'prompt': tokenizes to no tokens", where);
-    }
-    r.max_tokens = spec.max_tokens.value_or(defaults.max_tokens);
-    const int64_t needed = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
-    if (needed > context_limit) {
-      fail("{}: {} prompt tokens + max_tokens {} = {} is more than the context length {} of '{}'",
-           where, r.prompt.size(), r.max_tokens, needed, context_limit, model.name);
-    }
-    r.sampling.temperature = spec.temperature.value_or(defaults.temperature);
-    r.sampling.top_k = spec.top_k.value_or(defaults.top_k);
-    r.sampling.top_p = spec.top_p.value_or(defaults.top_p);
-    r.sampling.seed = spec.seed.value_or(seed + i);
-    r.ignore_eos = spec.ignore_eos.value_or(defaults.ignore_eos);
-    out.push_back(std::move(r));
-  }
-  return out;
 }
 
 }  // namespace rose::cli

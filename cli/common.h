@@ -1,20 +1,21 @@
 #pragma once
-// What every subcommand shares: the model/device/engine flags, opening the model and its
-// tokenizer, building the backend, and turning parsed request lines into engine requests.
+// What every subcommand shares: the model/device/engine flags, resolving the device and opening
+// the model (engine/model/bundle.h), building the backend.
 #include <fmt/format.h>
 
 #include <CLI/CLI.hpp>
 #include <cstdint>
 #include <cstdio>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
 #include "engine/io/prompts.h"
-#include "engine/model/weights.h"
+#include "engine/io/requests.h"
+#include "engine/model/bundle.h"
 #include "engine/scheduler/engine.h"
-#include "engine/tokenizer/tokenizer.h"
 
 namespace rose::cli {
 
@@ -45,26 +46,15 @@ struct EngineFlags {
   uint64_t seed = 0;
 };
 
-// Defaults for what a prompt line does not say itself.
-struct RequestDefaults {
-  int max_tokens = 16;
-  float temperature = 0.0f;
-  int top_k = 0;
-  float top_p = 1.0f;
-  bool ignore_eos = false;
-};
+using RequestDefaults = rose::RequestDefaults;
 
 void add_model_flags(CLI::App* cmd, ModelFlags& flags);
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed_help);
 void add_request_flags(CLI::App* cmd, RequestDefaults& defaults);
 
-struct LoadedModel {
-  std::string name;  // what --model said, or the default preset
+// The opened model (name: what --model said, or the default preset) and the device chosen for it.
+struct LoadedModel : ModelBundle {
   bool cuda = false;
-  std::unique_ptr<WeightSource> weights;
-  std::unique_ptr<Tokenizer> tokenizer;  // null for a folder without tokenizer.json
-  std::string tokenizer_source;          // "preset" or the tokenizer.json path
-  const ModelConfig& config() const { return weights->config(); }
 };
 
 // Resolves --device (auto: CUDA when usable, else the CPU with a notice saying why) and the default
@@ -75,16 +65,14 @@ BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engin
 std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags& model_flags,
                                       const EngineFlags& engine_flags);
 
+// The engine's budgets from the flags for one scheduler mode and prefix-cache setting.
+EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache);
+// --mode: naive, offline, online, or all (the three in that order).
+std::vector<SchedulerMode> parse_modes(const std::string& mode);
+// Every line's arrival_time, or nullopt when some line has none (then all arrive at once).
+std::optional<std::vector<double>> arrival_times(const std::vector<RequestSpec>& specs);
+
 // The context length requests must fit in: --max-model-len, else the model's positions.
 int max_model_len(const LoadedModel& model, const EngineFlags& engine);
-
-// Tokenizes text prompts (before any clock starts) and fills what a line left out from `defaults`;
-// a request without a seed gets --seed + its index, so equal prompts do not sample equally. Errors
-// name `source`:line and the field (a text prompt with no tokenizer, ids outside the vocabulary, a
-// prompt that does not fit the context).
-std::vector<EngineRequest> to_engine_requests(const std::vector<RequestSpec>& specs,
-                                              const std::string& source, const LoadedModel& model,
-                                              const RequestDefaults& defaults, uint64_t seed,
-                                              int context_limit);
 
 }  // namespace rose::cli

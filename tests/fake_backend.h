@@ -92,7 +92,11 @@ class FakeBackend : public Backend {
     config_.vocab_size = vocab;
     config_.max_position_embeddings = 1 << 20;
     config_.eos_token_ids = std::move(eos);
+    plan_limits = PlanLimits{1 << 30,    1 << 30,    config_.max_position_embeddings,
+                             num_blocks, block_size, vocab};
   }
+
+  PlanLimits plan_limits;  // tests may shrink the budgets to see the engine refuse a config
 
   void execute(const StepPlan& plan, StepOutput& out) override {
     const int n = plan.num_seqs();
@@ -156,8 +160,7 @@ class FakeBackend : public Backend {
     if (clock_) clock_->t += step_seconds_;
   }
 
-  int num_kv_blocks() const override { return num_blocks_; }
-  int block_size() const override { return block_size_; }
+  const PlanLimits& limits() const override { return plan_limits; }
   std::string device_name() const override { return "fake"; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return 1000; }

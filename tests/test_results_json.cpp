@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/common/error.h"
+#include "engine/common/shell_quote.h"
 #include "engine/metrics/results_json.h"
 
 namespace fs = std::filesystem;

@@ -44,8 +44,9 @@ struct StepPlan {
   void clear();
 };
 
-// What a backend was sized for; a plan outside it is a bug upstream, reported as rose::Error
-// before any kernel could read or write out of bounds.
+// What a backend was sized for, resolved once by the backend from BackendOptions and the model
+// (the one owner of these numbers); the Engine derives its limits from them. A plan outside them
+// is a bug upstream, reported as rose::Error before any kernel could read or write out of bounds.
 struct PlanLimits {
   int max_num_tokens = 0;
   int max_num_seqs = 0;
@@ -78,8 +79,9 @@ class Backend {
  public:
   virtual ~Backend() = default;
   virtual void execute(const StepPlan& plan, StepOutput& out) = 0;
-  virtual int num_kv_blocks() const = 0;
-  virtual int block_size() const = 0;
+  virtual const PlanLimits& limits() const = 0;
+  int num_kv_blocks() const { return limits().num_kv_blocks; }
+  int block_size() const { return limits().block_size; }
   virtual std::string device_name() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H100 80GB HBM3"
   virtual const ModelConfig& config() const = 0;
   // Bytes read from weights per forward pass (for the achieved-bandwidth figure).

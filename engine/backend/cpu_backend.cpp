@@ -43,8 +43,7 @@ class CpuBackend final : public Backend {
   CpuBackend(const WeightSource& weights, const BackendOptions& options);
 
   void execute(const StepPlan& plan, StepOutput& out) override;
-  int num_kv_blocks() const override { return num_kv_blocks_; }
-  int block_size() const override { return block_size_; }
+  const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override {
     return "cpu (" + std::to_string(pool_.num_threads()) + " threads)";
   }
@@ -66,6 +65,7 @@ class CpuBackend final : public Backend {
   bool gpt2_ = false;
   int block_size_ = 0;
   int num_kv_blocks_ = 0;
+  PlanLimits limits_;  // set once the KV pool is sized
   int max_num_seqs_ = 0;
   int max_num_tokens_ = 0;
   int max_model_len_ = 0;
@@ -185,6 +185,8 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
          blocks, block_bytes, options.num_kv_blocks, options.cpu_kv_bytes);
   }
   num_kv_blocks_ = static_cast<int>(blocks);
+  limits_ = PlanLimits{max_num_tokens_, max_num_seqs_, max_model_len_,
+                       num_kv_blocks_,  block_size_,   config_.vocab_size};
   const size_t slab = size_t(num_kv_blocks_) * block_size_ * c.kv_dim();
   for (int l = 0; l < c.num_layers; ++l) {
     k_cache_.emplace_back(new float[slab]);
@@ -210,10 +212,7 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
   sample_scratch_.resize(2 * V);
 }
 
-void CpuBackend::validate(const StepPlan& plan) const {
-  validate_step_plan(plan, PlanLimits{max_num_tokens_, max_num_seqs_, max_model_len_,
-                                      num_kv_blocks_, block_size_, config_.vocab_size});
-}
+void CpuBackend::validate(const StepPlan& plan) const { validate_step_plan(plan, limits_); }
 
 void CpuBackend::add_norm(float* residual, const float* delta, const std::vector<float>& weight,
                           const std::vector<float>& bias, int n, float* out) const {

@@ -95,8 +95,7 @@ class SimBackend final : public Backend {
     out.logits.clear();
     clock_.advance(model_.step_time(plan));
   }
-  int num_kv_blocks() const override { return options_.num_kv_blocks; }
-  int block_size() const override { return options_.block_size; }
+  const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override { return "sim (step-time model, virtual clock)"; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return 0; }

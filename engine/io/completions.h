@@ -13,6 +13,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/common/json_string.h"  // json_quote
 #include "engine/io/prompts.h"
 
 namespace rose {
@@ -31,8 +32,5 @@ struct Completion {
 // Unix time stamped into OpenAI bodies. No trailing newline.
 std::string completion_json_line(const RequestSpec& spec, const Completion& completion,
                                  const std::string& model, int index, int64_t created);
-
-// A JSON string literal (with quotes). Control characters are escaped; other bytes pass through.
-std::string json_quote(std::string_view s);
 
 }  // namespace rose

@@ -14,6 +14,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/common/utf8.h"
 
 namespace rose {
 namespace {
@@ -39,32 +40,10 @@ struct LineError {
 // Byte offset of the first invalid UTF-8 sequence, or npos. Only called once simdjson's fast check
 // has failed, to tell the user where.
 size_t find_invalid_utf8(std::string_view s) {
-  size_t i = 0;
-  while (i < s.size()) {
-    const auto c = static_cast<unsigned char>(s[i]);
-    int extra = 0;
-    uint32_t min_cp = 0;
-    uint32_t cp = 0;
-    if (c < 0x80) {
-      ++i;
-      continue;
-    } else if ((c & 0xE0) == 0xC0) {
-      extra = 1, min_cp = 0x80, cp = c & 0x1F;
-    } else if ((c & 0xF0) == 0xE0) {
-      extra = 2, min_cp = 0x800, cp = c & 0x0F;
-    } else if ((c & 0xF8) == 0xF0) {
-      extra = 3, min_cp = 0x10000, cp = c & 0x07;
-    } else {
-      return i;
-    }
-    if (i + extra >= s.size()) return i;
-    for (int k = 1; k <= extra; ++k) {
-      const auto cc = static_cast<unsigned char>(s[i + k]);
-      if ((cc & 0xC0) != 0x80) return i;
-      cp = (cp << 6) | (cc & 0x3F);
-    }
-    if (cp < min_cp || cp > 0x10FFFF || (cp >= 0xD800 && cp <= 0xDFFF)) return i;
-    i += extra + 1;
+  for (size_t i = 0; i < s.size();) {
+    const utf8::Scan scan = utf8::scan(s.substr(i));
+    if (scan.kind != utf8::Scan::kValid) return i;
+    i += scan.length;
   }
   return std::string_view::npos;
 }
@@ -269,14 +248,13 @@ std::string message_content(element content, std::string_view field) {
   return text;
 }
 
-// "role: content\n" per message, then "assistant:" for the model to continue.
-std::string render_messages(element messages) {
+std::vector<ChatMessage> parse_messages(element messages) {
   simdjson::dom::array array;
   if (messages.type() != element_type::ARRAY || messages.get_array().get(array) ||
       array.size() == 0) {
     field_error("body.messages", "a nonempty array of messages", messages);
   }
-  std::string prompt;
+  std::vector<ChatMessage> parsed;
   size_t index = 0;
   for (element message : array) {
     const std::string field = fmt::format("body.messages[{}]", index++);
@@ -287,13 +265,11 @@ std::string render_messages(element messages) {
     if (!role) line_error(fmt::format("field '{}.role': missing", field));
     auto content = find_field(obj, "content");
     if (!content) line_error(fmt::format("field '{}.content': missing", field));
-    prompt += get_string(*role, field + ".role");
-    prompt += ": ";
-    prompt += message_content(*content, field + ".content");
-    prompt += '\n';
+    ChatMessage& turn = parsed.emplace_back();
+    turn.role = get_string(*role, field + ".role");
+    turn.content = message_content(*content, field + ".content");
   }
-  prompt += "assistant:";
-  return prompt;
+  return parsed;
 }
 
 RequestSpec parse_openai_line(object obj, int line) {
@@ -316,7 +292,7 @@ RequestSpec parse_openai_line(object obj, int line) {
   if (prompt && messages) {
     line_error("fields 'body.prompt' and 'body.messages': give one, not both");
   } else if (messages) {
-    spec.prompt = render_messages(*messages);
+    spec.messages = parse_messages(*messages);
     spec.openai_chat = true;
   } else if (prompt) {
     // The completions API takes a string or one prompt as an array of token ids.

@@ -8,12 +8,15 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/chat/message.h"
+
 namespace rose {
 
 struct RequestSpec {
   std::string id;                        // "id", else the OpenAI "custom_id", else "line-N"
   std::optional<std::string> custom_id;  // set for OpenAI batch lines; output follows that shape
   std::optional<std::string> prompt;     // text to tokenize
+  std::vector<ChatMessage> messages;     // or a chat (OpenAI "messages"), rendered for the model
   std::optional<std::vector<int32_t>> prompt_token_ids;  // or ids as given
   std::optional<int> max_tokens;
   std::optional<float> temperature;
@@ -24,8 +27,8 @@ struct RequestSpec {
   std::optional<double> arrival_time;  // seconds from the start of the run (online trace)
   int line = 0;                        // 1-based line in the file
   // OpenAI batch lines: the body used "messages" (output is a chat.completion, else a
-  // text_completion). Messages are rendered to one plain prompt: "role: content\n" per message,
-  // then "assistant:" (the presets have no chat template).
+  // text_completion). The messages stay as they are until prepare_requests (engine/io/requests.h)
+  // renders them with the model's chat template, or "role: content" lines without one.
   bool openai_chat = false;
 };
 

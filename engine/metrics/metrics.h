@@ -6,7 +6,7 @@
 #include <utility>
 #include <vector>
 
-#include "engine/scheduler/engine.h"
+#include "engine/scheduler/request.h"
 
 namespace rose {
 
@@ -54,7 +54,7 @@ struct BenchReport {
   PrefixCacheStats cache;
   KvStats kv;
   StepStats steps;
-  double decode_gbps = 0;                          // achieved bytes/s of pure-decode steps, GB/s
+  double decode_gbps = 0;  // achieved bytes/s of pure-decode steps, GB/s
   // llama.cpp batched-bench's columns: prompt tokens computed over the time of steps that were not
   // pure decode, and tokens of pure-decode steps over their time (0 when there were none).
   double prefill_throughput = 0;

@@ -14,6 +14,7 @@
 #include <type_traits>
 
 #include "engine/common/error.h"
+#include "engine/common/json_string.h"
 #include "engine/io/atomic_file.h"
 
 namespace rose {
@@ -159,119 +160,10 @@ std::string utc_timestamp_now() {
   return text;
 }
 
-std::string join_command(int argc, const char* const* argv) {
-  std::string out;
-  for (int i = 0; i < argc; ++i) {
-    if (i > 0) out += ' ';
-    const std::string_view arg = argv[i];
-    const bool plain = !arg.empty() && arg.find_first_not_of(
-                                           "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
-                                           "0123456789-_./=:,%+@") == std::string_view::npos;
-    if (plain) {
-      out += arg;
-      continue;
-    }
-    out += '\'';
-    for (char c : arg) {
-      if (c == '\'') {
-        out += "'\\''";
-      } else {
-        out += c;
-      }
-    }
-    out += '\'';
-  }
-  return out;
-}
-
 // ---------------------------------------------------------------------------------------------
 // Writer
 
 namespace {
-
-// Length of the valid UTF-8 sequence starting at s[i], or 0 when it is not one.
-size_t utf8_sequence_length(std::string_view s, size_t i) {
-  const auto byte = [&](size_t k) { return static_cast<unsigned char>(s[k]); };
-  const unsigned char lead = byte(i);
-  size_t length;
-  uint32_t code;
-  if (lead < 0x80) return 1;
-  if ((lead & 0xE0) == 0xC0) {
-    length = 2, code = lead & 0x1F;
-  } else if ((lead & 0xF0) == 0xE0) {
-    length = 3, code = lead & 0x0F;
-  } else if ((lead & 0xF8) == 0xF0) {
-    length = 4, code = lead & 0x07;
-  } else {
-    return 0;
-  }
-  if (i + length > s.size()) return 0;
-  for (size_t k = 1; k < length; ++k) {
-    if ((byte(i + k) & 0xC0) != 0x80) return 0;
-    code = (code << 6) | (byte(i + k) & 0x3F);
-  }
-  // Overlong forms, UTF-16 surrogates and values past U+10FFFF are not valid UTF-8.
-  constexpr uint32_t kMinForLength[] = {0, 0, 0x80, 0x800, 0x10000};
-  if (code < kMinForLength[length] || code > 0x10FFFF || (code >= 0xD800 && code <= 0xDFFF)) {
-    return 0;
-  }
-  return length;
-}
-
-// A JSON string literal. Invalid UTF-8 (a path or an argument can hold any bytes) becomes U+FFFD so
-// the file always parses.
-void append_json_string(std::string& out, std::string_view s) {
-  out += '"';
-  for (size_t i = 0; i < s.size();) {
-    const unsigned char c = static_cast<unsigned char>(s[i]);
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        ++i;
-        continue;
-      case '\\':
-        out += "\\\\";
-        ++i;
-        continue;
-      case '\n':
-        out += "\\n";
-        ++i;
-        continue;
-      case '\r':
-        out += "\\r";
-        ++i;
-        continue;
-      case '\t':
-        out += "\\t";
-        ++i;
-        continue;
-      case '\b':
-        out += "\\b";
-        ++i;
-        continue;
-      case '\f':
-        out += "\\f";
-        ++i;
-        continue;
-      default:
-        break;
-    }
-    if (c < 0x20) {
-      out += fmt::format("\\u{:04x}", c);
-      ++i;
-      continue;
-    }
-    const size_t length = utf8_sequence_length(s, i);
-    if (length == 0) {
-      out += "\xEF\xBF\xBD";
-      ++i;
-      continue;
-    }
-    out.append(s.substr(i, length));
-    i += length;
-  }
-  out += '"';
-}
 
 void append_json_number(std::string& out, double v) {
   if (!std::isfinite(v)) {
@@ -628,7 +520,8 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   r.steps.decode_bytes = get("decode_bytes");
   r.decode_gbps = get("decode_gbps");
   // Added after schema version 1 was first written: absent in the oldest files.
-  r.steps.decode_step_tokens = saturating_count<int64_t>(get_optional("decode_step_tokens").value_or(0));
+  r.steps.decode_step_tokens =
+      saturating_count<int64_t>(get_optional("decode_step_tokens").value_or(0));
   r.prefill_throughput = get_optional("prefill_throughput").value_or(0.0);
   r.decode_throughput = get_optional("decode_throughput").value_or(0.0);
   r.bandwidth_floor_fraction = get_optional("bandwidth_floor_fraction");

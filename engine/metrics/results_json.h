@@ -67,8 +67,6 @@ std::string workload_fingerprint(const std::vector<EngineRequest>& requests,
 
 // Now, as "2026-11-20T09:15:02Z".
 std::string utc_timestamp_now();
-// argv joined with spaces, each argument shell-quoted when needed, so it can be pasted back.
-std::string join_command(int argc, const char* const* argv);
 
 // JSON text (pretty-printed, trailing newline). Non-finite numbers are written as null.
 std::string results_to_json(const BenchResults& results, bool save_detailed);

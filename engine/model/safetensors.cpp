@@ -16,6 +16,7 @@
 #include <set>
 
 #include "engine/common/error.h"
+#include "engine/common/json_string.h"
 
 namespace rose {
 
@@ -497,21 +498,7 @@ std::vector<std::string> SafetensorsCheckpoint::names() const {
 
 // ---- SafetensorsWriter ----
 
-std::string SafetensorsWriter::quote(std::string_view text) {
-  std::string out = "\"";
-  for (char c : text) {
-    const auto byte = static_cast<unsigned char>(c);
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += c;
-    } else if (byte < 0x20) {
-      out += fmt::format("\\u{:04x}", byte);
-    } else {
-      out += c;
-    }
-  }
-  return out + "\"";
-}
+std::string SafetensorsWriter::quote(std::string_view text) { return json_quote(text); }
 
 void SafetensorsWriter::add(std::string name, Dtype dtype, std::vector<int64_t> shape,
                             std::span<const uint8_t> bytes) {

@@ -25,16 +25,6 @@ const char* mode_name(SchedulerMode mode) {
   return "unknown";
 }
 
-const char* finish_reason_name(FinishReason reason) {
-  switch (reason) {
-    case FinishReason::kLength:
-      return "length";
-    case FinishReason::kStop:
-      return "stop";
-  }
-  return "unknown";
-}
-
 namespace {
 
 class SteadyClock : public Clock {
@@ -49,6 +39,18 @@ class SteadyClock : public Clock {
   }
 };
 
+// A step the backend was not sized for would fail mid-run as "step plan: ..."; refuse it here.
+void check_budgets(const EngineConfig& config, const PlanLimits& limits) {
+  if (config.max_num_seqs > limits.max_num_seqs) {
+    fail("max_num_seqs {} is more than the backend was sized for ({})", config.max_num_seqs,
+         limits.max_num_seqs);
+  }
+  if (config.max_num_batched_tokens > limits.max_num_tokens) {
+    fail("max_num_batched_tokens {} is more than the backend was sized for ({})",
+         config.max_num_batched_tokens, limits.max_num_tokens);
+  }
+}
+
 double seconds_since(std::chrono::steady_clock::time_point start) {
   return std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 }
@@ -62,7 +64,8 @@ struct Engine::Impl {
       : backend(backend_in),
         config(config_in),
         model_id(std::move(model_id_in)),
-        pool(backend_in.num_kv_blocks(), backend_in.block_size()) {
+        pool(backend_in.limits().num_kv_blocks, backend_in.limits().block_size) {
+    check_budgets(config, backend.limits());
     if (config.prefix_cache) {
       index = std::make_unique<PrefixIndex>(pool, model_id, config.cache_salt);
     }
@@ -78,6 +81,19 @@ struct Engine::Impl {
     out.sampled.reserve(size_t(config.max_num_seqs));
   }
 
+  Scheduler& running_scheduler() {
+    ROSE_ASSERT(scheduler != nullptr);  // start() first
+    return *scheduler;
+  }
+  void record_step(double exec_time);
+  // A failed step (a backend or callback error) leaves blocks held and keys registered for KV
+  // that may never have been written: give the blocks back and forget the keys, so the engine
+  // can run again.
+  void abandon_run() {
+    scheduler->release_all();
+    if (index) index->reset();
+  }
+
   Backend& backend;
   EngineConfig config;
   std::string model_id;
@@ -85,6 +101,18 @@ struct Engine::Impl {
   std::unique_ptr<PrefixIndex> index;  // null with prefix caching off
   StepPlan plan;
   StepOutput out;
+
+  // The current run (between start() and finish()).
+  std::unique_ptr<Scheduler> scheduler;
+  RunCallbacks callbacks;
+  std::unique_ptr<Clock> own_clock;  // when start() was given none
+  Clock* clock = nullptr;
+  double start_time = 0.0;  // clock->now() at start()
+  // After sleeping to an arrival, (start + t) - start can round below t; never let `now` fall
+  // short of an arrival we have already waited for, or the loop would wait for it forever.
+  double waited_until = 0.0;
+  StepStats stats;
+  StepSeries series;  // per-step KV use and queue lengths (the report draws them)
 };
 
 Engine::Engine(Backend& backend, const EngineConfig& config, std::string model_id)
@@ -98,89 +126,117 @@ void Engine::reset_prefix_cache() {
 
 RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallbacks& callbacks,
                       Clock* clock) {
+  start(callbacks, clock);
+  for (size_t i = 0; i < requests.size(); ++i) add(requests[i], int(i));
+  while (!done()) {
+    if (!step(now())) wait_for_arrival();
+  }
+  return finish();
+}
+
+void Engine::start(const RunCallbacks& callbacks, Clock* clock) {
   Impl& m = *impl_;
   const ModelConfig& model = m.backend.config();
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const std::vector<int32_t>& prompt = requests[i].prompt;
-    for (size_t p = 0; p < prompt.size(); ++p) {
-      if (prompt[p] < 0 || prompt[p] >= model.vocab_size) {
-        fail("request {}: prompt token {} has id {}, outside the model's vocabulary [0, {})", i, p,
-             prompt[p], model.vocab_size);
-      }
-    }
-  }
   std::vector<int32_t> eos(model.eos_token_ids.begin(), model.eos_token_ids.end());
-  Scheduler scheduler(m.config, m.pool, m.index.get(), std::move(eos));
-  scheduler.start(requests, model.max_position_embeddings);
-
-  std::unique_ptr<Clock> own_clock;
+  m.scheduler = std::make_unique<Scheduler>(m.config, m.pool, m.index.get(), std::move(eos));
+  m.scheduler->start(m.backend.limits().max_model_len);
+  m.callbacks = callbacks;
+  m.own_clock.reset();
   if (!clock) {
-    own_clock = make_steady_clock();
-    clock = own_clock.get();
+    m.own_clock = make_steady_clock();
+    clock = m.own_clock.get();
   }
+  m.clock = clock;
   if (m.index) m.index->reset_stats();
   m.pool.reset_peak();
-  RunResult result;
-  StepStats& stats = result.steps;
-  const double weight_bytes = double(m.backend.weight_bytes());
-  const double kv_bytes_per_token = double(m.backend.kv_bytes_per_token());
+  m.stats = StepStats{};
+  m.series = StepSeries{};
+  m.waited_until = 0.0;
+  m.start_time = clock->now();
+}
 
-  const double start = clock->now();
-  // After sleeping to an arrival, (start + t) - start can round below t; never let `now` fall
-  // short of an arrival we have already waited for, or the loop would wait for it forever.
-  double waited_until = 0.0;
-  try {
-    while (!scheduler.done()) {
-      const double now = std::max(clock->now() - start, waited_until);
-      auto host_start = std::chrono::steady_clock::now();
-      scheduler.schedule(now, m.plan);
-      stats.schedule_time_s += seconds_since(host_start);
-      if (m.plan.num_seqs() == 0) {
-        const double next = scheduler.next_arrival();
-        // With every request visible and nothing runnable the run could never finish; start()
-        // rejects the requests that could cause it, so this is a bug.
-        ROSE_ASSERT(std::isfinite(next));
-        clock->sleep_until(start + next);
-        waited_until = next;
-        continue;
-      }
-      const bool pure_decode = m.plan.is_pure_decode();
-      const auto exec_start = std::chrono::steady_clock::now();
-      m.backend.execute(m.plan, m.out);
-      const double exec_time = seconds_since(exec_start);
-      const double sampled_at = clock->now() - start;  // the sampled ids are on the host now
-
-      ++stats.steps;
-      stats.execute_time_s += exec_time;
-      stats.prefill_tokens += scheduler.last_prefill_tokens();
-      stats.decode_tokens += scheduler.last_decode_tokens();
-      if (pure_decode) {
-        ++stats.decode_steps;
-        stats.decode_step_tokens += m.plan.num_seqs();
-        stats.decode_time_s += exec_time;
-        int64_t context_tokens = 0;
-        for (int32_t len : m.plan.context_lens) context_tokens += len;
-        stats.decode_bytes += weight_bytes + double(context_tokens) * kv_bytes_per_token;
-      }
-      host_start = std::chrono::steady_clock::now();
-      scheduler.update(m.out, sampled_at, callbacks);
-      stats.schedule_time_s += seconds_since(host_start);
-      StepSeries& series = result.step_series;
-      series.time.push_back(sampled_at);
-      series.kv_used_blocks.push_back(m.pool.num_used());
-      series.running.push_back(scheduler.num_running());
-      series.waiting.push_back(scheduler.num_waiting());
+void Engine::add(const EngineRequest& request, int index) {
+  Impl& m = *impl_;
+  const int vocab_size = m.backend.config().vocab_size;
+  const std::vector<int32_t>& prompt = request.prompt;
+  for (size_t p = 0; p < prompt.size(); ++p) {
+    if (prompt[p] < 0 || prompt[p] >= vocab_size) {
+      fail("request {}: prompt token {} has id {}, outside the model's vocabulary [0, {})", index,
+           p, prompt[p], vocab_size);
     }
+  }
+  m.running_scheduler().add(request, index);
+}
+
+bool Engine::done() const { return impl_->running_scheduler().done(); }
+
+double Engine::now() const {
+  const Impl& m = *impl_;
+  return std::max(m.clock->now() - m.start_time, m.waited_until);
+}
+
+double Engine::next_arrival() const { return impl_->running_scheduler().next_arrival(); }
+
+void Engine::wait_for_arrival() {
+  Impl& m = *impl_;
+  const double next = next_arrival();
+  // With every request visible and nothing runnable the run could never finish; add() rejects
+  // the requests that could cause it, so this is a bug.
+  ROSE_ASSERT(std::isfinite(next));
+  m.clock->sleep_until(m.start_time + next);
+  m.waited_until = std::max(m.waited_until, next);
+}
+
+bool Engine::step(double now) {
+  Impl& m = *impl_;
+  Scheduler& scheduler = m.running_scheduler();
+  if (scheduler.done()) return false;
+  try {
+    auto host_start = std::chrono::steady_clock::now();
+    scheduler.schedule(now, m.plan);
+    m.stats.schedule_time_s += seconds_since(host_start);
+    if (m.plan.num_seqs() == 0) return false;
+    const auto exec_start = std::chrono::steady_clock::now();
+    m.backend.execute(m.plan, m.out);
+    const double exec_time = seconds_since(exec_start);
+    const double sampled_at = m.clock->now() - m.start_time;  // the sampled ids are on the host
+    m.record_step(exec_time);
+    host_start = std::chrono::steady_clock::now();
+    scheduler.update(m.out, sampled_at, m.callbacks);
+    m.stats.schedule_time_s += seconds_since(host_start);
+    m.series.time.push_back(sampled_at);
+    m.series.kv_used_blocks.push_back(m.pool.num_used());
+    m.series.running.push_back(scheduler.num_running());
+    m.series.waiting.push_back(scheduler.num_waiting());
   } catch (...) {
-    // A failed step (a backend or callback error) leaves blocks held and keys registered for KV
-    // that may never have been written: give the blocks back and forget the keys, so the engine
-    // can run again.
-    scheduler.release_all();
-    if (m.index) m.index->reset();
+    m.abandon_run();
     throw;
   }
+  return true;
+}
 
-  result.requests.reserve(requests.size());
+void Engine::Impl::record_step(double exec_time) {
+  ++stats.steps;
+  stats.execute_time_s += exec_time;
+  stats.prefill_tokens += scheduler->last_prefill_tokens();
+  stats.decode_tokens += scheduler->last_decode_tokens();
+  if (!plan.is_pure_decode()) return;
+  ++stats.decode_steps;
+  stats.decode_step_tokens += plan.num_seqs();
+  stats.decode_time_s += exec_time;
+  int64_t context_tokens = 0;
+  for (int32_t len : plan.context_lens) context_tokens += len;
+  stats.decode_bytes += double(backend.weight_bytes()) +
+                        double(context_tokens) * double(backend.kv_bytes_per_token());
+}
+
+RunResult Engine::finish() {
+  Impl& m = *impl_;
+  Scheduler& scheduler = m.running_scheduler();
+  RunResult result;
+  result.steps = m.stats;
+  result.step_series = std::move(m.series);
+  result.requests.reserve(size_t(scheduler.num_requests()));
   double first_arrival = std::numeric_limits<double>::infinity();
   double last_finish = 0.0;
   for (int i = 0; i < scheduler.num_requests(); ++i) {
@@ -191,7 +247,7 @@ RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallb
     last_finish = std::max(last_finish, r.timeline.finish);
     result.requests.push_back(std::move(r));
   }
-  result.duration_s = requests.empty() ? 0.0 : std::max(0.0, last_finish - first_arrival);
+  result.duration_s = result.requests.empty() ? 0.0 : std::max(0.0, last_finish - first_arrival);
   if (m.index) {
     const PrefixIndex::Stats& s = m.index->stats();
     result.cache = {s.lookups, s.queried_tokens, s.hit_tokens, s.evictions};
@@ -200,6 +256,9 @@ RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallb
   result.kv.total_blocks = m.pool.num_blocks();
   result.kv.peak_used_blocks = m.pool.peak_used();
   result.kv.preemptions = scheduler.num_preemptions();
+  m.scheduler.reset();
+  m.own_clock.reset();
+  m.clock = nullptr;
   return result;
 }
 

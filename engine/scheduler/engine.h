@@ -1,123 +1,47 @@
 #pragma once
 // The step loop: scheduler.schedule(now) -> backend.execute(plan) -> scheduler.update(out, now),
 // over one paged KV pool with prefix caching (DESIGN.md, reference/scheduling.md).
-#include <cstdint>
-#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
-#include "engine/backend/sampling.h"
+#include "engine/scheduler/clock.h"
+#include "engine/scheduler/engine_config.h"
+#include "engine/scheduler/request.h"
+#include "engine/scheduler/runner.h"
 
 namespace rose {
 
-enum class SchedulerMode { kNaive, kOffline, kOnline };
-const char* mode_name(SchedulerMode mode);
-
-struct EngineConfig {
-  SchedulerMode mode = SchedulerMode::kOffline;
-  int max_num_seqs = 256;
-  int max_num_batched_tokens = 8192;
-  int max_concurrency = 0;  // online: requests in flight at most (0: no cap)
-  bool prefix_cache = true;
-  std::string cache_salt;   // extra key for block 0 (isolates caches)
-};
-
-struct EngineRequest {
-  std::vector<int32_t> prompt;
-  int max_tokens = 16;
-  SamplingParams sampling;
-  bool ignore_eos = false;
-  double arrival_s = 0.0;  // seconds after the run starts; the request is invisible before
-};
-
-enum class FinishReason { kLength, kStop };
-const char* finish_reason_name(FinishReason reason);
-
-// Times are seconds since the run's start (the clock starts when run() is called).
-struct Timeline {
-  double arrival = 0.0;
-  double first_scheduled = -1.0;
-  std::vector<double> token_times;  // when each output token's step had its ids on the host
-  double finish = -1.0;
-};
-
-struct RequestResult {
-  std::vector<int32_t> output_ids;
-  FinishReason finish_reason = FinishReason::kLength;
-  Timeline timeline;
-  int cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at the final admission
-  int preemptions = 0;
-};
-
-struct PrefixCacheStats {
-  int64_t lookups = 0;         // admissions that consulted the index
-  int64_t queried_tokens = 0;  // prompt tokens those admissions asked for
-  int64_t hit_tokens = 0;      // of which served from cached blocks
-  int64_t evictions = 0;       // cached blocks whose key was dropped for reuse
-  double hit_rate() const { return queried_tokens ? double(hit_tokens) / queried_tokens : 0.0; }
-};
-
-struct KvStats {
-  int block_size = 0;
-  int total_blocks = 0;
-  int peak_used_blocks = 0;  // blocks referenced by running requests at the fullest moment
-  int64_t preemptions = 0;
-};
-
-struct StepStats {
-  int64_t steps = 0;
-  int64_t prefill_tokens = 0;  // prompt tokens computed (cache hits excluded)
-  int64_t decode_tokens = 0;
-  int64_t decode_steps = 0;     // steps that were pure decode
-  int64_t decode_step_tokens = 0;  // tokens sampled by those steps
-  double decode_time_s = 0.0;   // wall time of those steps' execute()
-  double execute_time_s = 0.0;  // all steps' execute()
-  double schedule_time_s = 0.0; // host bookkeeping: schedule() + update()
-  double decode_bytes = 0.0;    // weights + KV bytes those pure-decode steps had to read
-};
-
-// One sample per step, taken after the step's update (for the report's KV and queue charts).
-struct StepSeries {
-  std::vector<double> time;        // seconds since the run's start
-  std::vector<int> kv_used_blocks;  // blocks referenced after the step
-  std::vector<int> running, waiting;
-};
-
-struct RunResult {
-  std::vector<RequestResult> requests;  // in input order
-  double duration_s = 0.0;              // last finish - first arrival
-  PrefixCacheStats cache;
-  KvStats kv;
-  StepStats steps;
-  StepSeries step_series;
-};
-
-struct RunCallbacks {
-  // Called after each step with (request index, new token id); used for streaming and progress.
-  std::function<void(int request_index, int32_t token)> on_token;
-  std::function<void(int request_index)> on_finish;
-};
-
-// Time source; tests use a fake one so arrival waits are instant and deterministic.
-class Clock {
- public:
-  virtual ~Clock() = default;
-  virtual double now() = 0;  // seconds
-  virtual void sleep_until(double t) = 0;
-};
-std::unique_ptr<Clock> make_steady_clock();
-
-class Engine {
+class Engine : public Runner {
  public:
   Engine(Backend& backend, const EngineConfig& config, std::string model_id);
-  ~Engine();
-  // Runs every request to completion and returns per-request results in input order.
+  ~Engine() override;
+  // Runs every request to completion and returns per-request results in input order:
+  // start(), add() each, step() until done, finish().
   RunResult run(const std::vector<EngineRequest>& requests, const RunCallbacks& callbacks = {},
-                Clock* clock = nullptr);
+                Clock* clock = nullptr) override;
   // Drops every cached block key: the next run starts cold.
-  void reset_prefix_cache();
+  void reset_prefix_cache() override;
+
+  // The step API, for callers that interleave arrivals with steps (a cluster, streamed input).
+  // Begins a run: `clock`'s now() becomes time 0 (null: the steady clock, owned by the engine).
+  void start(const RunCallbacks& callbacks = {}, Clock* clock = nullptr);
+  // Queues a request; rose::Error if it can never run (bad token id, too long, ...). `index` is
+  // what the callbacks report for it; results come back in the order of add().
+  void add(const EngineRequest& request, int index);
+  // Runs one step at `now` (seconds since start()). False when nothing could run at `now`: every
+  // added request has finished, or the rest arrive later (next_arrival()).
+  bool step(double now);
+  bool done() const;  // every added request has finished
+  // Seconds since start(), never below an arrival already waited for by wait_for_arrival().
+  double now() const;
+  // Arrival of the first added request not yet visible, +inf when all are.
+  double next_arrival() const;
+  // Sleeps until next_arrival() (which must be finite).
+  void wait_for_arrival();
+  // Ends the run: per-request results in add() order and the run's stats.
+  RunResult finish();
 
  private:
   struct Impl;

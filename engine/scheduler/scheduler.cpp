@@ -26,54 +26,10 @@ Scheduler::Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* i
   scheduled_.reserve(size_t(config_.max_num_seqs));
 }
 
-void Scheduler::start(const std::vector<EngineRequest>& requests, int max_model_len) {
-  const bool online = config_.mode == SchedulerMode::kOnline;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const EngineRequest& r = requests[i];
-    if (r.prompt.empty()) fail("request {}: the prompt has no tokens", i);
-    if (r.max_tokens < 1)
-      fail("request {}: max_tokens must be at least 1, got {}", i, r.max_tokens);
-    if (!std::isfinite(r.arrival_s) || r.arrival_s < 0) {
-      fail("request {}: arrival time {} must be a finite number of seconds >= 0", i, r.arrival_s);
-    }
-    const int64_t total = int64_t(r.prompt.size()) + r.max_tokens;
-    if (max_model_len > 0 && total > max_model_len) {
-      fail("request {}: prompt ({} tokens) + max_tokens ({}) exceeds the model's length limit {}",
-           i, r.prompt.size(), r.max_tokens, max_model_len);
-    }
-    // The last generated token never enters the cache.
-    const int64_t blocks_needed = (total - 1 + block_size_ - 1) / block_size_;
-    if (blocks_needed > pool_.num_blocks()) {
-      fail(
-          "request {}: prompt ({} tokens) + max_tokens ({}) needs {} KV blocks of {} tokens but "
-          "the whole pool has {}; give the KV cache more memory or shorten the request",
-          i, r.prompt.size(), r.max_tokens, blocks_needed, block_size_, pool_.num_blocks());
-    }
-  }
-
+void Scheduler::start(int max_model_len) {
+  max_model_len_ = max_model_len;
   seqs_.clear();
-  seqs_.resize(requests.size());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    const EngineRequest& r = requests[i];
-    Sequence& s = seqs_[i];
-    s.index = int(i);
-    s.request = &r;
-    s.arrival = online ? r.arrival_s : 0.0;
-    s.prompt_len = int(r.prompt.size());
-    const size_t capacity = r.prompt.size() + size_t(r.max_tokens);
-    s.tokens.reserve(capacity);
-    s.tokens.assign(r.prompt.begin(), r.prompt.end());
-    s.blocks.reserve(capacity / size_t(block_size_) + 1);
-    if (index_) s.block_keys.reserve(capacity / size_t(block_size_));
-    s.result.timeline.arrival = s.arrival;
-    s.result.timeline.token_times.reserve(size_t(r.max_tokens));
-  }
-  arrival_order_.resize(seqs_.size());
-  std::iota(arrival_order_.begin(), arrival_order_.end(), 0);
-  if (online) {
-    std::stable_sort(arrival_order_.begin(), arrival_order_.end(),
-                     [&](int a, int b) { return seqs_[a].arrival < seqs_[b].arrival; });
-  }
+  arrival_order_.clear();
   next_arrival_pos_ = 0;
   waiting_.clear();
   running_.clear();
@@ -83,6 +39,60 @@ void Scheduler::start(const std::vector<EngineRequest>& requests, int max_model_
   num_finished_ = 0;
   step_ = 0;
   preemptions_ = 0;
+}
+
+void Scheduler::start(const std::vector<EngineRequest>& requests, int max_model_len) {
+  start(max_model_len);
+  for (size_t i = 0; i < requests.size(); ++i) validate(requests[i], int(i));
+  seqs_.reserve(requests.size());
+  arrival_order_.reserve(requests.size());
+  for (size_t i = 0; i < requests.size(); ++i) add(requests[i], int(i));
+}
+
+void Scheduler::validate(const EngineRequest& r, int i) const {
+  if (r.prompt.empty()) fail("request {}: the prompt has no tokens", i);
+  if (r.max_tokens < 1) fail("request {}: max_tokens must be at least 1, got {}", i, r.max_tokens);
+  if (!std::isfinite(r.arrival_s) || r.arrival_s < 0) {
+    fail("request {}: arrival time {} must be a finite number of seconds >= 0", i, r.arrival_s);
+  }
+  const int64_t total = int64_t(r.prompt.size()) + r.max_tokens;
+  if (max_model_len_ > 0 && total > max_model_len_) {
+    fail("request {}: prompt ({} tokens) + max_tokens ({}) exceeds the model's length limit {}", i,
+         r.prompt.size(), r.max_tokens, max_model_len_);
+  }
+  // The last generated token never enters the cache.
+  const int64_t blocks_needed = (total - 1 + block_size_ - 1) / block_size_;
+  if (blocks_needed > pool_.num_blocks()) {
+    fail(
+        "request {}: prompt ({} tokens) + max_tokens ({}) needs {} KV blocks of {} tokens but "
+        "the whole pool has {}; give the KV cache more memory or shorten the request",
+        i, r.prompt.size(), r.max_tokens, blocks_needed, block_size_, pool_.num_blocks());
+  }
+}
+
+void Scheduler::add(const EngineRequest& r, int index) {
+  validate(r, index);
+  const bool online = config_.mode == SchedulerMode::kOnline;
+  Sequence& s = seqs_.emplace_back();
+  s.index = index;
+  s.slot = int(seqs_.size()) - 1;
+  s.max_tokens = r.max_tokens;
+  s.sampling = r.sampling;
+  s.ignore_eos = r.ignore_eos;
+  s.arrival = online ? r.arrival_s : 0.0;
+  s.prompt_len = int(r.prompt.size());
+  const size_t capacity = r.prompt.size() + size_t(r.max_tokens);
+  s.tokens.reserve(capacity);
+  s.tokens.assign(r.prompt.begin(), r.prompt.end());
+  s.blocks.reserve(capacity / size_t(block_size_) + 1);
+  if (index_) s.block_keys.reserve(capacity / size_t(block_size_));
+  s.result.timeline.arrival = s.arrival;
+  s.result.timeline.token_times.reserve(size_t(r.max_tokens));
+  // Not yet visible ones stay sorted by arrival; equal arrivals keep add order.
+  const auto later = std::upper_bound(
+      arrival_order_.begin() + std::ptrdiff_t(next_arrival_pos_), arrival_order_.end(), s.arrival,
+      [&](double arrival, int slot) { return arrival < seqs_[size_t(slot)].arrival; });
+  arrival_order_.insert(later, s.slot);
 }
 
 void Scheduler::release_all() {
@@ -107,7 +117,7 @@ void Scheduler::admit_arrivals(double now) {
          seqs_[arrival_order_[next_arrival_pos_]].arrival <= now) {
     Sequence& s = seqs_[arrival_order_[next_arrival_pos_++]];
     s.status = SeqStatus::kWaiting;
-    waiting_.push_back(s.index);
+    waiting_.push_back(s.slot);
   }
 }
 
@@ -156,8 +166,8 @@ void Scheduler::preempt(Sequence& seq) {
   ++seq.result.preemptions;
   ++preemptions_;
   preempted_this_step_ = true;
-  running_.erase(std::find(running_.begin(), running_.end(), seq.index));
-  waiting_.push_front(seq.index);
+  running_.erase(std::find(running_.begin(), running_.end(), seq.slot));
+  waiting_.push_front(seq.slot);
 }
 
 Sequence* Scheduler::pick_victim(const Sequence& seq) {
@@ -221,7 +231,7 @@ bool Scheduler::try_admit(Sequence& seq, int reserve_blocks) {
     seq.admitted_once = true;
     ++in_flight_;
   }
-  running_.push_back(seq.index);
+  running_.push_back(seq.slot);
   commit(seq, num_new);
   return true;
 }
@@ -317,7 +327,7 @@ void Scheduler::build_plan(StepPlan& plan) {
     plan.context_lens.push_back(seq.num_computed);
     std::copy(seq.blocks.begin(), seq.blocks.end(), plan.block_tables.begin() + k * stride);
     plan.do_sample.push_back(seq.num_computed == seq.num_tokens() ? 1 : 0);
-    plan.sampling.push_back(seq.request->sampling);
+    plan.sampling.push_back(seq.sampling);
     plan.sample_index.push_back(uint64_t(seq.num_generated()));
     if (scheduled_[k].num_new == 1 && first >= seq.prompt_len) {
       ++last_decode_tokens_;
@@ -338,10 +348,9 @@ void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& ca
     Timeline& timeline = seq.result.timeline;
     timeline.token_times.push_back(now);
     if (callbacks.on_token) callbacks.on_token(seq.index, token);
-    const bool stop =
-        !seq.request->ignore_eos &&
-        std::find(eos_token_ids_.begin(), eos_token_ids_.end(), token) != eos_token_ids_.end();
-    if (!stop && seq.num_generated() < seq.request->max_tokens) continue;
+    const bool stop = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
+                                                   token) != eos_token_ids_.end();
+    if (!stop && seq.num_generated() < seq.max_tokens) continue;
     seq.result.finish_reason = stop ? FinishReason::kStop : FinishReason::kLength;
     timeline.finish = now;
     pool_.release_all(seq.blocks);

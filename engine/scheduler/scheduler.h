@@ -12,15 +12,19 @@
 #include "engine/backend/backend.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/prefix_index.h"
-#include "engine/scheduler/engine.h"
+#include "engine/scheduler/engine_config.h"
+#include "engine/scheduler/request.h"
 
 namespace rose {
 
 enum class SeqStatus { kPending, kWaiting, kRunning, kFinished };
 
 struct Sequence {
-  int index = 0;  // in the caller's request list
-  const EngineRequest* request = nullptr;
+  int index = 0;  // the caller's request index (reported to the callbacks)
+  int slot = 0;   // position in the scheduler's sequence list (add() order)
+  int max_tokens = 0;
+  SamplingParams sampling;
+  bool ignore_eos = false;
   double arrival = 0.0;  // seconds since the run's start
   int prompt_len = 0;
   std::vector<int32_t> tokens;       // (prompt_len + generated,) reserved for prompt + max_tokens
@@ -48,8 +52,13 @@ class Scheduler {
   Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* index,
             std::vector<int32_t> eos_token_ids);
 
-  // Validates and takes the run's requests (rose::Error for one that can never run: empty prompt,
-  // max_tokens < 1, bad arrival, longer than `max_model_len` (0: no limit) or than the whole pool).
+  // Begins a run with no requests; `max_model_len` (0: no limit) bounds prompt + max_tokens.
+  void start(int max_model_len);
+  // Validates and queues one request, also after the run has started (not between schedule()
+  // and update()). rose::Error for one that can never run: empty prompt, max_tokens < 1, bad
+  // arrival, longer than max_model_len or than the whole pool. `index` is what callbacks report.
+  void add(const EngineRequest& request, int index);
+  // start(max_model_len), then every request validated before any is added (index = position).
   void start(const std::vector<EngineRequest>& requests, int max_model_len);
 
   // Builds the next step into `plan` (reusing its storage). `now`: seconds since the run's start;
@@ -67,7 +76,7 @@ class Scheduler {
   // Arrival of the first request not yet visible, +inf when all are.
   double next_arrival() const;
 
-  const Sequence& seq(int index) const { return seqs_[size_t(index)]; }
+  const Sequence& seq(int slot) const { return seqs_[size_t(slot)]; }
   int num_requests() const { return int(seqs_.size()); }
   int num_running() const { return int(running_.size()); }
   int num_waiting() const { return int(waiting_.size()); }
@@ -80,6 +89,7 @@ class Scheduler {
   const std::vector<Scheduled>& scheduled() const { return scheduled_; }
 
  private:
+  void validate(const EngineRequest& request, int index) const;
   void admit_arrivals(double now);
   // Schedules up to `max_new` tokens of a running sequence, preempting later-admitted unscheduled
   // sequences if blocks run out. Returns false when `seq` itself had to be preempted.
@@ -104,12 +114,13 @@ class Scheduler {
   PrefixIndex* index_;
   std::vector<int32_t> eos_token_ids_;
   int block_size_;
+  int max_model_len_ = 0;
 
   std::vector<Sequence> seqs_;
-  std::vector<int> arrival_order_;  // request indices by (arrival, index)
+  std::vector<int> arrival_order_;  // slots by (arrival, add order)
   size_t next_arrival_pos_ = 0;     // first of arrival_order_ not yet visible
-  std::deque<int> waiting_;         // visible, not running; preempted ones at the front
-  std::vector<int> running_;        // in admission order
+  std::deque<int> waiting_;         // slots: visible, not running; preempted ones at the front
+  std::vector<int> running_;        // slots, in admission order
   int in_flight_ = 0;               // admitted at least once and not finished
   int num_finished_ = 0;
   int64_t step_ = 0;

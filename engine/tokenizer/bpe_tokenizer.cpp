@@ -22,10 +22,10 @@
 
 #include "engine/common/error.h"
 #include "engine/tokenizer/bpe_model.h"
+#include "engine/common/utf8.h"
 #include "engine/tokenizer/nfc.h"
 #include "engine/tokenizer/regex.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/utf8.h"
 
 namespace rose {
 

@@ -5,8 +5,8 @@
 #include <iterator>
 #include <vector>
 
+#include "engine/common/utf8.h"
 #include "engine/tokenizer/nfc_tables.h"
-#include "engine/tokenizer/utf8.h"
 
 namespace rose {
 

@@ -6,7 +6,7 @@
 #include <memory>
 
 #include "engine/common/error.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/common/utf8.h"
 
 namespace rose {
 

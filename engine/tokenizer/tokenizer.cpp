@@ -1,7 +1,7 @@
 #include "engine/tokenizer/tokenizer.h"
 
 #include "engine/common/error.h"
-#include "engine/tokenizer/utf8.h"
+#include "engine/common/utf8.h"
 
 namespace rose {
 

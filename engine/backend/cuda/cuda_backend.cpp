@@ -99,8 +99,7 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   void execute(const StepPlan& plan, StepOutput& out) override;
-  int num_kv_blocks() const override { return num_kv_blocks_; }
-  int block_size() const override { return block_size_; }
+  const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override { return device_name_; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
@@ -131,6 +130,7 @@ class CudaBackend final : public Backend {
   int max_seqs_ = 0;
   int max_tokens_ = 0;
   int max_model_len_ = 0;
+  PlanLimits limits_;  // set once the KV pool is sized
   int max_table_stride_ = 0;
   int target_blocks_ = 0;
   int64_t weight_bytes_ = 0;
@@ -295,6 +295,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
     num_kv_blocks_ = static_cast<int>(std::min<double>(
         kv_budget / double(block_bytes), double((int64_t(1) << 31) / block_size_ - 1)));
   }
+  limits_ =
+      PlanLimits{max_tokens_, max_seqs_, max_model_len_, num_kv_blocks_, block_size_, c.vocab_size};
   kv_layer_elems_ = int64_t(num_kv_blocks_) * block_size_ * c.kv_dim();
   kv_pool_ = device_alloc(int64_t(num_kv_blocks_) * block_bytes);
   // Zeroed so the padding rows of graph replays (which read block 0) see finite values.
@@ -479,8 +481,7 @@ void CudaBackend::load_weights(const WeightSource& weights) {
 }
 
 void CudaBackend::validate(const StepPlan& plan) const {
-  validate_step_plan(plan, PlanLimits{max_tokens_, max_seqs_, max_model_len_, num_kv_blocks_,
-                                      block_size_, config_.vocab_size});
+  validate_step_plan(plan, limits_);
   if (gpt2_) {  // learned position embeddings have no row past the model's positions
     for (int32_t position : plan.positions) {
       if (position >= config_.max_position_embeddings) {

@@ -1,4 +1,4 @@
-#include "engine/tokenizer/utf8.h"
+#include "engine/common/utf8.h"
 
 #include <cstdint>
 

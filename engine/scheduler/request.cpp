@@ -1,0 +1,15 @@
+#include "engine/scheduler/request.h"
+
+namespace rose {
+
+const char* finish_reason_name(FinishReason reason) {
+  switch (reason) {
+    case FinishReason::kLength:
+      return "length";
+    case FinishReason::kStop:
+      return "stop";
+  }
+  return "unknown";
+}
+
+}  // namespace rose

@@ -1,0 +1,89 @@
+#pragma once
+// What goes into a run and what comes out of it: requests, per-request results and timelines, the
+// run's stats. Shared by the scheduler, the engine, metrics and anything that runs engines
+// (a Runner), so none of them has to include another's header for these types.
+#include <cstdint>
+#include <functional>
+#include <vector>
+
+#include "engine/backend/sampling.h"
+
+namespace rose {
+
+struct EngineRequest {
+  std::vector<int32_t> prompt;
+  int max_tokens = 16;
+  SamplingParams sampling;
+  bool ignore_eos = false;
+  double arrival_s = 0.0;  // seconds after the run starts; the request is invisible before
+};
+
+enum class FinishReason { kLength, kStop };
+const char* finish_reason_name(FinishReason reason);
+
+// Times are seconds since the run's start (the clock starts when the run starts).
+struct Timeline {
+  double arrival = 0.0;
+  double first_scheduled = -1.0;
+  std::vector<double> token_times;  // when each output token's step had its ids on the host
+  double finish = -1.0;
+};
+
+struct RequestResult {
+  std::vector<int32_t> output_ids;
+  FinishReason finish_reason = FinishReason::kLength;
+  Timeline timeline;
+  int cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at the final admission
+  int preemptions = 0;
+};
+
+struct PrefixCacheStats {
+  int64_t lookups = 0;         // admissions that consulted the index
+  int64_t queried_tokens = 0;  // prompt tokens those admissions asked for
+  int64_t hit_tokens = 0;      // of which served from cached blocks
+  int64_t evictions = 0;       // cached blocks whose key was dropped for reuse
+  double hit_rate() const { return queried_tokens ? double(hit_tokens) / queried_tokens : 0.0; }
+};
+
+struct KvStats {
+  int block_size = 0;
+  int total_blocks = 0;
+  int peak_used_blocks = 0;  // blocks referenced by running requests at the fullest moment
+  int64_t preemptions = 0;
+};
+
+struct StepStats {
+  int64_t steps = 0;
+  int64_t prefill_tokens = 0;  // prompt tokens computed (cache hits excluded)
+  int64_t decode_tokens = 0;
+  int64_t decode_steps = 0;        // steps that were pure decode
+  int64_t decode_step_tokens = 0;  // tokens sampled by those steps
+  double decode_time_s = 0.0;      // wall time of those steps' execute()
+  double execute_time_s = 0.0;     // all steps' execute()
+  double schedule_time_s = 0.0;    // host bookkeeping: schedule() + update()
+  double decode_bytes = 0.0;       // weights + KV bytes those pure-decode steps had to read
+};
+
+// One sample per step, taken after the step's update (for the report's KV and queue charts).
+struct StepSeries {
+  std::vector<double> time;         // seconds since the run's start
+  std::vector<int> kv_used_blocks;  // blocks referenced after the step
+  std::vector<int> running, waiting;
+};
+
+struct RunResult {
+  std::vector<RequestResult> requests;  // in the order the requests were added (input order)
+  double duration_s = 0.0;              // last finish - first arrival
+  PrefixCacheStats cache;
+  KvStats kv;
+  StepStats steps;
+  StepSeries step_series;
+};
+
+struct RunCallbacks {
+  // Called after each step with (request index, new token id); used for streaming and progress.
+  std::function<void(int request_index, int32_t token)> on_token;
+  std::function<void(int request_index)> on_finish;
+};
+
+}  // namespace rose
