@@ -17,6 +17,7 @@ struct CompareArgs {
   std::vector<std::string> metrics;
   bool metrics_only = false;
   bool force = false;
+  std::string format = "table";
 };
 
 }  // namespace
@@ -41,6 +42,8 @@ void register_compare_command(CLI::App& app, int& exit_code) {
                 "check only the --metric names, not the defaults (output and request throughput, "
                 "median and p99 of TTFT, TPOT, ITL)");
   cmd->add_flag("--force", args->force, "compare even when the workload fingerprints differ");
+  cmd->add_option("--format", args->format, "table (aligned text), md (markdown) or csv")
+      ->capture_default_str();
 
   cmd->callback([args, &exit_code]() {
     if (args->base_path.empty() || args->next_path.empty()) {
@@ -49,7 +52,9 @@ void register_compare_command(CLI::App& app, int& exit_code) {
       return;
     }
     rose::CompareOptions options;
+    rose::TableFormat format = rose::TableFormat::kText;
     try {
+      format = rose::parse_table_format(args->format, "--format");
       options.max_regression_percent =
           rose::parse_threshold_percent(args->max_regression, "--max-regression");
       for (const std::string& spec : args->metrics) {
@@ -62,6 +67,7 @@ void register_compare_command(CLI::App& app, int& exit_code) {
     }
     options.only_listed_metrics = args->metrics_only;
     options.force = args->force;
-    exit_code = rose::run_compare(args->base_path, args->next_path, options, std::cout, std::cerr);
+    exit_code =
+        rose::run_compare(args->base_path, args->next_path, options, std::cout, std::cerr, format);
   });
 }

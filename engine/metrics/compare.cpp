@@ -125,11 +125,34 @@ const char* verdict_name(Verdict verdict) {
       return "ok";
     case Verdict::kRegression:
       return "REGRESSION";
+    case Verdict::kWithinNoise:
+      return "within noise";
     case Verdict::kNotANumber:
       return "not a number";
   }
   return "?";
 }
+
+namespace {
+
+// How far the medians of repeated runs can move by chance: the half-widths of both sides'
+// intervals, summed, in percent of |base|. nullopt when neither side was repeated.
+std::optional<double> noise_percent(const BenchReport& base_run, const BenchReport& next_run,
+                                    const std::string& metric, double base_value) {
+  double half_widths = 0.0;
+  bool measured = false;
+  for (const BenchReport* run : {&base_run, &next_run}) {
+    const auto it = run->spread.find(metric);
+    if (it == run->spread.end()) continue;
+    measured = true;
+    half_widths += (it->second.ci_high - it->second.ci_low) / 2.0;
+  }
+  if (!measured) return std::nullopt;
+  if (base_value == 0.0) return half_widths > 0.0 ? INFINITY : 0.0;
+  return half_widths / std::fabs(base_value) * 100.0;
+}
+
+}  // namespace
 
 CompareResult compare_results(const BenchResults& base, const BenchResults& next,
                               const CompareOptions& options, const std::string& base_name,
@@ -228,9 +251,15 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
       // The tolerance keeps a change of exactly the threshold (5% written as 512 -> 486.4) from
       // failing on the last bit of a double.
       constexpr double kTolerancePercent = 1e-9;
+      row.noise_percent = noise_percent(base.runs[b], next.runs[size_t(n)], metric, row.base);
       if (worse_percent > threshold + kTolerancePercent) {
-        row.verdict = Verdict::kRegression;
-        ++result.regressions;
+        if (row.noise_percent && worse_percent <= *row.noise_percent + kTolerancePercent) {
+          row.verdict = Verdict::kWithinNoise;
+          ++result.within_noise;
+        } else {
+          row.verdict = Verdict::kRegression;
+          ++result.regressions;
+        }
       } else if (worse_percent < -kTolerancePercent) {
         row.verdict = Verdict::kImproved;
       } else {
@@ -252,9 +281,24 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
   return result;
 }
 
-std::string render_compare_table(const CompareResult& result) {
+namespace {
+
+bool has_noise(const CompareResult& result) {
+  for (const CompareRow& row : result.rows) {
+    if (row.noise_percent) return true;
+  }
+  return false;
+}
+
+}  // namespace
+
+std::string render_compare_table(const CompareResult& result, TableFormat format) {
   TextTable table(/*left_aligned_columns=*/2);
-  table.add_row({"run", "metric", "base", "new", "change", "limit", "verdict"});
+  // The noise column only for repeated results, so a plain compare reads as before.
+  const bool show_noise = has_noise(result);
+  std::vector<std::string> header = {"run", "metric", "base", "new", "change", "limit", "verdict"};
+  if (show_noise) header.insert(header.end() - 1, "noise");
+  table.add_row(std::move(header));
   for (const CompareRow& row : result.rows) {
     const std::string change = std::isnan(row.change_percent)
                                    ? std::string("-")
@@ -263,14 +307,28 @@ std::string render_compare_table(const CompareResult& result) {
     const std::string limit =
         fmt::format("{}{}%", row.direction == MetricDirection::kHigherIsBetter ? "-" : "+",
                     row.threshold_percent);
-    table.add_row({row.run, row.metric, format_number(row.base), format_number(row.next), change,
-                   limit, verdict_name(row.verdict)});
+    std::vector<std::string> cells = {
+        row.run, row.metric, format_number(row.base),  format_number(row.next),
+        change,  limit,      verdict_name(row.verdict)};
+    if (show_noise) {
+      cells.insert(cells.end() - 1, row.noise_percent ? fmt::format("+-{:.2f}%", *row.noise_percent)
+                                                      : std::string("-"));
+    }
+    table.add_row(std::move(cells));
   }
-  std::string out = table.render();
+  std::string out = table.render_as(format);
+  if (format != TableFormat::kText) out += '\n';
   for (const std::string& note : result.notes) out += "note: " + note + "\n";
+  if (result.within_noise > 0) {
+    out += fmt::format(
+        "compare: {} metric(s) changed beyond their threshold but within the measured noise of "
+        "the repeated runs (not regressions)\n",
+        result.within_noise);
+  }
   if (result.regressions > 0) {
-    out += fmt::format("compare: {} of {} metrics regressed beyond their threshold\n",
-                       result.regressions, result.rows.size());
+    out += fmt::format("compare: {} of {} metrics regressed beyond their threshold{}\n",
+                       result.regressions, result.rows.size(),
+                       show_noise ? " and the measured noise" : "");
   } else {
     out += fmt::format("compare: all {} metrics within bounds\n", result.rows.size());
   }
@@ -278,7 +336,8 @@ std::string render_compare_table(const CompareResult& result) {
 }
 
 int run_compare(const std::string& base_path, const std::string& next_path,
-                const CompareOptions& options, std::ostream& out, std::ostream& err) {
+                const CompareOptions& options, std::ostream& out, std::ostream& err,
+                TableFormat format) {
   try {
     const BenchResults base = read_results_json(base_path);
     const BenchResults next = read_results_json(next_path);
@@ -287,7 +346,7 @@ int run_compare(const std::string& base_path, const std::string& next_path,
                        base.roseinfer_version, base.git_commit, base.date, base.device);
     out << fmt::format("new:  {} (roseinfer {}, git {}, {}, {})\n", next_path,
                        next.roseinfer_version, next.git_commit, next.date, next.device);
-    out << render_compare_table(result);
+    out << render_compare_table(result, format);
     return result.exit_code();
   } catch (const Error& e) {
     err << "roseinfer compare: " << e.what() << "\n";

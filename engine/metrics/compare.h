@@ -1,7 +1,8 @@
 #pragma once
 // `roseinfer compare BASE.json NEW.json`: the regression gate for CI. Runs are matched by
 // (mode, prefix cache); each metric has a direction, and a change in the bad direction larger than
-// its threshold (percent of the base value) is a regression.
+// its threshold (percent of the base value) is a regression. When the results are repeated
+// (bench --repeat N, with a spread per key), the change must also exceed the measured noise.
 // Exit codes: 0 within bounds, 1 regression, 2 usage or file error (missing or malformed file,
 // other schema, unknown metric, no common run, different workloads without --force).
 #include <optional>
@@ -10,6 +11,7 @@
 #include <string_view>
 #include <vector>
 
+#include "engine/metrics/report_table.h"
 #include "engine/metrics/results_json.h"
 
 namespace rose {
@@ -46,7 +48,9 @@ struct CompareOptions {
   bool force = false;                // compare even when the workload fingerprints differ
 };
 
-enum class Verdict { kImproved, kOk, kRegression, kNotANumber };
+// kWithinNoise: worse by more than the threshold, but by no more than the measured noise of
+// repeated results (bench --repeat), so not a regression.
+enum class Verdict { kImproved, kOk, kRegression, kWithinNoise, kNotANumber };
 const char* verdict_name(Verdict verdict);
 
 struct CompareRow {
@@ -56,6 +60,9 @@ struct CompareRow {
   double base = 0, next = 0;
   double change_percent = 0;  // (next - base) / |base| * 100; +-inf when base is 0 and next is not
   double threshold_percent = 0;
+  // Repeated results: the half-widths of both sides' bootstrap 95% intervals of the median, summed,
+  // as percent of |base|; a change no larger than this is indistinguishable from noise.
+  std::optional<double> noise_percent;
   Verdict verdict = Verdict::kOk;
 };
 
@@ -63,6 +70,7 @@ struct CompareResult {
   std::vector<CompareRow> rows;
   std::vector<std::string> notes;  // runs present on one side only, forced fingerprint mismatch
   int regressions = 0;
+  int within_noise = 0;  // beyond the threshold, inside the noise: not counted as regressions
   int exit_code() const { return regressions > 0 ? kCompareRegression : kCompareOk; }
 };
 
@@ -72,11 +80,13 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
                               const CompareOptions& options, const std::string& base_name,
                               const std::string& next_name);
 
-std::string render_compare_table(const CompareResult& result);
+std::string render_compare_table(const CompareResult& result,
+                                 TableFormat format = TableFormat::kText);
 
 // Reads both files, compares, prints the table to `out` and any error to `err`; returns the exit
 // code.
 int run_compare(const std::string& base_path, const std::string& next_path,
-                const CompareOptions& options, std::ostream& out, std::ostream& err);
+                const CompareOptions& options, std::ostream& out, std::ostream& err,
+                TableFormat format = TableFormat::kText);
 
 }  // namespace rose

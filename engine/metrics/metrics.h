@@ -1,6 +1,7 @@
 #pragma once
 // Benchmark metrics exactly as reference/benchmarks.md defines them (vLLM bench serve semantics).
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <string>
 #include <utility>
@@ -40,6 +41,12 @@ struct RequestDetail {
   std::vector<std::vector<double>> itls;  // seconds; (num_requests, output_len - 1)
 };
 
+// How a number varied over `bench --repeat N` runs (metrics of one run have none).
+struct Spread {
+  double median = 0, min = 0, max = 0;
+  double ci_low = 0, ci_high = 0;  // bootstrap 95% interval of the median
+};
+
 struct BenchReport {
   std::string mode;
   bool prefix_cache = true;
@@ -62,6 +69,10 @@ struct BenchReport {
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
   RequestDetail detail;
   StepSeries step_series;  // written with --save-detailed
+  // With --repeat N (> 1): every number above is the median of N runs, and this holds each run
+  // key's spread.
+  int repeats = 1;
+  std::map<std::string, Spread> spread;
 };
 
 // A request counts as failed when it produced no token or never finished; failed requests are

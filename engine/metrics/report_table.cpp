@@ -6,6 +6,7 @@
 #include <cmath>
 #include <optional>
 
+#include "engine/common/error.h"
 #include "engine/metrics/results_json.h"
 
 namespace rose {
@@ -39,6 +40,70 @@ std::string TextTable::render(int indent) const {
     while (!line.empty() && line.back() == ' ') line.pop_back();
     out += line;
     out += '\n';
+  }
+  return out;
+}
+
+TableFormat parse_table_format(std::string_view text, std::string_view flag) {
+  if (text == "table" || text == "text") return TableFormat::kText;
+  if (text == "md" || text == "markdown") return TableFormat::kMarkdown;
+  if (text == "csv") return TableFormat::kCsv;
+  fail("{}: unknown table format '{}' (table, md or csv)", flag, text);
+}
+
+namespace {
+
+std::string markdown_cell(const std::string& cell) {
+  std::string out;
+  for (char c : cell) {
+    if (c == '|') out += '\\';
+    out += c;
+  }
+  return out;
+}
+
+// RFC 4180: quoted when it holds a comma, quote or line break; quotes doubled.
+std::string csv_cell(const std::string& cell) {
+  if (cell.find_first_of(",\"\n\r") == std::string::npos) return cell;
+  std::string out(1, '"');
+  for (char c : cell) {
+    if (c == '"') out += '"';
+    out += c;
+  }
+  out += '"';
+  return out;
+}
+
+}  // namespace
+
+std::string TextTable::render_as(TableFormat format, int indent) const {
+  if (format == TableFormat::kText) return render(indent);
+  std::string out;
+  bool header_done = false;
+  for (const auto& row : rows_) {
+    // Appended piece by piece: GCC 12 misreports "literal" + std::string as an overlapping copy.
+    if (row.size() == 1) {
+      if (format == TableFormat::kMarkdown) {
+        out.append("\n**").append(markdown_cell(row[0])).append("**\n\n");
+      } else {
+        out.append(csv_cell(row[0])).append("\n");
+      }
+      header_done = false;  // a section starts a new table
+      continue;
+    }
+    for (size_t c = 0; c < row.size(); ++c) {
+      if (format == TableFormat::kMarkdown) {
+        out.append("| ").append(markdown_cell(row[c])).append(" ");
+      } else {
+        out.append(c ? "," : "").append(csv_cell(row[c]));
+      }
+    }
+    out.append(format == TableFormat::kMarkdown ? "|\n" : "\n");
+    if (format == TableFormat::kMarkdown && !header_done) {
+      for (size_t c = 0; c < row.size(); ++c) out += c < left_aligned_columns_ ? "|---" : "|---:";
+      out += "|\n";
+    }
+    header_done = true;
   }
   return out;
 }
@@ -94,6 +159,19 @@ std::string cache_label(bool prefix_cache) {
   return prefix_cache ? "prefix cache on" : "prefix cache off";
 }
 
+// "== title ==" on the terminal, a markdown heading, or a one-field CSV record.
+std::string section_heading(const std::string& title, TableFormat format) {
+  switch (format) {
+    case TableFormat::kMarkdown:
+      return fmt::format("### {}\n\n", title);
+    case TableFormat::kCsv:
+      return csv_cell(fmt::format("# {}", title)) + '\n';
+    case TableFormat::kText:
+      break;
+  }
+  return fmt::format("== {} ==\n", title);
+}
+
 std::optional<double> chosen_percentile(const Distribution& d, double q) {
   for (const auto& [chosen, value] : d.percentiles) {
     if (chosen == q) return value;
@@ -103,10 +181,11 @@ std::optional<double> chosen_percentile(const Distribution& d, double q) {
 
 }  // namespace
 
-std::string render_report_table(const BenchReport& r) {
-  std::string out = fmt::format("== {}, {}: {} completed, {} failed, {} s ==\n", r.mode,
-                                cache_label(r.prefix_cache), format_count(r.completed),
-                                format_count(r.failed), format_number(r.duration_s));
+std::string render_report_table(const BenchReport& r, TableFormat format) {
+  const std::string title =
+      fmt::format("{}, {}: {} completed, {} failed, {} s", r.mode, cache_label(r.prefix_cache),
+                  format_count(r.completed), format_count(r.failed), format_number(r.duration_s));
+  std::string out = section_heading(title, format);
 
   // The percentile columns come from the report itself, so --percentiles changes the table.
   std::vector<double> qs;
@@ -129,9 +208,11 @@ std::string render_report_table(const BenchReport& r) {
     cells.push_back(format_number(dist->max));
     latency.add_row(std::move(cells));
   }
-  out += latency.render(2);
+  out += latency.render_as(format, 2);
 
   TextTable totals(/*left_aligned_columns=*/2);
+  // Markdown and CSV need a header row; the aligned text reads better without one.
+  if (format != TableFormat::kText) totals.add_row({"figure", "value"});
   totals.add_row({"requests/s", format_number(r.request_throughput)});
   totals.add_row({"output tok/s", format_number(r.output_throughput)});
   totals.add_row({"total tok/s", format_number(r.total_token_throughput)});
@@ -160,19 +241,18 @@ std::string render_report_table(const BenchReport& r) {
                           format_percent(*r.bandwidth_floor_fraction));
   }
   totals.add_row({"decode bandwidth", decode});
-  totals.add_row({"prefill / decode",
-                  fmt::format("{} tok/s prefill, {} tok/s in pure-decode steps",
-                              format_number(r.prefill_throughput),
-                              format_number(r.decode_throughput))});
+  totals.add_row({"prefill / decode", fmt::format("{} tok/s prefill, {} tok/s in pure-decode steps",
+                                                  format_number(r.prefill_throughput),
+                                                  format_number(r.decode_throughput))});
   totals.add_row(
       {"steps",
        fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),
                    format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens))});
-  out += totals.render(2);
+  out += (format == TableFormat::kText ? "" : "\n") + totals.render_as(format, 2);
   return out;
 }
 
-std::string render_summary_table(const std::vector<BenchReport>& reports) {
+std::string render_summary_table(const std::vector<BenchReport>& reports, TableFormat format) {
   TextTable table;
   std::vector<std::string> header = {""};
   std::vector<std::string> cache_row = {""};
@@ -180,8 +260,13 @@ std::string render_summary_table(const std::vector<BenchReport>& reports) {
     header.push_back(r.mode);
     cache_row.push_back(r.prefix_cache ? "cache on" : "cache off");
   }
-  table.add_row(std::move(header));
-  table.add_row(std::move(cache_row));
+  if (format == TableFormat::kText) {
+    table.add_row(std::move(header));
+    table.add_row(std::move(cache_row));
+  } else {  // one header row: "offline, cache on"
+    for (size_t c = 1; c < header.size(); ++c) header[c] += ", " + cache_row[c];
+    table.add_row(std::move(header));
+  }
   auto add = [&](const char* name, auto value_of) {
     std::vector<std::string> cells = {name};
     for (const BenchReport& r : reports) cells.push_back(value_of(r));
@@ -202,7 +287,7 @@ std::string render_summary_table(const std::vector<BenchReport>& reports) {
     return r.prefix_cache ? format_percent(r.cache.hit_rate()) : std::string("-");
   });
   add("failed", [](const BenchReport& r) { return format_count(r.failed); });
-  return "== summary ==\n" + table.render(2);
+  return section_heading("summary", format) + table.render_as(format, 2);
 }
 
 }  // namespace rose

@@ -2,11 +2,17 @@
 // Text tables for stdout: one block per BenchReport, a side-by-side summary of several, and the
 // column-aligning helper both (and compare's table) use.
 #include <string>
+#include <string_view>
 #include <vector>
 
 #include "engine/metrics/metrics.h"
 
 namespace rose {
+
+// How tables are printed: aligned text for the terminal, GitHub markdown or CSV for pasting.
+enum class TableFormat { kText, kMarkdown, kCsv };
+// "table" (or "text"), "md" (or "markdown"), "csv"; throws rose::Error naming `flag` otherwise.
+TableFormat parse_table_format(std::string_view text, std::string_view flag);
 
 // Rows of cells; the first `left_aligned_columns` columns (labels, text) are left-aligned, the rest
 // (numbers) right-aligned. A row with one cell is a section line printed as is.
@@ -16,6 +22,9 @@ class TextTable {
       : left_aligned_columns_(left_aligned_columns) {}
   void add_row(std::vector<std::string> cells);
   std::string render(int indent = 0) const;
+  // The first row is the header. A one-cell row becomes a bold line (markdown) or a one-field
+  // record (CSV) between tables.
+  std::string render_as(TableFormat format, int indent = 0) const;
 
  private:
   size_t left_aligned_columns_;
@@ -32,8 +41,9 @@ std::string format_percent(double fraction);
 
 // One block: latency rows (TTFT, TPOT, ITL, E2E, queue) x (mean, chosen percentiles, max), then
 // throughput, prefix cache, KV and decode bandwidth lines.
-std::string render_report_table(const BenchReport& report);
+std::string render_report_table(const BenchReport& report, TableFormat format = TableFormat::kText);
 // Runs as columns (mode x prefix cache), headline numbers as rows. For --mode all or cache on/off.
-std::string render_summary_table(const std::vector<BenchReport>& reports);
+std::string render_summary_table(const std::vector<BenchReport>& reports,
+                                 TableFormat format = TableFormat::kText);
 
 }  // namespace rose

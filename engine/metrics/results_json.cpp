@@ -5,6 +5,7 @@
 #include <xxhash.h>
 
 #include <cmath>
+#include <algorithm>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -277,6 +278,28 @@ void write_config_value(JsonWriter& w, const ConfigValue& value) {
       value);
 }
 
+// --repeat N: how many runs the medians come from, and each key's spread over them.
+void write_spread(JsonWriter& w, const BenchReport& report) {
+  w.key("repeats");
+  w.integer(report.repeats);
+  w.key("spread");
+  w.begin_object();
+  for (const auto& [name, spread] : report.spread) {
+    w.key(name);
+    w.begin_object();
+    w.key("min");
+    w.number(spread.min);
+    w.key("max");
+    w.number(spread.max);
+    w.key("ci95_low");
+    w.number(spread.ci_low);
+    w.key("ci95_high");
+    w.number(spread.ci_high);
+    w.end_object();
+  }
+  w.end_object();
+}
+
 }  // namespace
 
 std::string results_to_json(const BenchResults& results, bool save_detailed) {
@@ -331,6 +354,7 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
       w.key(name);
       w.number(value);
     }
+    if (report.repeats > 1) write_spread(w, report);
     if (save_detailed) {
       const RequestDetail& d = report.detail;
       w.key("input_lens");
@@ -528,6 +552,16 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   return r;
 }
 
+}  // namespace
+
+BenchReport report_from_run_numbers(const std::string& mode, bool prefix_cache,
+                                    const std::vector<std::pair<std::string, double>>& numbers) {
+  const std::map<std::string, double> values(numbers.begin(), numbers.end());
+  return report_from_values(mode, prefix_cache, numbers, values);
+}
+
+namespace {
+
 template <typename T>
 std::vector<T> read_number_array(const Reader& reader, element e, const std::string& field) {
   std::vector<T> out;
@@ -616,6 +650,30 @@ std::vector<std::map<std::string, double>> read_per_replica(const Reader& reader
     }
   }
   return replicas;
+}
+
+std::map<std::string, Spread> read_spread(const Reader& reader, simdjson::dom::object run,
+                                          const std::string& prefix,
+                                          const std::map<std::string, double>& values) {
+  std::map<std::string, Spread> spreads;
+  const std::optional<element> section = reader.find(run, "spread");
+  if (!section) return spreads;
+  for (auto [key, value] : reader.object(*section, prefix + "spread")) {
+    const std::string name(key);
+    const std::string field = prefix + "spread." + name;
+    const simdjson::dom::object bounds = reader.object(value, field);
+    Spread spread;
+    const auto median = values.find(name);
+    spread.median = median == values.end() ? std::nan("") : median->second;
+    spread.min = reader.number(reader.at(bounds, "min", field + "."), field + ".min");
+    spread.max = reader.number(reader.at(bounds, "max", field + "."), field + ".max");
+    spread.ci_low = reader.number(reader.at(bounds, "ci95_low", field + "."), field + ".ci95_low");
+    spread.ci_high =
+        reader.number(reader.at(bounds, "ci95_high", field + "."), field + ".ci95_high");
+    if (spread.ci_low > spread.ci_high) reader.fail_field(field, "ci95_low is above ci95_high");
+    spreads[name] = spread;
+  }
+  return spreads;
 }
 
 ConfigValue read_config_value(const Reader& reader, element e, const std::string& field) {
@@ -718,6 +776,8 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
     BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
     read_detail(reader, run, prefix, report.detail);
     read_step_series(reader, run, prefix, report.step_series);
+    report.spread = read_spread(reader, run, prefix, values);
+    report.repeats = std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
     results.runs.push_back(std::move(report));
     results.run_values.push_back(std::move(values));
     results.run_replicas.push_back(read_per_replica(reader, run, prefix));

@@ -10,7 +10,8 @@
 // run_numbers() lists them all. Detail arrays (--save-detailed) are per run: input_lens,
 // output_lens, cached_tokens, ttfts, e2els (seconds), itls (seconds, one array per request),
 // arrivals and first_scheduled (seconds since the run's start), and one sample per engine step:
-// step_times, step_kv_used_blocks, step_running, step_waiting.
+// step_times, step_kv_used_blocks, step_running, step_waiting. With --repeat N the flat keys are
+// medians over N runs, plus "repeats": N and "spread": {key: {min, max, ci95_low, ci95_high}}.
 // Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
 #include <cstdint>
 #include <filesystem>
@@ -58,6 +59,10 @@ std::string percentile_key(double q);
 // Every flat numeric key of one run, in file order, with its value. Optional numbers (goodput,
 // bandwidth floor) appear only when set.
 std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& report);
+
+// The report that run_numbers() would write as `numbers` (keys it does not know are ignored).
+BenchReport report_from_run_numbers(const std::string& mode, bool prefix_cache,
+                                    const std::vector<std::pair<std::string, double>>& numbers);
 
 // 32 hex digits of XXH3-128 over every request's prompt ids, max_tokens, sampling, ignore_eos and
 // arrival time, plus `result_config`: whatever else changes what the engine computes (model id,
