@@ -40,6 +40,18 @@ class Evaluator {
   void exec_set(const Stmt& stmt, const ScopePtr& scope);
   void exec_call_block(const Stmt& stmt, std::string& out, const ScopePtr& scope);
   Value make_macro(const Stmt& stmt, const ScopePtr& closure);
+  // Closures hold their scope weakly (a macro lives in the scope it captures: a strong pointer
+  // would be a cycle); the evaluator keeps those scopes, and every namespace, until the render
+  // ends.
+  std::weak_ptr<Scope> keep(const ScopePtr& scope) {
+    kept_scopes_.push_back(scope);
+    return scope;
+  }
+  static ScopePtr lock(const std::weak_ptr<Scope>& scope) {
+    ScopePtr locked = scope.lock();
+    if (!locked) throw EvalError("a macro was called after its render ended");
+    return locked;
+  }
   Value call_macro(const Stmt& stmt, const ScopePtr& closure, CallArgs& args);
   Value make_loop(const ValueList& items, size_t index);
   void bind_targets(const std::vector<std::string>& names, const Value& item, Scope& scope);
@@ -63,6 +75,13 @@ class Evaluator {
   const std::string& name_;
   const RenderLimits& limits_;
   int call_depth_ = 0;
+  std::vector<ScopePtr> kept_scopes_;
+  std::vector<std::shared_ptr<Namespace>> namespaces_;
+
+ public:
+  ~Evaluator() {
+    for (auto& ns : namespaces_) ns->attributes.clear();  // {% set ns.self = ns %} would be a cycle
+  }
 };
 
 std::string Evaluator::run(const Body& body, const ValueDict& globals) {
@@ -96,9 +115,10 @@ void Evaluator::add_builtins(Scope& root) {
     }
     return Value(std::move(items));
   });
-  root.vars["namespace"] = Value::function("namespace", [](CallArgs& a) {
+  root.vars["namespace"] = Value::function("namespace", [this](CallArgs& a) {
     Value ns;
-    ns.data = std::make_shared<Namespace>();
+    namespaces_.push_back(std::make_shared<Namespace>());
+    ns.data = namespaces_.back();
     for (const Value& v : a.positional)
       if (v.is_dict()) ns.as_namespace().attributes = v.as_dict();
     for (const auto& [k, v] : a.keyword) ns.as_namespace().attributes.emplace_back(k, v);
@@ -255,8 +275,8 @@ void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope) {
 }
 
 Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& closure) {
-  return Value::function(stmt.text, [this, &stmt, closure](CallArgs& args) {
-    return call_macro(stmt, closure, args);
+  return Value::function(stmt.text, [this, &stmt, weak = keep(closure)](CallArgs& args) {
+    return call_macro(stmt, lock(weak), args);
   });
 }
 
@@ -287,8 +307,8 @@ Value Evaluator::call_macro(const Stmt& stmt, const ScopePtr& closure, CallArgs&
 }
 
 void Evaluator::exec_call_block(const Stmt& stmt, std::string& out, const ScopePtr& scope) {
-  Value caller = Value::function("caller", [this, &stmt, scope](CallArgs& args) {
-    auto body_scope = child_scope(scope);
+  Value caller = Value::function("caller", [this, &stmt, weak = keep(scope)](CallArgs& args) {
+    auto body_scope = child_scope(lock(weak));
     for (size_t i = 0; i < stmt.names.size(); ++i)
       body_scope->vars[stmt.names[i]] = args.get(i, stmt.names[i]);
     std::string text;
