@@ -61,8 +61,8 @@ test-asan: deps
 FUZZ_SECONDS ?= 30
 fuzz: deps
 	cmake -S . -B build-fuzz -DCMAKE_C_COMPILER=clang -DCMAKE_CXX_COMPILER=clang++ -DROSEINFER_FUZZ=ON -DROSEINFER_CUDA=OFF -DCMAKE_BUILD_TYPE=RelWithDebInfo
-	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json fuzz_gguf
-	@for t in fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json fuzz_gguf; do \
+	cmake --build build-fuzz -j $(JOBS) --target fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json fuzz_gguf fuzz_chat_template
+	@for t in fuzz_safetensors fuzz_jsonl fuzz_tokenizer_json fuzz_gguf fuzz_chat_template; do \
 	  mkdir -p fuzz-corpus/$$t; \
 	  echo "== $$t ($(FUZZ_SECONDS)s)"; \
 	  ./build-fuzz/$$t -max_total_time=$(FUZZ_SECONDS) -print_final_stats=1 fuzz-corpus/$$t fuzz/corpus/$$t || exit 1; \

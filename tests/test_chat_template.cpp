@@ -1,7 +1,7 @@
 // The chat-template corpus: every template in ../shared/chat-templates rendered with several
 // conversations must equal Python jinja2's output as transformers configures it (fixtures made by
-// scripts/make_chat_template_fixtures.py), or fail as jinja2 does. Skipped (exit 77) when the shared
-// folder is absent.
+// scripts/make_chat_template_fixtures.py), or fail as jinja2 does. Skipped (exit 77) when the
+// shared folder is absent.
 #include <doctest/doctest.h>
 #include <simdjson.h>
 
@@ -30,7 +30,8 @@ std::string read_file(const std::filesystem::path& path) {
 std::vector<rose::ChatMessage> conversation(simdjson::dom::element messages) {
   std::vector<rose::ChatMessage> out;
   for (simdjson::dom::element m : messages.get_array())
-    out.push_back({std::string(m["role"].get_string().value()), std::string(m["content"].get_string().value())});
+    out.push_back({std::string(m["role"].get_string().value()),
+                   std::string(m["content"].get_string().value())});
   return out;
 }
 
@@ -86,19 +87,24 @@ TEST_CASE("every shared chat template renders as Python jinja2 renders it") {
     std::string label = file + " [" + std::string(c["conversation"].get_string().value()) +
                         (options.add_generation_prompt ? ", generation prompt]" : "]");
     std::string problem;
-    if (expects_text && !error.empty()) problem = "error: " + error;
-    else if (expects_text && got != text) problem = "output differs:\n--- jinja2\n" + std::string(text) + "\n--- ours\n" + got;
+    if (expects_text && !error.empty())
+      problem = "error: " + error;
+    else if (expects_text && got != text)
+      problem = "output differs:\n--- jinja2\n" + std::string(text) + "\n--- ours\n" + got;
     else if (expects_raise && error.find(std::string(raises)) == std::string::npos)
-      problem = "expected raise_exception '" + std::string(raises) + "', got " + (error.empty() ? "output" : error);
+      problem = "expected raise_exception '" + std::string(raises) + "', got " +
+                (error.empty() ? "output" : error);
     else if (!expects_text && !expects_raise && error.empty())
-      problem = "expected an error like jinja2's '" + (has_error_text ? std::string(jinja_error) : "?") + "', got output";
+      problem = "expected an error like jinja2's '" +
+                (has_error_text ? std::string(jinja_error) : "?") + "', got output";
     ++cases;
-    if (!problem.empty() && !first_failure.count(file)) first_failure[file] = label + ": " + problem;
+    if (!problem.empty() && !first_failure.count(file))
+      first_failure[file] = label + ": " + problem;
   }
   for (const auto& [file, problem] : first_failure) MESSAGE(problem);
   size_t identical = seen.size() - first_failure.size();
-  MESSAGE(identical << " of " << seen.size() << " templates identical to jinja2 on all "
-                                              << cases << " cases");
+  MESSAGE(identical << " of " << seen.size() << " templates identical to jinja2 on all " << cases
+                    << " cases");
   CHECK(first_failure.empty());
   CHECK(seen.size() == 54);
 }

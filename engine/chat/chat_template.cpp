@@ -10,7 +10,8 @@ namespace rose {
 namespace {
 
 jinja::Value message_value(const ChatMessage& message) {
-  return jinja::Value(jinja::ValueDict{{"role", jinja::Value(message.role)}, {"content", jinja::Value(message.content)}});
+  return jinja::Value(jinja::ValueDict{{"role", jinja::Value(message.role)},
+                                       {"content", jinja::Value(message.content)}});
 }
 
 // strftime_now(format): transformers formats the local time; tests fix the moment through options.
@@ -27,7 +28,8 @@ jinja::Value strftime_now_function(std::optional<std::tm> fixed_now) {
     }
     char buffer[512];
     size_t length = std::strftime(buffer, sizeof buffer, format.as_string().c_str(), &moment);
-    if (length == 0 && !format.as_string().empty()) throw jinja::EvalError("strftime_now(): format too long");
+    if (length == 0 && !format.as_string().empty())
+      throw jinja::EvalError("strftime_now(): format too long");
     return jinja::Value(std::string(buffer, length));
   });
 }
@@ -35,7 +37,8 @@ jinja::Value strftime_now_function(std::optional<std::tm> fixed_now) {
 }  // namespace
 
 std::string render_chat_template(std::string_view source, const std::string& source_name,
-                                 std::span<const ChatMessage> messages, const ChatTemplateOptions& options) {
+                                 std::span<const ChatMessage> messages,
+                                 const ChatTemplateOptions& options) {
   std::vector<jinja::Token> tokens = jinja::tokenize(source, source_name);
   jinja::Body body = jinja::parse_template(tokens, source_name);
   jinja::ValueList message_values;
@@ -50,7 +53,8 @@ std::string render_chat_template(std::string_view source, const std::string& sou
       {"eos_token", jinja::Value(options.eos_token)},
       {"raise_exception", jinja::Value::function("raise_exception",
                                                  [](jinja::CallArgs& args) -> jinja::Value {
-                                                   throw jinja::TemplateRaised(to_display_string(args.get(0, "message")));
+                                                   throw jinja::TemplateRaised(
+                                                       to_display_string(args.get(0, "message")));
                                                  })},
       {"strftime_now", strftime_now_function(options.now)},
   };

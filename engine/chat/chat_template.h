@@ -1,7 +1,7 @@
 #pragma once
 // Chat templates: a model's Jinja template (tokenizer_config.json `chat_template`,
-// chat_template.jinja, or GGUF tokenizer.chat_template) rendered by our own Jinja subset, so that it
-// agrees with Python jinja2 as transformers configures it (trim_blocks, lstrip_blocks).
+// chat_template.jinja, or GGUF tokenizer.chat_template) rendered by our own Jinja subset, so that
+// it agrees with Python jinja2 as transformers configures it (trim_blocks, lstrip_blocks).
 #include <cstdint>
 #include <ctime>
 #include <optional>

@@ -14,7 +14,7 @@ Value get_attribute(const Value& object, const std::string& name);  // object.na
 Value get_item(const Value& object, const Value& key);              // object[key]
 Value slice_value(const Value& object, const Value& start, const Value& stop, const Value& step);
 Value binary_operation(const std::string& op, const Value& left, const Value& right);
-int compare_values(const Value& a, const Value& b);  // Python's <: -1, 0, 1
+int compare_values(const Value& a, const Value& b);        // Python's <: -1, 0, 1
 bool contains(const Value& container, const Value& item);  // item in container
 ValueList iterate(const Value& v);                         // what a for loop walks
 Value apply_filter(const std::string& name, const Value& input, CallArgs& args);

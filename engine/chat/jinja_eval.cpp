@@ -40,6 +40,18 @@ class Evaluator {
   void exec_set(const Stmt& stmt, const ScopePtr& scope);
   void exec_call_block(const Stmt& stmt, std::string& out, const ScopePtr& scope);
   Value make_macro(const Stmt& stmt, const ScopePtr& closure);
+  // Closures hold their scope weakly (a macro lives in the scope it captures: a strong pointer
+  // would be a cycle); the evaluator keeps those scopes, and every namespace, until the render
+  // ends.
+  std::weak_ptr<Scope> keep(const ScopePtr& scope) {
+    kept_scopes_.push_back(scope);
+    return scope;
+  }
+  static ScopePtr lock(const std::weak_ptr<Scope>& scope) {
+    ScopePtr locked = scope.lock();
+    if (!locked) throw EvalError("a macro was called after its render ended");
+    return locked;
+  }
   Value call_macro(const Stmt& stmt, const ScopePtr& closure, CallArgs& args);
   Value make_loop(const ValueList& items, size_t index);
   void bind_targets(const std::vector<std::string>& names, const Value& item, Scope& scope);
@@ -52,11 +64,9 @@ class Evaluator {
   Value lookup(std::string_view name, const ScopePtr& scope) const;
   void add_builtins(Scope& root);
 
-  void step() {
-    if (++steps_ > limits_.max_steps)
-      throw EvalError(fmt::format("render step limit ({} steps) exceeded: a runaway loop?", limits_.max_steps));
-  }
+  void step() { charge_work(1); }
   void append(std::string& out, std::string_view text) {
+    charge_work(static_cast<int64_t>(text.size() / 256));
     if (out.size() + text.size() > limits_.max_output_bytes)
       throw EvalError(fmt::format("output larger than {} bytes", limits_.max_output_bytes));
     out += text;
@@ -64,11 +74,18 @@ class Evaluator {
 
   const std::string& name_;
   const RenderLimits& limits_;
-  int64_t steps_ = 0;
   int call_depth_ = 0;
+  std::vector<ScopePtr> kept_scopes_;
+  std::vector<std::shared_ptr<Namespace>> namespaces_;
+
+ public:
+  ~Evaluator() {
+    for (auto& ns : namespaces_) ns->attributes.clear();  // {% set ns.self = ns %} would be a cycle
+  }
 };
 
 std::string Evaluator::run(const Body& body, const ValueDict& globals) {
+  WorkMeter meter(limits_.max_steps);
   auto root = std::make_shared<Scope>();
   add_builtins(*root);
   for (const auto& [k, v] : globals) root->vars[k] = v;
@@ -86,7 +103,8 @@ void Evaluator::add_builtins(Scope& root) {
       bounds.push_back(v.as_int());
     }
     if (bounds.empty() || bounds.size() > 3) throw EvalError("range() takes 1 to 3 arguments");
-    int64_t start = bounds.size() == 1 ? 0 : bounds[0], stop = bounds.size() == 1 ? bounds[0] : bounds[1];
+    int64_t start = bounds.size() == 1 ? 0 : bounds[0],
+            stop = bounds.size() == 1 ? bounds[0] : bounds[1];
     int64_t stride = bounds.size() == 3 ? bounds[2] : 1;
     if (stride == 0) throw EvalError("range() arg 3 must not be zero");
     ValueList items;
@@ -97,16 +115,18 @@ void Evaluator::add_builtins(Scope& root) {
     }
     return Value(std::move(items));
   });
-  root.vars["namespace"] = Value::function("namespace", [](CallArgs& a) {
+  root.vars["namespace"] = Value::function("namespace", [this](CallArgs& a) {
     Value ns;
-    ns.data = std::make_shared<Namespace>();
+    namespaces_.push_back(std::make_shared<Namespace>());
+    ns.data = namespaces_.back();
     for (const Value& v : a.positional)
       if (v.is_dict()) ns.as_namespace().attributes = v.as_dict();
     for (const auto& [k, v] : a.keyword) ns.as_namespace().attributes.emplace_back(k, v);
     return ns;
   });
   root.vars["dict"] = Value::function("dict", [](CallArgs& a) {
-    ValueDict d = a.positional.size() == 1 && a.positional[0].is_dict() ? a.positional[0].as_dict() : ValueDict{};
+    ValueDict d = a.positional.size() == 1 && a.positional[0].is_dict() ? a.positional[0].as_dict()
+                                                                        : ValueDict{};
     for (const auto& [k, v] : a.keyword) d.emplace_back(k, v);
     return Value(std::move(d));
   });
@@ -139,40 +159,59 @@ Evaluator::Flow Evaluator::exec(const Stmt& stmt, std::string& out, const ScopeP
   }
 }
 
-Evaluator::Flow Evaluator::exec_unchecked(const Stmt& stmt, std::string& out, const ScopePtr& scope) {
+Evaluator::Flow Evaluator::exec_unchecked(const Stmt& stmt, std::string& out,
+                                          const ScopePtr& scope) {
   step();
   switch (stmt.kind) {
-    case StmtKind::kText: append(out, stmt.text); break;
-    case StmtKind::kPrint: append(out, to_display_string(eval(*stmt.exprs[0], scope))); break;
+    case StmtKind::kText:
+      append(out, stmt.text);
+      break;
+    case StmtKind::kPrint:
+      append(out, to_display_string(eval(*stmt.exprs[0], scope)));
+      break;
     case StmtKind::kIf:
       for (size_t i = 0; i < stmt.bodies.size(); ++i)
-        if (i >= stmt.exprs.size() || truthy(eval(*stmt.exprs[i], scope))) return exec_body(stmt.bodies[i], out, scope);
+        if (i >= stmt.exprs.size() || truthy(eval(*stmt.exprs[i], scope)))
+          return exec_body(stmt.bodies[i], out, scope);
       break;
-    case StmtKind::kFor: exec_for(stmt, out, scope); break;
-    case StmtKind::kSet: exec_set(stmt, scope); break;
+    case StmtKind::kFor:
+      exec_for(stmt, out, scope);
+      break;
+    case StmtKind::kSet:
+      exec_set(stmt, scope);
+      break;
     case StmtKind::kSetBlock: {
       std::string captured;
       exec_body(stmt.bodies[0], captured, scope);
       scope->vars[stmt.names[0]] = Value(std::move(captured));
       break;
     }
-    case StmtKind::kMacro: scope->vars[stmt.text] = make_macro(stmt, scope); break;
-    case StmtKind::kCallBlock: exec_call_block(stmt, out, scope); break;
-    case StmtKind::kGeneration: return exec_body(stmt.bodies[0], out, scope);
-    case StmtKind::kBreak: return Flow::kBreak;
-    case StmtKind::kContinue: return Flow::kContinue;
+    case StmtKind::kMacro:
+      scope->vars[stmt.text] = make_macro(stmt, scope);
+      break;
+    case StmtKind::kCallBlock:
+      exec_call_block(stmt, out, scope);
+      break;
+    case StmtKind::kGeneration:
+      return exec_body(stmt.bodies[0], out, scope);
+    case StmtKind::kBreak:
+      return Flow::kBreak;
+    case StmtKind::kContinue:
+      return Flow::kContinue;
   }
   return Flow::kNormal;
 }
 
-void Evaluator::bind_targets(const std::vector<std::string>& names, const Value& item, Scope& scope) {
+void Evaluator::bind_targets(const std::vector<std::string>& names, const Value& item,
+                             Scope& scope) {
   if (names.size() == 1) {
     scope.vars[names[0]] = item;
     return;
   }
   ValueList parts = iterate(item);
   if (parts.size() != names.size())
-    throw EvalError(fmt::format("cannot unpack {} values into {} names", parts.size(), names.size()));
+    throw EvalError(
+        fmt::format("cannot unpack {} values into {} names", parts.size(), names.size()));
   for (size_t i = 0; i < names.size(); ++i) scope.vars[names[i]] = parts[i];
 }
 
@@ -190,7 +229,8 @@ Value Evaluator::make_loop(const ValueList& items, size_t index) {
   if (index > 0) loop.emplace_back("previtem", items[index - 1]);
   if (index + 1 < items.size()) loop.emplace_back("nextitem", items[index + 1]);
   loop.emplace_back("cycle", Value::function("loop.cycle", [i](CallArgs& a) {
-                      if (a.positional.empty()) throw EvalError("loop.cycle() needs at least one value");
+                      if (a.positional.empty())
+                        throw EvalError("loop.cycle() needs at least one value");
                       return a.positional[static_cast<size_t>(i) % a.positional.size()];
                     }));
   return Value(std::move(loop));
@@ -207,6 +247,7 @@ void Evaluator::exec_for(const Stmt& stmt, std::string& out, const ScopePtr& sco
     items.push_back(std::move(item));
   }
   for (size_t i = 0; i < items.size(); ++i) {
+    step();  // an empty body still costs a step, so nested loops stay bounded
     auto body_scope = child_scope(scope);
     body_scope->vars["loop"] = make_loop(items, i);
     bind_targets(stmt.names, items[i], *body_scope);
@@ -234,14 +275,18 @@ void Evaluator::exec_set(const Stmt& stmt, const ScopePtr& scope) {
 }
 
 Value Evaluator::make_macro(const Stmt& stmt, const ScopePtr& closure) {
-  return Value::function(stmt.text, [this, &stmt, closure](CallArgs& args) { return call_macro(stmt, closure, args); });
+  return Value::function(stmt.text, [this, &stmt, weak = keep(closure)](CallArgs& args) {
+    return call_macro(stmt, lock(weak), args);
+  });
 }
 
 Value Evaluator::call_macro(const Stmt& stmt, const ScopePtr& closure, CallArgs& args) {
   if (call_depth_ >= limits_.max_call_depth)
-    throw EvalError(fmt::format("macro calls nested deeper than {} (runaway recursion?)", limits_.max_call_depth));
+    throw EvalError(fmt::format("macro calls nested deeper than {} (runaway recursion?)",
+                                limits_.max_call_depth));
   if (args.positional.size() > stmt.names.size())
-    throw EvalError(fmt::format("macro '{}' takes {} arguments, got {}", stmt.text, stmt.names.size(), args.positional.size()));
+    throw EvalError(fmt::format("macro '{}' takes {} arguments, got {}", stmt.text,
+                                stmt.names.size(), args.positional.size()));
   auto scope = child_scope(closure);
   for (size_t i = 0; i < stmt.names.size(); ++i) {
     Value v = args.get(i, stmt.names[i]);
@@ -262,9 +307,10 @@ Value Evaluator::call_macro(const Stmt& stmt, const ScopePtr& closure, CallArgs&
 }
 
 void Evaluator::exec_call_block(const Stmt& stmt, std::string& out, const ScopePtr& scope) {
-  Value caller = Value::function("caller", [this, &stmt, scope](CallArgs& args) {
-    auto body_scope = child_scope(scope);
-    for (size_t i = 0; i < stmt.names.size(); ++i) body_scope->vars[stmt.names[i]] = args.get(i, stmt.names[i]);
+  Value caller = Value::function("caller", [this, &stmt, weak = keep(scope)](CallArgs& args) {
+    auto body_scope = child_scope(lock(weak));
+    for (size_t i = 0; i < stmt.names.size(); ++i)
+      body_scope->vars[stmt.names[i]] = args.get(i, stmt.names[i]);
     std::string text;
     exec_body(stmt.bodies[0], text, body_scope);
     return Value(std::move(text));
@@ -280,8 +326,10 @@ void Evaluator::exec_call_block(const Stmt& stmt, std::string& out, const ScopeP
 Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
   step();
   switch (e.kind) {
-    case ExprKind::kLiteral: return e.literal;
-    case ExprKind::kName: return lookup(e.name, scope);
+    case ExprKind::kLiteral:
+      return e.literal;
+    case ExprKind::kName:
+      return lookup(e.name, scope);
     case ExprKind::kList: {
       ValueList items;
       for (const ExprPtr& child : e.children) items.push_back(eval(*child, scope));
@@ -291,7 +339,8 @@ Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
       ValueDict dict;
       for (size_t i = 0; i + 1 < e.children.size(); i += 2) {
         Value key = eval(*e.children[i], scope);
-        if (!key.is_string()) throw EvalError("unsupported construct: a dict key that is not a string");
+        if (!key.is_string())
+          throw EvalError("unsupported construct: a dict key that is not a string");
         Value value = eval(*e.children[i + 1], scope);
         bool replaced = false;
         for (auto& [k, v] : dict)
@@ -300,14 +349,17 @@ Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
       }
       return dict;
     }
-    case ExprKind::kAttribute: return get_attribute(eval(*e.children[0], scope), e.name);
-    case ExprKind::kItem: return get_item(eval(*e.children[0], scope), eval(*e.children[1], scope));
+    case ExprKind::kAttribute:
+      return get_attribute(eval(*e.children[0], scope), e.name);
+    case ExprKind::kItem:
+      return get_item(eval(*e.children[0], scope), eval(*e.children[1], scope));
     case ExprKind::kSlice: {
       Value object = eval(*e.children[0], scope);
       auto part = [&](size_t i) { return e.children[i] ? eval(*e.children[i], scope) : Value(); };
       return slice_value(object, part(1), part(2), part(3));
     }
-    case ExprKind::kCall: return eval_call(e, scope);
+    case ExprKind::kCall:
+      return eval_call(e, scope);
     case ExprKind::kFilter: {
       Value input = eval(*e.children[0], scope);
       CallArgs args = eval_arguments(e, scope);
@@ -318,8 +370,10 @@ Value Evaluator::eval(const Expr& e, const ScopePtr& scope) {
       CallArgs args = eval_arguments(e, scope);
       return apply_test(e.name, input, args) != e.negated;
     }
-    case ExprKind::kUnary: return eval_unary(e, scope);
-    case ExprKind::kBinary: return eval_binary(e, scope);
+    case ExprKind::kUnary:
+      return eval_unary(e, scope);
+    case ExprKind::kBinary:
+      return eval_binary(e, scope);
     case ExprKind::kConditional:
       if (truthy(eval(*e.children[0], scope))) return eval(*e.children[1], scope);
       return e.children[2] ? eval(*e.children[2], scope) : Value();
@@ -337,7 +391,8 @@ CallArgs Evaluator::eval_arguments(const Expr& e, const ScopePtr& scope) {
     } else if (keyword == "*") {
       for (Value& item : iterate(v)) args.positional.push_back(std::move(item));
     } else if (keyword == "**") {
-      if (!v.is_dict()) throw EvalError(fmt::format("argument after ** must be a mapping, not {}", type_name(v)));
+      if (!v.is_dict())
+        throw EvalError(fmt::format("argument after ** must be a mapping, not {}", type_name(v)));
       for (const auto& entry : v.as_dict()) args.keyword.push_back(entry);
     } else {
       args.keyword.emplace_back(keyword, std::move(v));
@@ -349,13 +404,15 @@ CallArgs Evaluator::eval_arguments(const Expr& e, const ScopePtr& scope) {
 Value Evaluator::eval_call(const Expr& e, const ScopePtr& scope) {
   Value callee = eval(*e.children[0], scope);
   if (!callee.is_callable()) {
-    std::string what = e.children[0]->kind == ExprKind::kName ? e.children[0]->name
+    std::string what = e.children[0]->kind == ExprKind::kName        ? e.children[0]->name
                        : e.children[0]->kind == ExprKind::kAttribute ? e.children[0]->name
-                                                                      : "expression";
+                                                                     : "expression";
     if (callee.is_undefined()) {
       bool known_name = e.children[0]->kind == ExprKind::kName;
-      throw EvalError(known_name ? fmt::format("unsupported construct: '{}' is undefined (not a known function)", what)
-                                 : fmt::format("unsupported construct: method '{}' is undefined", what));
+      throw EvalError(
+          known_name
+              ? fmt::format("unsupported construct: '{}' is undefined (not a known function)", what)
+              : fmt::format("unsupported construct: method '{}' is undefined", what));
     }
     throw EvalError(fmt::format("'{}' object is not callable", type_name(callee)));
   }
@@ -368,7 +425,8 @@ Value Evaluator::eval_unary(const Expr& e, const ScopePtr& scope) {
   if (e.name == "not") return !truthy(operand);
   require_defined(operand);
   if (operand.is_bool()) operand = Value(int64_t{operand.as_bool()});
-  if (!operand.is_number()) throw EvalError(fmt::format("bad operand type for unary {}: '{}'", e.name, type_name(operand)));
+  if (!operand.is_number())
+    throw EvalError(fmt::format("bad operand type for unary {}: '{}'", e.name, type_name(operand)));
   if (e.name == "+") return operand;
   if (operand.is_float()) return -operand.as_number();
   if (operand.as_int() == INT64_MIN) throw EvalError("integer overflow");
@@ -384,8 +442,8 @@ Value Evaluator::eval_binary(const Expr& e, const ScopePtr& scope) {
 
 }  // namespace
 
-std::string render(const Body& template_body, const std::string& source_name, const ValueDict& globals,
-                   const RenderLimits& limits) {
+std::string render(const Body& template_body, const std::string& source_name,
+                   const ValueDict& globals, const RenderLimits& limits) {
   try {
     return Evaluator(source_name, limits).run(template_body, globals);
   } catch (const TemplateRaised& e) {

@@ -9,14 +9,14 @@
 namespace rose::jinja {
 
 struct RenderLimits {
-  int64_t max_steps = 5'000'000;            // expressions and statements evaluated
-  int max_call_depth = 100;                 // nested macro calls
+  int64_t max_steps = 5'000'000;  // expressions and statements evaluated
+  int max_call_depth = 100;       // nested macro calls
   size_t max_output_bytes = size_t{64} << 20;
 };
 
-// Throws rose::Error "NAME:LINE: ..." for errors, and "NAME:LINE: raise_exception: MESSAGE" when the
-// template calls raise_exception(MESSAGE).
-std::string render(const Body& template_body, const std::string& source_name, const ValueDict& globals,
-                   const RenderLimits& limits);
+// Throws rose::Error "NAME:LINE: ..." for errors, and "NAME:LINE: raise_exception: MESSAGE" when
+// the template calls raise_exception(MESSAGE).
+std::string render(const Body& template_body, const std::string& source_name,
+                   const ValueDict& globals, const RenderLimits& limits);
 
 }  // namespace rose::jinja

@@ -13,7 +13,8 @@ namespace {
 [[noreturn]] void eval_fail(const std::string& message) { throw EvalError(message); }
 
 const std::string& require_string(const Value& v, const char* filter) {
-  if (!v.is_string()) eval_fail(fmt::format("filter '{}' expects a string, got {}", filter, type_name(v)));
+  if (!v.is_string())
+    eval_fail(fmt::format("filter '{}' expects a string, got {}", filter, type_name(v)));
   return v.as_string();
 }
 
@@ -31,9 +32,12 @@ Value lookup_path(const Value& item, const std::string& path) {
   size_t start = 0;
   for (;;) {
     size_t dot = path.find('.', start);
-    std::string part = path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
+    std::string part =
+        path.substr(start, dot == std::string::npos ? std::string::npos : dot - start);
     bool numeric = !part.empty() && std::all_of(part.begin(), part.end(), ::isdigit);
-    v = v.is_undefined() ? v : get_item(v, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
+    v = v.is_undefined()
+            ? v
+            : get_item(v, numeric ? Value(static_cast<int64_t>(std::stoll(part))) : Value(part));
     if (dot == std::string::npos) return v;
     start = dot + 1;
   }
@@ -42,14 +46,18 @@ Value lookup_path(const Value& item, const std::string& path) {
 // select/reject/selectattr/rejectattr: test name and its arguments after `skip` leading arguments.
 Value filter_by_test(const Value& input, CallArgs& args, bool by_attribute, bool keep) {
   size_t first = by_attribute ? 1 : 0;
-  std::string attribute = by_attribute ? require_string(args.get(0, "attribute"), "selectattr") : "";
+  std::string attribute =
+      by_attribute ? require_string(args.get(0, "attribute"), "selectattr") : "";
   Value test_name = first < args.positional.size() ? args.positional[first] : Value();
   CallArgs test_args;
-  for (size_t i = first + 1; i < args.positional.size(); ++i) test_args.positional.push_back(args.positional[i]);
+  for (size_t i = first + 1; i < args.positional.size(); ++i)
+    test_args.positional.push_back(args.positional[i]);
   ValueList out;
   for (const Value& item : iterate(input)) {
     Value subject = by_attribute ? lookup_path(item, attribute) : item;
-    bool passed = test_name.is_undefined() ? truthy(subject) : apply_test(require_string(test_name, "select"), subject, test_args);
+    bool passed = test_name.is_undefined()
+                      ? truthy(subject)
+                      : apply_test(require_string(test_name, "select"), subject, test_args);
     if (passed == keep) out.push_back(item);
   }
   return out;
@@ -76,7 +84,13 @@ Value map_filter(const Value& input, CallArgs& args) {
 
 std::string indent_filter(const std::string& s, CallArgs& args) {
   Value width = args.get(0, "width"), first = args.get(1, "first"), blank = args.get(2, "blank");
-  std::string indention = width.is_string() ? width.as_string() : std::string(width.is_int() ? static_cast<size_t>(std::clamp<int64_t>(width.as_int(), 0, 256)) : 4, ' ');
+  std::string indention =
+      width.is_string()
+          ? width.as_string()
+          : std::string(width.is_int()
+                            ? static_cast<size_t>(std::clamp<int64_t>(width.as_int(), 0, 256))
+                            : 4,
+                        ' ');
   std::vector<std::string> lines;  // (s + "\n").splitlines()
   std::string text = s + "\n";
   size_t start = 0;
@@ -97,11 +111,14 @@ std::string indent_filter(const std::string& s, CallArgs& args) {
 }
 
 Value tojson_filter(const Value& input, CallArgs& args) {
-  Value indent = args.get(0, "indent"), separators = args.get(2, "separators"), sort_keys = args.get(3, "sort_keys");
+  Value indent = args.get(0, "indent"), separators = args.get(2, "separators"),
+        sort_keys = args.get(3, "sort_keys");
   if (truthy(sort_keys)) eval_fail("unsupported construct: tojson(sort_keys=true)");
   int width = -1;
-  if (indent.is_int()) width = static_cast<int>(std::clamp<int64_t>(indent.as_int(), 0, 64));
-  else if (!indent.is_undefined() && !indent.is_none()) eval_fail("tojson: indent must be an integer");
+  if (indent.is_int())
+    width = static_cast<int>(std::clamp<int64_t>(indent.as_int(), 0, 64));
+  else if (!indent.is_undefined() && !indent.is_none())
+    eval_fail("tojson: indent must be an integer");
   std::string item_separator, key_separator;
   if (separators.is_list() && separators.as_list().size() == 2) {
     item_separator = str_of(separators.as_list()[0]);
@@ -112,9 +129,14 @@ Value tojson_filter(const Value& input, CallArgs& args) {
 
 Value sort_filter(const Value& input, CallArgs& args) {
   ValueList items = iterate(input);
+  charge_work(static_cast<int64_t>(items.size()) * 20);  // n log n comparisons
   Value attribute = args.get(2, "attribute");
-  auto key = [&](const Value& v) { return attribute.is_string() ? lookup_path(v, attribute.as_string()) : v; };
-  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) { return compare_values(key(a), key(b)) < 0; });
+  auto key = [&](const Value& v) {
+    return attribute.is_string() ? lookup_path(v, attribute.as_string()) : v;
+  };
+  std::stable_sort(items.begin(), items.end(), [&](const Value& a, const Value& b) {
+    return compare_values(key(a), key(b)) < 0;
+  });
   if (truthy(args.get(0, "reverse"))) std::reverse(items.begin(), items.end());
   return items;
 }
@@ -127,7 +149,8 @@ Value first_or_last(const Value& input, bool first) {
 
 Value int_filter(const Value& input, CallArgs& args) {
   Value fallback = args.get(0, "default");
-  if (input.is_int() || input.is_bool()) return input.is_bool() ? Value(int64_t{input.as_bool()}) : input;
+  if (input.is_int() || input.is_bool())
+    return input.is_bool() ? Value(int64_t{input.as_bool()}) : input;
   if (input.is_float()) return static_cast<int64_t>(input.as_number());
   if (input.is_string()) {
     try {
@@ -143,48 +166,65 @@ Value int_filter(const Value& input, CallArgs& args) {
 using Filter = Value (*)(const Value&, CallArgs&);
 const std::map<std::string, Filter, std::less<>>& filters() {
   static const std::map<std::string, Filter, std::less<>> table = {
-      {"trim", [](const Value& v, CallArgs& a) { return call_method(Value(str_of(v)), "strip", {a.get(0, "chars")}); }},
-      {"upper", [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "upper", {}); }},
-      {"lower", [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "lower", {}); }},
-      {"capitalize", [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "capitalize", {}); }},
+      {"trim",
+       [](const Value& v, CallArgs& a) {
+         return call_method(Value(str_of(v)), "strip", {a.get(0, "chars")});
+       }},
+      {"upper",
+       [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "upper", {}); }},
+      {"lower",
+       [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "lower", {}); }},
+      {"capitalize",
+       [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "capitalize", {}); }},
       {"title",
        [](const Value& v, CallArgs&) {
          std::string s = str_of(v), out = s;
          bool word_start = true;  // jinja2: words begin after whitespace, '-' or an opening bracket
          for (char& c : out) {
-           if (std::isspace(static_cast<unsigned char>(c)) || c == '-' || c == '(' || c == '{' || c == '[' || c == '<') {
+           if (std::isspace(static_cast<unsigned char>(c)) || c == '-' || c == '(' || c == '{' ||
+               c == '[' || c == '<') {
              word_start = true;
              continue;
            }
-           c = static_cast<char>(word_start ? std::toupper(static_cast<unsigned char>(c)) : std::tolower(static_cast<unsigned char>(c)));
+           c = static_cast<char>(word_start ? std::toupper(static_cast<unsigned char>(c))
+                                            : std::tolower(static_cast<unsigned char>(c)));
            word_start = false;
          }
          return Value(out);
        }},
-      {"length", [](const Value& v, CallArgs&) {
-         if (v.is_string()) return Value(static_cast<int64_t>(code_point_offsets(v.as_string()).size() - 1));
+      {"length",
+       [](const Value& v, CallArgs&) {
+         if (v.is_string())
+           return Value(static_cast<int64_t>(code_point_offsets(v.as_string()).size() - 1));
          if (v.is_undefined()) return Value(int64_t{0});
-         if (!v.is_list() && !v.is_dict()) eval_fail(fmt::format("object of type '{}' has no len()", type_name(v)));
+         if (!v.is_list() && !v.is_dict())
+           eval_fail(fmt::format("object of type '{}' has no len()", type_name(v)));
          return Value(static_cast<int64_t>(v.is_list() ? v.as_list().size() : v.as_dict().size()));
        }},
-      {"join", [](const Value& v, CallArgs& a) {
+      {"join",
+       [](const Value& v, CallArgs& a) {
          Value separator = a.get(0, "d"), attribute = a.get(1, "attribute");
          std::string sep = separator.is_undefined() ? "" : str_of(separator), out;
          bool first = true;
          for (const Value& item : iterate(v)) {
-           out += (first ? "" : sep) + str_of(attribute.is_string() ? lookup_path(item, attribute.as_string()) : item);
+           out += (first ? "" : sep) +
+                  str_of(attribute.is_string() ? lookup_path(item, attribute.as_string()) : item);
            first = false;
            if (out.size() > kMaxValueSize) eval_fail("join: result too large");
          }
          return Value(out);
        }},
       {"tojson", tojson_filter},
-      {"replace", [](const Value& v, CallArgs& a) {
-         return call_method(Value(str_of(v)), "replace", {Value(str_of(a.get(0, "old"))), Value(str_of(a.get(1, "new"))), a.get(2, "count")});
+      {"replace",
+       [](const Value& v, CallArgs& a) {
+         return call_method(
+             Value(str_of(v)), "replace",
+             {Value(str_of(a.get(0, "old"))), Value(str_of(a.get(1, "new"))), a.get(2, "count")});
        }},
       {"first", [](const Value& v, CallArgs&) { return first_or_last(v, true); }},
       {"last", [](const Value& v, CallArgs&) { return first_or_last(v, false); }},
-      {"default", [](const Value& v, CallArgs& a) {
+      {"default",
+       [](const Value& v, CallArgs& a) {
          Value fallback = a.get(0, "default_value");
          bool use_fallback = truthy(a.get(1, "boolean")) ? !truthy(v) : v.is_undefined();
          return use_fallback ? (fallback.is_undefined() ? Value("") : fallback) : v;
@@ -192,7 +232,8 @@ const std::map<std::string, Filter, std::less<>>& filters() {
       {"string", [](const Value& v, CallArgs&) { return Value(str_of(v)); }},
       {"safe", [](const Value& v, CallArgs&) { return v; }},
       {"int", int_filter},
-      {"float", [](const Value& v, CallArgs&) {
+      {"float",
+       [](const Value& v, CallArgs&) {
          if (v.is_number() || v.is_bool()) return Value(v.as_number());
          try {
            return Value(v.is_string() ? std::stod(v.as_string()) : 0.0);
@@ -200,9 +241,14 @@ const std::map<std::string, Filter, std::less<>>& filters() {
            return Value(0.0);
          }
        }},
-      {"abs", [](const Value& v, CallArgs&) { return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int()) : Value(std::fabs(v.as_number())); }},
+      {"abs",
+       [](const Value& v, CallArgs&) {
+         return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int())
+                           : Value(std::fabs(v.as_number()));
+       }},
       {"list", [](const Value& v, CallArgs&) { return Value(iterate(v)); }},
-      {"items", [](const Value& v, CallArgs&) {
+      {"items",
+       [](const Value& v, CallArgs&) {
          if (v.is_undefined()) return Value(ValueList{});
          if (!v.is_dict()) eval_fail("filter 'items' expects a mapping");
          return call_method(v, "items", {});
@@ -214,20 +260,28 @@ const std::map<std::string, Filter, std::less<>>& filters() {
       {"reject", [](const Value& v, CallArgs& a) { return filter_by_test(v, a, false, false); }},
       {"map", map_filter},
       {"sort", sort_filter},
-      {"reverse", [](const Value& v, CallArgs&) {
+      {"reverse",
+       [](const Value& v, CallArgs&) {
          if (v.is_string()) return slice_value(v, Value(), Value(), Value(int64_t{-1}));
          ValueList items = iterate(v);
          std::reverse(items.begin(), items.end());
          return Value(std::move(items));
        }},
-      {"unique", [](const Value& v, CallArgs&) {
+      {"unique",
+       [](const Value& v, CallArgs&) {
          ValueList out;
-         for (const Value& item : iterate(v))
-           if (std::none_of(out.begin(), out.end(), [&](const Value& seen) { return values_equal(seen, item); })) out.push_back(item);
+         for (const Value& item : iterate(v)) {
+           charge_work(static_cast<int64_t>(out.size()));
+           if (std::none_of(out.begin(), out.end(),
+                            [&](const Value& seen) { return values_equal(seen, item); }))
+             out.push_back(item);
+         }
          return Value(std::move(out));
        }},
-      {"wordcount", [](const Value& v, CallArgs&) {
-         return Value(static_cast<int64_t>(call_method(Value(str_of(v)), "split", {}).as_list().size()));
+      {"wordcount",
+       [](const Value& v, CallArgs&) {
+         return Value(
+             static_cast<int64_t>(call_method(Value(str_of(v)), "split", {}).as_list().size()));
        }},
   };
   return table;
@@ -241,8 +295,14 @@ const std::map<std::string, Test, std::less<>>& tests() {
       {"none", [](const Value& v, CallArgs&) { return v.is_none(); }},
       {"string", [](const Value& v, CallArgs&) { return v.is_string(); }},
       {"mapping", [](const Value& v, CallArgs&) { return v.is_dict(); }},
-      {"iterable", [](const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
-      {"sequence", [](const Value& v, CallArgs&) { return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined(); }},
+      {"iterable",
+       [](const Value& v, CallArgs&) {
+         return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+       }},
+      {"sequence",
+       [](const Value& v, CallArgs&) {
+         return v.is_string() || v.is_list() || v.is_dict() || v.is_undefined();
+       }},
       {"number", [](const Value& v, CallArgs&) { return v.is_number() || v.is_bool(); }},
       {"integer", [](const Value& v, CallArgs&) { return v.is_int(); }},
       {"float", [](const Value& v, CallArgs&) { return v.is_float(); }},
@@ -252,9 +312,11 @@ const std::map<std::string, Test, std::less<>>& tests() {
       {"callable", [](const Value& v, CallArgs&) { return v.is_callable(); }},
       {"odd", [](const Value& v, CallArgs&) { return v.is_int() && v.as_int() % 2 != 0; }},
       {"even", [](const Value& v, CallArgs&) { return v.is_int() && v.as_int() % 2 == 0; }},
-      {"divisibleby", [](const Value& v, CallArgs& a) {
+      {"divisibleby",
+       [](const Value& v, CallArgs& a) {
          Value d = a.get(0, "num");
-         if (!v.is_int() || !d.is_int() || d.as_int() == 0) eval_fail("divisibleby needs nonzero integers");
+         if (!v.is_int() || !d.is_int() || d.as_int() == 0)
+           eval_fail("divisibleby needs nonzero integers");
          return v.as_int() % d.as_int() == 0;
        }},
       {"eq", [](const Value& v, CallArgs& a) { return values_equal(v, a.get(0, "other")); }},
@@ -264,12 +326,19 @@ const std::map<std::string, Test, std::less<>>& tests() {
       {"gt", [](const Value& v, CallArgs& a) { return compare_values(v, a.get(0, "other")) > 0; }},
       {"ge", [](const Value& v, CallArgs& a) { return compare_values(v, a.get(0, "other")) >= 0; }},
       {"in", [](const Value& v, CallArgs& a) { return contains(a.get(0, "seq"), v); }},
-      {"sameas", [](const Value& v, CallArgs& a) {
+      {"sameas",
+       [](const Value& v, CallArgs& a) {
          Value other = a.get(0, "other");
          return v.data.index() == other.data.index() && values_equal(v, other);
        }},
-      {"lower", [](const Value& v, CallArgs&) { return v.is_string() && call_method(v, "lower", {}).as_string() == v.as_string(); }},
-      {"upper", [](const Value& v, CallArgs&) { return v.is_string() && call_method(v, "upper", {}).as_string() == v.as_string(); }},
+      {"lower",
+       [](const Value& v, CallArgs&) {
+         return v.is_string() && call_method(v, "lower", {}).as_string() == v.as_string();
+       }},
+      {"upper",
+       [](const Value& v, CallArgs&) {
+         return v.is_string() && call_method(v, "upper", {}).as_string() == v.as_string();
+       }},
   };
   return table;
 }
@@ -299,7 +368,9 @@ bool has_test(const std::string& name) { return tests().contains(canonical_test(
 Value apply_filter(const std::string& name, const Value& input, CallArgs& args) {
   auto it = filters().find(canonical_filter(name));
   if (it == filters().end()) eval_fail(fmt::format("unsupported construct: filter '{}'", name));
-  bool tolerates_undefined = it->first == "default" || it->first == "length" || it->first == "string" || it->first == "list" || it->first == "items" || it->first == "join" || it->first == "first" || it->first == "last";
+  bool tolerates_undefined = it->first == "default" || it->first == "length" ||
+                             it->first == "string" || it->first == "list" || it->first == "items" ||
+                             it->first == "join" || it->first == "first" || it->first == "last";
   if (!tolerates_undefined) require_defined(input);
   return it->second(input, args);
 }

@@ -8,7 +8,9 @@
 namespace rose::jinja {
 namespace {
 
-bool is_space(char c) { return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v'; }
+bool is_space(char c) {
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\f' || c == '\v';
+}
 
 // jinja2 reads templates with universal newlines and, without keep_trailing_newline, drops one
 // final newline.
@@ -45,8 +47,12 @@ class Lexer {
     for (size_t i = 0; i < n && pos_ < src_.size(); ++i, ++pos_)
       if (src_[pos_] == '\n') ++line_;
   }
-  Token make(TokenKind kind, std::string text = {}) const { return Token{kind, std::move(text), 0, 0, line_}; }
-  [[noreturn]] void error(int line, const std::string& what) const { fail("{}:{}: {}", name_, line, what); }
+  Token make(TokenKind kind, std::string text = {}) const {
+    return Token{kind, std::move(text), 0, 0, line_};
+  }
+  [[noreturn]] void error(int line, const std::string& what) const {
+    fail("{}:{}: {}", name_, line, what);
+  }
 
   std::string src_;
   const std::string& name_;
@@ -68,13 +74,17 @@ std::vector<Token> Lexer::run() {
       advance(src_.size() - pos_);
       break;
     }
-    Tag tag = src_[start + 1] == '{' ? Tag::kVariable : src_[start + 1] == '%' ? Tag::kBlock : Tag::kComment;
+    Tag tag = src_[start + 1] == '{'   ? Tag::kVariable
+              : src_[start + 1] == '%' ? Tag::kBlock
+                                       : Tag::kComment;
     char sign = start + 2 < src_.size() ? src_[start + 2] : '\0';
     if (sign != '-' && sign != '+') sign = '\0';
     emit_text(src_.substr(pos_, start - pos_), tag, sign);
     advance(start - pos_ + 2 + (sign ? 1 : 0));
-    if (tag == Tag::kComment) lex_comment();
-    else lex_tag(tag);
+    if (tag == Tag::kComment)
+      lex_comment();
+    else
+      lex_tag(tag);
   }
   tokens_.push_back(make(TokenKind::kEnd));
   return std::move(tokens_);
@@ -136,7 +146,8 @@ void Lexer::lex_tag(Tag tag) {
   for (;;) {
     while (pos_ < src_.size() && is_space(src_[pos_])) advance(1);
     if (pos_ >= src_.size())
-      error(open_line, tag == Tag::kBlock ? "unclosed tag '{%' (no '%}')" : "unclosed '{{' (no '}}')");
+      error(open_line,
+            tag == Tag::kBlock ? "unclosed tag '{%' (no '%}')" : "unclosed '{{' (no '}}')");
     size_t end_length = 0;
     char sign = '\0';
     if (bracket_depth == 0 && at_tag_end(tag, end_length, sign)) {
@@ -148,7 +159,9 @@ void Lexer::lex_tag(Tag tag) {
     char c = src_[pos_];
     if (std::isalpha(static_cast<unsigned char>(c)) || c == '_') {
       size_t end = pos_;
-      while (end < src_.size() && (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_')) ++end;
+      while (end < src_.size() &&
+             (std::isalnum(static_cast<unsigned char>(src_[end])) || src_[end] == '_'))
+        ++end;
       tokens_.push_back(make(TokenKind::kName, src_.substr(pos_, end - pos_)));
       advance(end - pos_);
     } else if (std::isdigit(static_cast<unsigned char>(c))) {
@@ -156,9 +169,9 @@ void Lexer::lex_tag(Tag tag) {
     } else if (c == '\'' || c == '"') {
       lex_string(c);
     } else {
-      static const char* const kOperators[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*", "/", "%",
-                                               "~", "<", ">", "=", ".", ",", ":", "|", "(", ")", "[",
-                                               "]", "{", "}", ";"};
+      static const char* const kOperators[] = {"**", "//", "==", "!=", "<=", ">=", "+", "-", "*",
+                                               "/",  "%",  "~",  "<",  ">",  "=",  ".", ",", ":",
+                                               "|",  "(",  ")",  "[",  "]",  "{",  "}", ";"};
       std::string_view rest = std::string_view(src_).substr(pos_);
       const char* found = nullptr;
       for (const char* op : kOperators)
@@ -179,11 +192,14 @@ void Lexer::lex_tag(Tag tag) {
 void Lexer::lex_number() {
   size_t end = pos_;
   auto digits = [&] {
-    while (end < src_.size() && (std::isdigit(static_cast<unsigned char>(src_[end])) || src_[end] == '_')) ++end;
+    while (end < src_.size() &&
+           (std::isdigit(static_cast<unsigned char>(src_[end])) || src_[end] == '_'))
+      ++end;
   };
   digits();
   bool is_float = false;
-  if (end + 1 < src_.size() && src_[end] == '.' && std::isdigit(static_cast<unsigned char>(src_[end + 1]))) {
+  if (end + 1 < src_.size() && src_[end] == '.' &&
+      std::isdigit(static_cast<unsigned char>(src_[end + 1]))) {
     is_float = true;
     ++end;
     digits();
@@ -245,18 +261,40 @@ void Lexer::lex_string(char quote) {
     if (++i >= src_.size()) error(open_line, "unterminated string literal");
     char e = src_[i];
     switch (e) {
-      case 'n': value += '\n'; break;
-      case 't': value += '\t'; break;
-      case 'r': value += '\r'; break;
-      case '0': value += '\0'; break;
-      case 'b': value += '\b'; break;
-      case 'f': value += '\f'; break;
-      case 'v': value += '\v'; break;
-      case '\\': case '\'': case '"': value += e; break;
-      case '\n': break;
-      case 'x': case 'u': case 'U': {
+      case 'n':
+        value += '\n';
+        break;
+      case 't':
+        value += '\t';
+        break;
+      case 'r':
+        value += '\r';
+        break;
+      case '0':
+        value += '\0';
+        break;
+      case 'b':
+        value += '\b';
+        break;
+      case 'f':
+        value += '\f';
+        break;
+      case 'v':
+        value += '\v';
+        break;
+      case '\\':
+      case '\'':
+      case '"':
+        value += e;
+        break;
+      case '\n':
+        break;
+      case 'x':
+      case 'u':
+      case 'U': {
         size_t digits = e == 'x' ? 2 : e == 'u' ? 4 : 8;
-        if (i + digits >= src_.size()) error(open_line, "truncated \\" + std::string(1, e) + " escape");
+        if (i + digits >= src_.size())
+          error(open_line, "truncated \\" + std::string(1, e) + " escape");
         uint32_t cp = 0;
         auto [ptr, ec] = std::from_chars(src_.data() + i + 1, src_.data() + i + 1 + digits, cp, 16);
         if (ec != std::errc() || ptr != src_.data() + i + 1 + digits || cp > 0x10FFFF)
@@ -265,7 +303,9 @@ void Lexer::lex_string(char quote) {
         i += digits;
         break;
       }
-      default: value += '\\'; value += e;  // Python keeps unknown escapes as they are
+      default:
+        value += '\\';
+        value += e;  // Python keeps unknown escapes as they are
     }
   }
   tokens_.push_back(make(TokenKind::kString, std::move(value)));

@@ -1,6 +1,6 @@
 #pragma once
-// Jinja lexer: template text to tokens, applying jinja2's whitespace rules as transformers sets them
-// (trim_blocks, lstrip_blocks, {%- -%} control, one trailing newline dropped).
+// Jinja lexer: template text to tokens, applying jinja2's whitespace rules as transformers sets
+// them (trim_blocks, lstrip_blocks, {%- -%} control, one trailing newline dropped).
 #include <cstdint>
 #include <string>
 #include <string_view>

@@ -13,7 +13,8 @@ constexpr int kMaxNesting = 200;
 
 class Parser {
  public:
-  Parser(const std::vector<Token>& tokens, const std::string& name) : tokens_(tokens), name_(name) {}
+  Parser(const std::vector<Token>& tokens, const std::string& name)
+      : tokens_(tokens), name_(name) {}
   Body parse_all();
 
  private:
@@ -47,7 +48,9 @@ class Parser {
   ExprPtr parse_tuple_or_expression(bool allow_conditional);
   std::vector<std::string> parse_target_names();
 
-  const Token& peek(size_t ahead = 0) const { return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)]; }
+  const Token& peek(size_t ahead = 0) const {
+    return tokens_[std::min(pos_ + ahead, tokens_.size() - 1)];
+  }
   const Token& next() {
     const Token& t = peek();
     if (pos_ < tokens_.size() - 1) ++pos_;
@@ -63,7 +66,9 @@ class Parser {
   bool accept_name(std::string_view name) { return is_name(name) ? (next(), true) : false; }
   void expect_op(std::string_view op);
   std::string expect_name(std::string_view what);
-  [[noreturn]] void error(const std::string& what) const { fail("{}:{}: {}", name_, peek().line, what); }
+  [[noreturn]] void error(const std::string& what) const {
+    fail("{}:{}: {}", name_, peek().line, what);
+  }
   std::string describe(const Token& t) const;
   ExprPtr node(ExprKind kind, int line, std::string name = {}) const {
     auto e = std::make_unique<Expr>();
@@ -88,11 +93,16 @@ class Parser {
 
 std::string Parser::describe(const Token& t) const {
   switch (t.kind) {
-    case TokenKind::kEnd: return "end of template";
-    case TokenKind::kBlockEnd: return "'%}'";
-    case TokenKind::kVariableEnd: return "'}}'";
-    case TokenKind::kString: return "a string";
-    default: return "'" + t.text + "'";
+    case TokenKind::kEnd:
+      return "end of template";
+    case TokenKind::kBlockEnd:
+      return "'%}'";
+    case TokenKind::kVariableEnd:
+      return "'}}'";
+    case TokenKind::kString:
+      return "a string";
+    default:
+      return "'" + t.text + "'";
   }
 }
 
@@ -101,12 +111,14 @@ void Parser::expect_op(std::string_view op) {
 }
 
 std::string Parser::expect_name(std::string_view what) {
-  if (peek().kind != TokenKind::kName) error(fmt::format("expected {}, got {}", what, describe(peek())));
+  if (peek().kind != TokenKind::kName)
+    error(fmt::format("expected {}, got {}", what, describe(peek())));
   return next().text;
 }
 
 void Parser::expect_block_end() {
-  if (peek().kind != TokenKind::kBlockEnd) error(fmt::format("expected '%}}', got {}", describe(peek())));
+  if (peek().kind != TokenKind::kBlockEnd)
+    error(fmt::format("expected '%}}', got {}", describe(peek())));
   next();
 }
 
@@ -123,7 +135,8 @@ Body Parser::parse_body(std::initializer_list<std::string_view> end_tags, std::s
     const Token& t = peek();
     if (t.kind == TokenKind::kEnd) {
       if (end_tags.size() == 0) return body;
-      error(fmt::format("unbalanced tags: missing '{{% {} %}}' before the end of the template", *end_tags.begin()));
+      error(fmt::format("unbalanced tags: missing '{{% {} %}}' before the end of the template",
+                        *(end_tags.end() - 1)));
     }
     if (t.kind == TokenKind::kText) {
       auto s = std::make_unique<Stmt>();
@@ -137,7 +150,8 @@ Body Parser::parse_body(std::initializer_list<std::string_view> end_tags, std::s
       s->kind = StmtKind::kPrint;
       s->line = line;
       s->exprs.push_back(parse_tuple_or_expression(true));
-      if (peek().kind != TokenKind::kVariableEnd) error(fmt::format("expected '}}}}', got {}", describe(peek())));
+      if (peek().kind != TokenKind::kVariableEnd)
+        error(fmt::format("expected '}}}}', got {}", describe(peek())));
       next();
       body.push_back(std::move(s));
     } else if (t.kind == TokenKind::kBlockBegin) {
@@ -172,8 +186,8 @@ StmtPtr Parser::parse_statement() {
     expect_block_end();
     return s;
   }
-  static const std::string_view kKnownEnds[] = {"endif", "endfor", "endset", "endmacro", "endcall",
-                                                "endgeneration", "elif", "else"};
+  static const std::string_view kKnownEnds[] = {"endif",   "endfor",        "endset", "endmacro",
+                                                "endcall", "endgeneration", "elif",   "else"};
   if (std::find(std::begin(kKnownEnds), std::end(kKnownEnds), tag) != std::end(kKnownEnds))
     fail("{}:{}: unbalanced tags: '{{% {} %}}' without a matching opening tag", name_, line, tag);
   fail("{}:{}: unsupported construct: '{{% {} %}}' tag", name_, line, tag);
@@ -319,7 +333,8 @@ ExprPtr Parser::parse_tuple_or_expression(bool allow_conditional) {
   auto tuple = node(ExprKind::kList, line);
   tuple->children.push_back(std::move(first));
   while (accept_op(",")) {
-    if (peek().kind == TokenKind::kBlockEnd || peek().kind == TokenKind::kVariableEnd || is_op(")")) break;
+    if (peek().kind == TokenKind::kBlockEnd || peek().kind == TokenKind::kVariableEnd || is_op(")"))
+      break;
     tuple->children.push_back(parse_expression(allow_conditional));
   }
   return tuple;
@@ -461,10 +476,14 @@ ExprPtr Parser::parse_primary() {
   if (t.kind == TokenKind::kName) {
     std::string name = next().text;
     auto lit = node(ExprKind::kLiteral, line);
-    if (name == "true" || name == "True") lit->literal = true;
-    else if (name == "false" || name == "False") lit->literal = false;
-    else if (name == "none" || name == "None") lit->literal = None{};
-    else return node(ExprKind::kName, line, name);
+    if (name == "true" || name == "True")
+      lit->literal = true;
+    else if (name == "false" || name == "False")
+      lit->literal = false;
+    else if (name == "none" || name == "None")
+      lit->literal = None{};
+    else
+      return node(ExprKind::kName, line, name);
     return lit;
   }
   if (t.kind == TokenKind::kString) {
@@ -603,11 +622,11 @@ ExprPtr Parser::parse_filters_and_tests(ExprPtr value) {
         parse_call_arguments(*test);
       } else {
         const Token& t = peek();
-        bool single_argument = t.kind == TokenKind::kString || t.kind == TokenKind::kInteger ||
-                               t.kind == TokenKind::kFloat || is_op("[") || is_op("{") ||
-                               (t.kind == TokenKind::kName && t.text != "else" && t.text != "or" &&
-                                t.text != "and" && t.text != "if" && t.text != "is" && t.text != "in" &&
-                                t.text != "not");
+        bool single_argument =
+            t.kind == TokenKind::kString || t.kind == TokenKind::kInteger ||
+            t.kind == TokenKind::kFloat || is_op("[") || is_op("{") ||
+            (t.kind == TokenKind::kName && t.text != "else" && t.text != "or" && t.text != "and" &&
+             t.text != "if" && t.text != "is" && t.text != "in" && t.text != "not");
         if (single_argument) {  // `x is divisibleby 3`, `x is sameas false`
           test->keywords.emplace_back();
           test->children.push_back(parse_postfix(parse_primary()));

@@ -7,6 +7,39 @@
 
 namespace rose::jinja {
 
+namespace {
+thread_local WorkMeter* active_meter = nullptr;
+thread_local int nesting = 0;
+
+// Values can nest without bound at run time ({% set x = [x] %} in a loop): recursive walks stop
+// at this depth instead of overflowing the stack.
+constexpr int kMaxValueNesting = 200;
+struct NestingGuard {
+  NestingGuard() {
+    if (++nesting > kMaxValueNesting) {
+      --nesting;
+      throw EvalError(fmt::format("value nested deeper than {} levels", kMaxValueNesting));
+    }
+  }
+  ~NestingGuard() { --nesting; }
+  NestingGuard(const NestingGuard&) = delete;
+  NestingGuard& operator=(const NestingGuard&) = delete;
+};
+}  // namespace
+
+WorkMeter::WorkMeter(int64_t max_units) : limit(max_units), previous_(active_meter) {
+  active_meter = this;
+}
+WorkMeter::~WorkMeter() { active_meter = previous_; }
+
+void charge_work(int64_t units) {
+  if (!active_meter) return;
+  active_meter->used += units;
+  if (active_meter->used > active_meter->limit)
+    throw EvalError(
+        fmt::format("render step limit ({} steps) exceeded: a runaway loop?", active_meter->limit));
+}
+
 double Value::as_number() const {
   if (is_int()) return static_cast<double>(as_int());
   if (is_bool()) return as_bool() ? 1.0 : 0.0;
@@ -50,12 +83,14 @@ bool truthy(const Value& v) {
 }
 
 bool values_equal(const Value& a, const Value& b) {
+  NestingGuard guard;
   // Python: True == 1 and 1 == 1.0.
   bool a_numeric = a.is_number() || a.is_bool(), b_numeric = b.is_number() || b.is_bool();
   if (a_numeric && b_numeric) {
-    if (!a.is_float() && !b.is_float()) return a.as_number() == b.as_number() &&
-                                               (a.is_bool() ? int64_t{a.as_bool()} : a.as_int()) ==
-                                                   (b.is_bool() ? int64_t{b.as_bool()} : b.as_int());
+    if (!a.is_float() && !b.is_float())
+      return a.as_number() == b.as_number() &&
+             (a.is_bool() ? int64_t{a.as_bool()} : a.as_int()) ==
+                 (b.is_bool() ? int64_t{b.as_bool()} : b.as_int());
     return a.as_number() == b.as_number();
   }
   if (a.data.index() != b.data.index()) return false;
@@ -64,6 +99,7 @@ bool values_equal(const Value& a, const Value& b) {
   if (a.is_list()) {
     const auto &x = a.as_list(), &y = b.as_list();
     if (x.size() != y.size()) return false;
+    charge_work(static_cast<int64_t>(x.size()));
     for (size_t i = 0; i < x.size(); ++i)
       if (!values_equal(x[i], y[i])) return false;
     return true;
@@ -87,7 +123,8 @@ std::string float_repr(double d) {
   char buf[64];
   auto [end, ec] = std::to_chars(buf, buf + sizeof buf, d);
   std::string digits(buf, end);
-  // Python's repr: shortest round-trip digits, positional for 1e-4 <= |d| < 1e16, ".0" when integral.
+  // Python's repr: shortest round-trip digits, positional for 1e-4 <= |d| < 1e16, ".0" when
+  // integral.
   double magnitude = std::fabs(d);
   if (magnitude != 0.0 && (magnitude < 1e-4 || magnitude >= 1e16)) {
     auto [e_end, e_ec] = std::to_chars(buf, buf + sizeof buf, d, std::chars_format::scientific);
@@ -110,18 +147,28 @@ static std::string repr_string(const std::string& s) {
   char quote = (s.find('\'') != std::string::npos && s.find('"') == std::string::npos) ? '"' : '\'';
   std::string out(1, quote);
   for (unsigned char c : s) {
-    if (c == '\\') out += "\\\\";
-    else if (c == static_cast<unsigned char>(quote)) out += std::string("\\") + quote;
-    else if (c == '\n') out += "\\n";
-    else if (c == '\r') out += "\\r";
-    else if (c == '\t') out += "\\t";
-    else if (c < 0x20 || c == 0x7f) out += fmt::format("\\x{:02x}", c);
-    else out += static_cast<char>(c);
+    if (c == '\\')
+      out += "\\\\";
+    else if (c == static_cast<unsigned char>(quote))
+      out += std::string("\\") + quote;
+    else if (c == '\n')
+      out += "\\n";
+    else if (c == '\r')
+      out += "\\r";
+    else if (c == '\t')
+      out += "\\t";
+    else if (c < 0x20 || c == 0x7f)
+      out += fmt::format("\\x{:02x}", c);
+    else
+      out += static_cast<char>(c);
   }
   return out + quote;
 }
 
 std::string python_repr(const Value& v) {
+  NestingGuard guard;
+  if (v.is_list()) charge_work(static_cast<int64_t>(v.as_list().size()));
+  if (v.is_dict()) charge_work(static_cast<int64_t>(v.as_dict().size()));
   if (v.is_string()) return repr_string(v.as_string());
   if (v.is_list()) {
     std::string out = "[";
@@ -157,16 +204,32 @@ static void append_json_string(std::string& out, const std::string& s) {
   out += '"';
   for (unsigned char c : s) {
     switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      case '\b': out += "\\b"; break;
-      case '\f': out += "\\f"; break;
+      case '"':
+        out += "\\\"";
+        break;
+      case '\\':
+        out += "\\\\";
+        break;
+      case '\n':
+        out += "\\n";
+        break;
+      case '\r':
+        out += "\\r";
+        break;
+      case '\t':
+        out += "\\t";
+        break;
+      case '\b':
+        out += "\\b";
+        break;
+      case '\f':
+        out += "\\f";
+        break;
       default:
-        if (c < 0x20) out += fmt::format("\\u{:04x}", c);
-        else out += static_cast<char>(c);  // ensure_ascii=False: UTF-8 passes through
+        if (c < 0x20)
+          out += fmt::format("\\u{:04x}", c);
+        else
+          out += static_cast<char>(c);  // ensure_ascii=False: UTF-8 passes through
     }
   }
   out += '"';
@@ -182,19 +245,26 @@ struct JsonStyle {
 static void append_json(std::string& out, const Value& v, const JsonStyle& style, int depth) {
   int indent = style.indent;
   if (depth > 100) throw EvalError("tojson: nesting deeper than 100 levels");
+  charge_work(1);
   auto newline = [&](int level) {
     if (indent < 0) return;
     out += '\n';
     out.append(static_cast<size_t>(indent) * static_cast<size_t>(level), ' ');
   };
   std::string_view item_separator = style.item_separator;
-  if (v.is_none()) out += "null";
-  else if (v.is_bool()) out += v.as_bool() ? "true" : "false";
-  else if (v.is_int()) out += std::to_string(v.as_int());
+  if (v.is_none())
+    out += "null";
+  else if (v.is_bool())
+    out += v.as_bool() ? "true" : "false";
+  else if (v.is_int())
+    out += std::to_string(v.as_int());
   else if (v.is_float()) {
     double d = v.as_number();
-    out += std::isnan(d) ? "NaN" : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity") : float_repr(d);
-  } else if (v.is_string()) append_json_string(out, v.as_string());
+    out += std::isnan(d)   ? "NaN"
+           : std::isinf(d) ? (d > 0 ? "Infinity" : "-Infinity")
+                           : float_repr(d);
+  } else if (v.is_string())
+    append_json_string(out, v.as_string());
   else if (v.is_list()) {
     if (v.as_list().empty()) return void(out += "[]");
     out += '[';
@@ -220,7 +290,8 @@ static void append_json(std::string& out, const Value& v, const JsonStyle& style
     newline(depth);
     out += '}';
   } else {
-    throw EvalError(fmt::format("tojson: Object of type {} is not JSON serializable", type_name(v)));
+    throw EvalError(
+        fmt::format("tojson: Object of type {} is not JSON serializable", type_name(v)));
   }
 }
 

@@ -25,6 +25,23 @@ class TemplateRaised : public EvalError {
   using EvalError::EvalError;
 };
 
+// The active render's work counter: the evaluator counts a step per expression and statement, and
+// built-ins that walk big values (iteration, `in`, sort, copies of long strings) charge their size,
+// so that no template runs unbounded. Throws EvalError past the limit.
+void charge_work(int64_t units);
+class WorkMeter {
+ public:
+  explicit WorkMeter(int64_t limit);
+  ~WorkMeter();
+  WorkMeter(const WorkMeter&) = delete;
+  WorkMeter& operator=(const WorkMeter&) = delete;
+  int64_t used = 0;
+  int64_t limit;
+
+ private:
+  WorkMeter* previous_;
+};
+
 struct Value;
 using ValueList = std::vector<Value>;
 // Dicts keep insertion order (as Python's do) and string keys (all that templates build).
