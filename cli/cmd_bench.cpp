@@ -245,6 +245,7 @@ struct BenchContext {
   const std::vector<double>& percentiles;
   const rose::Slo& slo;
   std::optional<double> copy_bandwidth;
+  const rose::Tokenizer* tokenizer = nullptr;  // for requests' stop strings
 };
 
 // One report per (mode, prefix cache) combination, each with its own engine on `backend`.
@@ -264,6 +265,7 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& bac
       EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
       config.max_concurrency = b.args.max_concurrency;
       Engine engine(backend, config, model_id);
+      engine.set_stop_tokenizer(b.tokenizer);
       std::vector<EngineRequest> requests = b.in.base;
       for (size_t i = 0; i < requests.size(); ++i) {
         requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
@@ -375,7 +377,7 @@ void bench_command(BenchArgs& args) {
   const int context = cli::max_model_len(model, args.engine);
   const BenchInput in = load_bench_input(args, model, context, std::move(file));
   const OnlineArrivals arrivals = online_arrivals(args, in);
-  BenchContext b{args, in, arrivals, percentiles, slo, std::nullopt};
+  BenchContext b{args, in, arrivals, percentiles, slo, std::nullopt, model.tokenizer.get()};
   if (args.copy_bandwidth_opt->count()) {
     b.copy_bandwidth = args.copy_bandwidth_gbps;
   } else if (model.cuda) {

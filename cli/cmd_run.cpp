@@ -53,6 +53,7 @@ void run_command(RunArgs& args) {
   std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
   Engine engine(*backend, cli::engine_config(args.engine, mode, !args.no_prefix_cache),
                 model.config().name);
+  engine.set_stop_tokenizer(model.tokenizer.get());
   Runner& runner = engine;
 
   const auto start = std::chrono::steady_clock::now();
@@ -68,7 +69,7 @@ void run_command(RunArgs& args) {
     Completion c;
     c.prompt_tokens = static_cast<int>(requests[i].prompt.size());
     c.token_ids = r.output_ids;
-    c.text = model.tokenizer ? model.tokenizer->decode(r.output_ids) : std::string();
+    c.text = completion_text(file.requests[i], model, r.output_ids);
     c.finish_reason = finish_reason_name(r.finish_reason);
     c.cached_tokens = r.cached_prompt_tokens;
     const Timeline& t = r.timeline;

@@ -36,8 +36,12 @@ const std::string& command_line() { return g_command_line; }
 void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
   cmd->add_option("--model,-m", flags.model,
                   "preset (" + preset_names_text() +
-                      ") or a Hugging Face model folder (config.json, *.safetensors, "
-                      "tokenizer.json); default: tiny on the CPU, gpt2 on CUDA");
+                      "), a .gguf file, a Hugging Face model folder (config.json, *.safetensors, "
+                      "tokenizer.json) or a repo id (org/name) in the local Hugging Face cache; "
+                      "default: tiny on the CPU, gpt2 on CUDA");
+  cmd->add_option("--chat-template", flags.chat_template,
+                  "a Jinja chat template file used instead of the model's own for 'messages'")
+      ->check(CLI::ExistingFile);
   cmd->add_option("--device", flags.device,
                   "auto (CUDA when a GPU can be used, else the CPU), cpu or cuda")
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
@@ -109,7 +113,7 @@ LoadedModel open_model(ModelFlags& flags) {
     flags.model = m.cuda ? "gpt2" : "tiny";
     notice("no --model given; using the preset '{}'", flags.model);
   }
-  static_cast<ModelBundle&>(m) = open_model_bundle(flags.model);
+  static_cast<ModelBundle&>(m) = open_model_bundle(flags.model, {flags.chat_template});
   if (m.config().synthetic_weights) {
     notice("'{}' has synthetic weights: output text is meaningless; speed is real", m.name);
   }

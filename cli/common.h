@@ -33,6 +33,7 @@ struct ModelFlags {
   std::string model;  // "" until resolved: tiny on the CPU, gpt2 on CUDA
   std::string device = "auto";
   std::string dtype = "bf16";
+  std::string chat_template;  // --chat-template FILE: overrides the model's own template
 };
 
 struct EngineFlags {

@@ -4,10 +4,12 @@
 #include <doctest/doctest.h>
 
 #include <cmath>
+#include <string>
 #include <vector>
 
 #include "engine/common/error.h"
 #include "engine/scheduler/engine.h"
+#include "engine/tokenizer/tokenizer.h"
 #include "tests/fake_backend.h"
 
 using namespace rose;
@@ -399,4 +401,36 @@ TEST_CASE("a failed step gives every block back, and the next run is correct") {
   const RunResult result = engine.run(requests);
   check_outputs(result, requests);
   CHECK(result.cache.hit_tokens == 5 * 32);
+}
+
+TEST_CASE("a stop string ends a request at the token that completes it, in every mode") {
+  // Vocabulary of bytes 'a'..'e' plus ids below: the byte tokenizer decodes id c to char c.
+  constexpr int kByteVocab = 'a' + 5;
+  EngineRequest r;
+  r.prompt = {'a', 'b', 'c', 'd'};
+  r.max_tokens = 40;
+  r.ignore_eos = true;
+  const std::vector<int32_t> free_run = reference_generate(r, kByteVocab, {});
+  // Stop at the 6th generated character: its text plus the one before it, as a two-byte string.
+  REQUIRE(free_run.size() == 40);
+  const std::string stop = {char(free_run[4]), char(free_run[5])};
+  size_t first = 1;  // where that pair first completes in the free run
+  while (first < free_run.size() &&
+         !(char(free_run[first - 1]) == stop[0] && char(free_run[first]) == stop[1])) {
+    ++first;
+  }
+  r.stop = {stop};
+  const auto tokenizer = rose::make_byte_tokenizer(256);
+  for (SchedulerMode mode :
+       {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline}) {
+    CAPTURE(mode_name(mode));
+    FakeBackend backend(64, 4, kByteVocab, {});
+    Engine engine(backend, config_for(mode, true), "fake");
+    CHECK_THROWS_WITH_AS(engine.run({r}), doctest::Contains("stop strings need"), rose::Error);
+    engine.set_stop_tokenizer(tokenizer.get());
+    const RunResult result = engine.run({r});
+    const std::vector<int32_t> expected(free_run.begin(), free_run.begin() + long(first) + 1);
+    CHECK(result.requests[0].output_ids == expected);
+    CHECK(result.requests[0].finish_reason == FinishReason::kStop);
+  }
 }

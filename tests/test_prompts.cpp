@@ -155,7 +155,7 @@ TEST_CASE("errors name the file, the line and the field") {
       {R"({"prompt": "x", "prompt_token_ids": [1]})",
        "p.jsonl:2: fields 'prompt' and 'prompt_token_ids': give one, not both"},
       {R"({"max_tokens": 3})",
-       "p.jsonl:2: field 'prompt': missing (give 'prompt' or 'prompt_token_ids')"},
+       "p.jsonl:2: field 'prompt': missing (give 'prompt', 'prompt_token_ids' or 'messages')"},
       {R"({"prompt": "ok", "id": "line-1"})",
        "p.jsonl:2: field 'id': duplicate id 'line-1' (first on line 1)"},
       {R"([1, 2])", "p.jsonl:2: expected a JSON object per line, got an array"},

@@ -24,6 +24,8 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/io/requests.h"
+#include "engine/model/bundle.h"
 #include "engine/model/gguf_model.h"
 #include "tests/model_reference.h"
 
@@ -157,6 +159,31 @@ TEST_CASE("SmolLM2 GGUF: config, vocabulary, template and end ids from the metad
   CHECK(!vocab.add_bos);
   REQUIRE(model->chat_template());
   CHECK(model->chat_template()->find("<|im_start|>") != std::string::npos);
+}
+
+TEST_CASE("SmolLM2 bundle: a chat line renders and tokenizes to transformers' ids, no second BOS") {
+  const rose::ModelBundle bundle = rose::open_model_bundle(model_path_or_skip().string());
+  CHECK(bundle.format == "gguf");
+  CHECK(bundle.bos_token == "<|im_start|>");
+  CHECK(bundle.eos_token == "<|im_end|>");
+  CHECK(bundle.eos_ids == std::vector<int32_t>{2});
+  rose::RequestSpec spec;
+  spec.id = "hello";
+  spec.line = 1;
+  spec.messages = {{"system", "You are a helpful assistant."}, {"user", "Hello!"}};
+  const auto requests = rose::prepare_requests({spec}, "chat.jsonl", bundle, {}, 0, 8192);
+  // transformers' apply_chat_template(add_generation_prompt=True) on the same GGUF
+  // (reference/gguf-and-chat-templates.md, section 0).
+  const std::vector<int32_t> expected = {1,  9690, 198, 2683, 359,  253, 5356,  11173,
+                                         30, 2,    198, 1,    4093, 198, 19556, 17,
+                                         2,  198,  1,   520,  9531, 198};
+  REQUIRE(requests.size() == 1);
+  CHECK(requests[0].prompt == expected);
+  // Completion text leaves <|im_end|> out unless asked.
+  const std::vector<int32_t> answer = {19556, 17, 2};
+  CHECK(rose::completion_text(spec, bundle, answer) == "Hello!");
+  spec.skip_special_tokens = false;
+  CHECK(rose::completion_text(spec, bundle, answer) == "Hello!<|im_end|>");
 }
 
 TEST_CASE("SmolLM2 GGUF on the CPU: last-position logits and 40 greedy tokens match transformers") {

@@ -2,6 +2,9 @@
 // messages rendered late, defaults and seeds, the one token-id range check, the context limit.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <filesystem>
+#include <fstream>
 #include <string>
 #include <vector>
 
@@ -28,11 +31,15 @@ RequestSpec line(int number) {
 
 }  // namespace
 
-TEST_CASE("a preset's bundle has the byte tokenizer, no template and the model's end set") {
+TEST_CASE("a preset's bundle has the byte tokenizer, the plain template and the model's end set") {
   const ModelBundle& b = tiny();
   REQUIRE(b.tokenizer != nullptr);
   CHECK(b.tokenizer_source == "preset");
-  CHECK(b.chat_template.empty());
+  CHECK(b.format == "preset");
+  // The built-in template renders exactly what render_plain_chat writes.
+  RequestSpec chat;
+  chat.messages = {{"system", "Be brief."}, {"user", "Hi!"}};
+  CHECK(rose::render_prompt_text(chat, b, "t") == render_plain_chat(chat.messages));
   CHECK(b.name == "tiny");
   CHECK(b.eos_ids ==
         std::vector<int32_t>(b.config().eos_token_ids.begin(), b.config().eos_token_ids.end()));
@@ -81,4 +88,64 @@ TEST_CASE("ids outside the vocabulary and prompts over the context are refused o
   CHECK(rose::test::contains(
       rose::test::error_of([&] { prepare_requests(specs, "p.jsonl", tiny(), {}, 0, 20); }),
       "more than the context length 20"));
+}
+
+TEST_CASE("a folder's chat template, special-token texts and generation_config end ids") {
+  rose::test::TempDir dir("bundle_folder", "tiny-llama");
+  for (const char* name : {"config.json", "model.safetensors", "tokenizer.json"}) {
+    std::filesystem::copy_file(std::filesystem::path("tests/fixtures/models/tiny-llama") / name,
+                               dir.path / name);
+  }
+  const auto write = [&](const char* name, const std::string& text) {
+    std::ofstream(dir.path / name) << text;
+  };
+  // No template yet: a messages line is refused with a message that says what to do.
+  {
+    const ModelBundle b = open_model_bundle(dir.path.string());
+    RequestSpec chat = line(3);
+    chat.messages = {{"user", "Hi"}};
+    const std::string message = rose::test::error_of([&] { render_prompt_text(chat, b, "p:3"); });
+    CHECK(rose::test::contains(message, "p:3: field 'messages'"));
+    CHECK(rose::test::contains(message, "--chat-template"));
+  }
+  write("tokenizer_config.json",
+        R"({"bos_token": {"content": "<s>"}, "eos_token": "</s>", "chat_template": )"
+        R"("{{ bos_token }}{% for m in messages %}[{{ m.role }}] {{ m.content }}{{ eos_token }})"
+        R"({% endfor %}{% if add_generation_prompt %}[assistant]{% endif %}"})");
+  write("generation_config.json", R"({"eos_token_id": [7, 9]})");
+  const ModelBundle b = open_model_bundle(dir.path.string());
+  CHECK(b.format == "safetensors");
+  CHECK(b.bos_token == "<s>");
+  CHECK(b.eos_token == "</s>");
+  CHECK(rose::test::contains(b.chat_template_source, "tokenizer_config.json"));
+  CHECK(std::find(b.eos_ids.begin(), b.eos_ids.end(), 7) != b.eos_ids.end());
+  CHECK(std::find(b.eos_ids.begin(), b.eos_ids.end(), 9) != b.eos_ids.end());
+  RequestSpec chat = line(4);
+  chat.messages = {{"user", "Hi"}};
+  CHECK(render_prompt_text(chat, b, "p:4") == "<s>[user] Hi</s>[assistant]");
+
+  // A template that raises fails the request with the template's own message.
+  write("chat_template.jinja", "{{ raise_exception('roles must alternate') }}");
+  std::filesystem::remove(dir.path / "tokenizer_config.json");
+  const ModelBundle raising = open_model_bundle(dir.path.string());
+  const std::string message =
+      rose::test::error_of([&] { render_prompt_text(chat, raising, "p:4"); });
+  CHECK(rose::test::contains(message, "p:4: field 'messages'"));
+  CHECK(rose::test::contains(message, "roles must alternate"));
+
+  // --chat-template overrides the model's own.
+  write("override.jinja", "{% for m in messages %}{{ m.content }}{% endfor %}!");
+  const ModelBundle overridden =
+      open_model_bundle(dir.path.string(), {(dir.path / "override.jinja").string()});
+  CHECK(render_prompt_text(chat, overridden, "p:4") == "Hi!");
+}
+
+TEST_CASE("stop strings and skip_special_tokens shape the completion text") {
+  const ModelBundle& b = tiny();  // byte tokenizer: id = byte
+  RequestSpec spec = line(1);
+  const std::string text = "one\ntwo\n\nthree";
+  const std::vector<int32_t> ids(text.begin(), text.end());
+  CHECK(completion_text(spec, b, ids) == text);
+  spec.stop = {"\n\n", "wo"};
+  CHECK(completion_text(spec, b, ids) == "one\nt");  // cut before the earliest stop string
 }

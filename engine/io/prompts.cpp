@@ -202,6 +202,26 @@ std::string get_prompt_text(element v, std::string_view field) {
   return text;
 }
 
+// OpenAI's `stop`: null, one string, or an array of strings (OpenAI allows up to 4; more are
+// accepted), none of them empty.
+std::vector<std::string> get_stop_strings(element v, std::string_view field) {
+  if (v.type() == element_type::NULL_VALUE) return {};
+  auto nonempty = [](element item, const std::string& item_field) {
+    std::string stop = get_string(item, item_field);
+    if (stop.empty()) line_error(fmt::format("field '{}': an empty stop string", item_field));
+    return stop;
+  };
+  if (v.type() == element_type::STRING) return {nonempty(v, std::string(field))};
+  simdjson::dom::array array;
+  if (v.type() != element_type::ARRAY || v.get_array().get(array)) {
+    field_error(field, "a string or an array of strings", v);
+  }
+  std::vector<std::string> stops;
+  size_t index = 0;
+  for (element item : array) stops.push_back(nonempty(item, fmt::format("{}[{}]", field, index++)));
+  return stops;
+}
+
 // The sampling and length fields shared by roseinfer lines and OpenAI bodies. `prefix` is "" or
 // "body." so messages name the field as it appears in the file.
 void read_common_fields(object obj, std::string_view prefix, RequestSpec& spec) {
@@ -217,6 +237,10 @@ void read_common_fields(object obj, std::string_view prefix, RequestSpec& spec) 
   if (auto v = find_field(obj, "top_p")) spec.top_p = get_top_p(*v, name("top_p"));
   if (auto v = find_field(obj, "seed")) spec.seed = get_seed(*v, name("seed"));
   if (auto v = find_field(obj, "ignore_eos")) spec.ignore_eos = get_bool(*v, name("ignore_eos"));
+  if (auto v = find_field(obj, "stop")) spec.stop = get_stop_strings(*v, name("stop"));
+  if (auto v = find_field(obj, "skip_special_tokens")) {
+    spec.skip_special_tokens = get_bool(*v, name("skip_special_tokens"));
+  }
 }
 
 // A chat message's content: a string, or an array of parts of which the {"type": "text"} ones
@@ -248,16 +272,16 @@ std::string message_content(element content, std::string_view field) {
   return text;
 }
 
-std::vector<ChatMessage> parse_messages(element messages) {
+std::vector<ChatMessage> parse_messages(element messages, std::string_view name) {
   simdjson::dom::array array;
   if (messages.type() != element_type::ARRAY || messages.get_array().get(array) ||
       array.size() == 0) {
-    field_error("body.messages", "a nonempty array of messages", messages);
+    field_error(name, "a nonempty array of messages", messages);
   }
   std::vector<ChatMessage> parsed;
   size_t index = 0;
   for (element message : array) {
-    const std::string field = fmt::format("body.messages[{}]", index++);
+    const std::string field = fmt::format("{}[{}]", name, index++);
     object obj;
     if (message.get_object().get(obj))
       field_error(field, "an object with role and content", message);
@@ -292,7 +316,7 @@ RequestSpec parse_openai_line(object obj, int line) {
   if (prompt && messages) {
     line_error("fields 'body.prompt' and 'body.messages': give one, not both");
   } else if (messages) {
-    spec.messages = parse_messages(*messages);
+    spec.messages = parse_messages(*messages, "body.messages");
     spec.openai_chat = true;
   } else if (prompt) {
     // The completions API takes a string or one prompt as an array of token ids.
@@ -315,14 +339,20 @@ RequestSpec parse_native_line(object obj, int line) {
   spec.line = line;
   auto prompt = find_field(obj, "prompt");
   auto ids = find_field(obj, "prompt_token_ids");
+  auto messages = find_field(obj, "messages");
   if (prompt && ids) {
     line_error("fields 'prompt' and 'prompt_token_ids': give one, not both");
+  } else if (messages && (prompt || ids)) {
+    line_error(fmt::format("fields 'messages' and '{}': give one, not both",
+                           prompt ? "prompt" : "prompt_token_ids"));
+  } else if (messages) {
+    spec.messages = parse_messages(*messages, "messages");
   } else if (prompt) {
     spec.prompt = get_prompt_text(*prompt, "prompt");
   } else if (ids) {
     spec.prompt_token_ids = get_token_ids(*ids, "prompt_token_ids");
   } else {
-    line_error("field 'prompt': missing (give 'prompt' or 'prompt_token_ids')");
+    line_error("field 'prompt': missing (give 'prompt', 'prompt_token_ids' or 'messages')");
   }
   read_common_fields(obj, "", spec);
   if (auto v = find_field(obj, "arrival_time"))

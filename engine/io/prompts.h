@@ -24,8 +24,10 @@ struct RequestSpec {
   std::optional<float> top_p;
   std::optional<uint64_t> seed;
   std::optional<bool> ignore_eos;
-  std::optional<double> arrival_time;  // seconds from the start of the run (online trace)
-  int line = 0;                        // 1-based line in the file
+  std::vector<std::string> stop;            // "stop": a string or an array of strings
+  std::optional<bool> skip_special_tokens;  // completion text leaves special tokens out
+  std::optional<double> arrival_time;       // seconds from the start of the run (online trace)
+  int line = 0;                             // 1-based line in the file
   // OpenAI batch lines: the body used "messages" (output is a chat.completion, else a
   // text_completion). The messages stay as they are until prepare_requests (engine/io/requests.h)
   // renders them with the model's chat template, or "role: content" lines without one.

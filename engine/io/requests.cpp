@@ -2,7 +2,9 @@
 
 #include <fmt/format.h>
 
+#include "engine/chat/chat_template.h"
 #include "engine/common/error.h"
+#include "engine/scheduler/stop_strings.h"
 
 namespace rose {
 
@@ -18,9 +20,31 @@ std::string render_plain_chat(std::span<const ChatMessage> messages) {
   return prompt;
 }
 
+std::string render_prompt_text(const RequestSpec& spec, const ModelBundle& model,
+                               const std::string& where) {
+  if (spec.messages.empty()) return spec.prompt.value_or("");
+  if (model.chat_template.empty()) {
+    fail(
+        "{}: field 'messages': model '{}' has no chat template; give --chat-template FILE, or a "
+        "'prompt' instead",
+        where, model.name);
+  }
+  ChatTemplateOptions options;
+  options.bos_token = model.bos_token;
+  options.eos_token = model.eos_token;
+  try {
+    return render_chat_template(model.chat_template, model.chat_template_source, spec.messages,
+                                options);
+  } catch (const Error& e) {
+    fail("{}: field 'messages': {}", where, e.what());
+  }
+}
+
 namespace {
 
-// The prompt's token ids: as given, or the text (chat messages rendered first) tokenized.
+// The prompt's token ids: as given, or the text (chat messages rendered first) tokenized. A
+// rendered chat template writes BOS itself when the model wants one (transformers tokenizes it
+// with add_special_tokens=False), so only plain text gets the tokenizer's own BOS.
 std::vector<int32_t> prompt_ids(const RequestSpec& spec, const ModelBundle& model,
                                 const std::string& where) {
   if (spec.prompt_token_ids) return *spec.prompt_token_ids;
@@ -30,10 +54,8 @@ std::vector<int32_t> prompt_ids(const RequestSpec& spec, const ModelBundle& mode
         "tokenized; give prompt_token_ids instead",
         where, model.name);
   }
-  // The real-models work renders with model.chat_template here when the model has one.
-  const std::string text =
-      spec.messages.empty() ? spec.prompt.value() : render_plain_chat(spec.messages);
-  std::vector<int32_t> ids = model.tokenizer->encode(text);
+  const std::string text = render_prompt_text(spec, model, where);
+  std::vector<int32_t> ids = model.tokenizer->encode(text, /*add_special=*/spec.messages.empty());
   if (ids.empty()) fail("{}: field 'prompt': tokenizes to no tokens", where);
   return ids;
 }
@@ -84,9 +106,18 @@ std::vector<EngineRequest> prepare_requests(const std::vector<RequestSpec>& spec
     r.sampling.top_p = spec.top_p.value_or(defaults.top_p);
     r.sampling.seed = spec.seed.value_or(seed + i);
     r.ignore_eos = spec.ignore_eos.value_or(defaults.ignore_eos);
+    r.stop = spec.stop;
     out.push_back(std::move(r));
   }
   return out;
+}
+
+std::string completion_text(const RequestSpec& spec, const ModelBundle& model,
+                            std::span<const int32_t> output_ids) {
+  if (!model.tokenizer) return "";
+  const std::string text =
+      model.tokenizer->decode(output_ids, spec.skip_special_tokens.value_or(true));
+  return std::string(cut_at_stop_string(text, spec.stop));
 }
 
 }  // namespace rose

@@ -26,6 +26,12 @@ struct RequestDefaults {
 // "assistant:" for the model to continue.
 std::string render_plain_chat(std::span<const ChatMessage> messages);
 
+// The text a request's prompt is: the prompt as given, or its messages rendered with the model's
+// chat template (generation prompt added). rose::Error naming `where` when the model has no
+// template or the template raises.
+std::string render_prompt_text(const RequestSpec& spec, const ModelBundle& model,
+                               const std::string& where);
+
 // One EngineRequest per spec, in order. `source` names the file (or dataset) in errors, which say
 // "FILE:LINE: field 'x': ...". Request i without a seed gets `seed + i`. rose::Error for a text
 // prompt without a tokenizer, one that tokenizes to nothing, an id outside the vocabulary, or
@@ -34,5 +40,10 @@ std::vector<EngineRequest> prepare_requests(const std::vector<RequestSpec>& spec
                                             const std::string& source, const ModelBundle& model,
                                             const RequestDefaults& defaults, uint64_t seed,
                                             int context_limit);
+
+// The completion text of a finished request: its output decoded (special tokens left out unless
+// the line set skip_special_tokens false), cut before the first stop string as OpenAI does.
+std::string completion_text(const RequestSpec& spec, const ModelBundle& model,
+                            std::span<const int32_t> output_ids);
 
 }  // namespace rose

@@ -123,7 +123,8 @@ ModelSource resolve_model_source(const std::string& model, const EnvLookup& env)
         "cache ({}); roseinfer never downloads models",
         model, preset_names_text(), repo_dir.string());
   }
-  fail("--model {}: not a preset ({}), a .gguf file or a model folder", model, preset_names_text());
+  fail("unknown model '{}': not a preset ({}), a .gguf file or a model folder", model,
+       preset_names_text());
 }
 
 }  // namespace rose

@@ -113,6 +113,7 @@ struct Engine::Impl {
   double waited_until = 0.0;
   StepStats stats;
   StepSeries series;  // per-step KV use and queue lengths (the report draws them)
+  const Tokenizer* stop_tokenizer = nullptr;  // for requests' stop strings
 };
 
 Engine::Engine(Backend& backend, const EngineConfig& config, std::string model_id)
@@ -123,6 +124,8 @@ Engine::~Engine() = default;
 void Engine::reset_prefix_cache() {
   if (impl_->index) impl_->index->reset();
 }
+
+void Engine::set_stop_tokenizer(const Tokenizer* tokenizer) { impl_->stop_tokenizer = tokenizer; }
 
 RunResult Engine::run(const std::vector<EngineRequest>& requests, const RunCallbacks& callbacks,
                       Clock* clock) {
@@ -139,6 +142,7 @@ void Engine::start(const RunCallbacks& callbacks, Clock* clock) {
   const ModelConfig& model = m.backend.config();
   std::vector<int32_t> eos(model.eos_token_ids.begin(), model.eos_token_ids.end());
   m.scheduler = std::make_unique<Scheduler>(m.config, m.pool, m.index.get(), std::move(eos));
+  m.scheduler->set_stop_tokenizer(m.stop_tokenizer);
   m.scheduler->start(m.backend.limits().max_model_len);
   m.callbacks = callbacks;
   m.own_clock.reset();

@@ -13,6 +13,8 @@
 
 namespace rose {
 
+class Tokenizer;
+
 class Engine : public Runner {
  public:
   Engine(Backend& backend, const EngineConfig& config, std::string model_id);
@@ -23,6 +25,8 @@ class Engine : public Runner {
                 Clock* clock = nullptr) override;
   // Drops every cached block key: the next run starts cold.
   void reset_prefix_cache() override;
+  // The tokenizer that requests' stop strings are matched with (null: such requests are refused).
+  void set_stop_tokenizer(const Tokenizer* tokenizer);
 
   // The step API, for callers that interleave arrivals with steps (a cluster, streamed input).
   // Begins a run: `clock`'s now() becomes time 0 (null: the steady clock, owned by the engine).

@@ -4,6 +4,7 @@
 // (a Runner), so none of them has to include another's header for these types.
 #include <cstdint>
 #include <functional>
+#include <string>
 #include <vector>
 
 #include "engine/backend/sampling.h"
@@ -15,7 +16,8 @@ struct EngineRequest {
   int max_tokens = 16;
   SamplingParams sampling;
   bool ignore_eos = false;
-  double arrival_s = 0.0;  // seconds after the run starts; the request is invisible before
+  double arrival_s = 0.0;         // seconds after the run starts; the request is invisible before
+  std::vector<std::string> stop;  // stop strings: finish once the generated text holds one
 };
 
 enum class FinishReason { kLength, kStop };

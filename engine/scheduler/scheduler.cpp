@@ -55,6 +55,12 @@ void Scheduler::validate(const EngineRequest& r, int i) const {
   if (!std::isfinite(r.arrival_s) || r.arrival_s < 0) {
     fail("request {}: arrival time {} must be a finite number of seconds >= 0", i, r.arrival_s);
   }
+  if (!r.stop.empty() && !stop_tokenizer_) {
+    fail("request {}: stop strings need the model's tokenizer, and this engine has none", i);
+  }
+  for (const std::string& stop : r.stop) {
+    if (stop.empty()) fail("request {}: a stop string is empty", i);
+  }
   const int64_t total = int64_t(r.prompt.size()) + r.max_tokens;
   if (max_model_len_ > 0 && total > max_model_len_) {
     fail("request {}: prompt ({} tokens) + max_tokens ({}) exceeds the model's length limit {}", i,
@@ -79,6 +85,8 @@ void Scheduler::add(const EngineRequest& r, int index) {
   s.max_tokens = r.max_tokens;
   s.sampling = r.sampling;
   s.ignore_eos = r.ignore_eos;
+  if (!r.stop.empty())
+    s.stop_matcher = std::make_shared<StopStringMatcher>(*stop_tokenizer_, r.stop);
   s.arrival = online ? r.arrival_s : 0.0;
   s.prompt_len = int(r.prompt.size());
   const size_t capacity = r.prompt.size() + size_t(r.max_tokens);
@@ -348,8 +356,10 @@ void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& ca
     Timeline& timeline = seq.result.timeline;
     timeline.token_times.push_back(now);
     if (callbacks.on_token) callbacks.on_token(seq.index, token);
-    const bool stop = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
-                                                   token) != eos_token_ids_.end();
+    const bool eos = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
+                                                  token) != eos_token_ids_.end();
+    // A stop string is matched even with ignore_eos: the caller asked for it by name.
+    const bool stop = eos || (seq.stop_matcher && seq.stop_matcher->push(token));
     if (!stop && seq.num_generated() < seq.max_tokens) continue;
     seq.result.finish_reason = stop ? FinishReason::kStop : FinishReason::kLength;
     timeline.finish = now;

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <deque>
 #include <limits>
+#include <memory>
 #include <span>
 #include <vector>
 
@@ -14,6 +15,7 @@
 #include "engine/kv/prefix_index.h"
 #include "engine/scheduler/engine_config.h"
 #include "engine/scheduler/request.h"
+#include "engine/scheduler/stop_strings.h"
 
 namespace rose {
 
@@ -36,6 +38,7 @@ struct Sequence {
   bool admitted_once = false;   // counts toward max_concurrency until it finishes
   int64_t scheduled_step = -1;  // last step that scheduled it (guards same-step preemption)
   RequestResult result;
+  std::shared_ptr<StopStringMatcher> stop_matcher;  // set when the request has stop strings
 
   int num_tokens() const { return int(tokens.size()); }
   int num_generated() const { return num_tokens() - prompt_len; }
@@ -51,6 +54,10 @@ class Scheduler {
   // it sets ignore_eos.
   Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* index,
             std::vector<int32_t> eos_token_ids);
+
+  // The tokenizer that stop strings are matched with (null: requests with stop strings are
+  // refused). Must outlive the scheduler.
+  void set_stop_tokenizer(const Tokenizer* tokenizer) { stop_tokenizer_ = tokenizer; }
 
   // Begins a run with no requests; `max_model_len` (0: no limit) bounds prompt + max_tokens.
   void start(int max_model_len);
@@ -113,6 +120,7 @@ class Scheduler {
   BlockPool& pool_;
   PrefixIndex* index_;
   std::vector<int32_t> eos_token_ids_;
+  const Tokenizer* stop_tokenizer_ = nullptr;
   int block_size_;
   int max_model_len_ = 0;
 
