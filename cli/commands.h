@@ -16,3 +16,5 @@ void register_compare_command(CLI::App& app, int& exit_code);
 void register_calibrate_command(CLI::App& app, int& exit_code);
 // roseinfer report RESULTS.json... -o report.html (cli/cmd_report.cpp).
 void register_report_command(CLI::App& app, int& exit_code);
+// roseinfer tokenize PROMPTS.jsonl --model X (cli/cmd_tokenize.cpp).
+void register_tokenize_command(CLI::App& app, int& exit_code);

@@ -35,6 +35,7 @@ int main(int argc, char** argv) {
   register_report_command(app, exit_code);
   register_info_command(app, exit_code);
   register_calibrate_command(app, exit_code);
+  register_tokenize_command(app, exit_code);
 
   try {
     app.parse(argc, argv);
