@@ -9,9 +9,12 @@ set -uo pipefail
 # The carried bundle may come packed (scripts/make_bundle.sh writes bundle-pack/bundle.tar.xz).
 if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
 OUT=${OUT:-/tmp/bench_out}
-R=/tmp/bench_results
+# BUNDLE_DIR / RESULTS_NAME let one call measure two builds side by side (e.g. the previous
+# commit's bundle unpacked into bundle-base/).
+NAME=${RESULTS_NAME:-results}
+R=/tmp/bench_$NAME
 rm -rf "$R" && mkdir -p "$R" "$OUT"
-B=$PWD/bundle
+B=${BUNDLE_DIR:-$PWD/bundle}
 export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 BIN=$B/roseinfer
 PARTS=("$@")
@@ -72,6 +75,6 @@ if want peers; then
   done
 fi
 
-tar czf "$OUT/results.tgz" -C "$R" .
+tar czf "$OUT/$NAME.tgz" -C "$R" .
 echo "== summary"
 cat "$R/summary.txt"
