@@ -36,6 +36,11 @@ def main():
     model = model.to(args.device).eval()
     print(f"loaded {name} in {time.perf_counter() - start:.1f}s", flush=True)
     if args.save_hf:
+        # The GGUF quantizer marks the model unserializable, but its weights are already
+        # dequantized: drop the marker and save plain safetensors for hf_cb_peer.py.
+        model.hf_quantizer = None
+        if hasattr(model.config, "quantization_config"):
+            del model.config.quantization_config
         model.save_pretrained(args.save_hf)
         tok.save_pretrained(args.save_hf)
 
