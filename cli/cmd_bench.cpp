@@ -22,6 +22,7 @@
 #include "engine/io/prompts.h"
 #include "engine/io/workloads.h"
 #include "engine/metrics/metrics.h"
+#include "engine/metrics/repeat.h"
 #include "engine/metrics/report_table.h"
 #include "engine/metrics/results_json.h"
 #include "engine/scheduler/engine.h"
@@ -50,9 +51,12 @@ struct BenchArgs {
   double burstiness = 1.0;
   int max_concurrency = 0;
   int warmup = 0;
+  int repeat = 1;
   std::string percentiles = "50,95,99";
   std::string slo;
   std::string json_path;
+  std::string format = "table";
+  rose::TableFormat table_format = rose::TableFormat::kText;  // parsed from `format`
   bool save_detailed = false;
   bool keep_cache = false;
   double copy_bandwidth_gbps = 0;
@@ -248,7 +252,26 @@ struct BenchContext {
   const rose::Tokenizer* tokenizer = nullptr;  // for requests' stop strings
 };
 
-// One report per (mode, prefix cache) combination, each with its own engine on `backend`.
+// One measured run of `mode` and `cache` with a fresh engine, so its cache starts cold.
+rose::BenchReport run_once(const BenchContext& b, rose::Backend& backend,
+                           const std::string& model_id, rose::SchedulerMode mode, bool cache,
+                           const std::vector<rose::EngineRequest>& warmup,
+                           const std::string& label) {
+  using namespace rose;
+  EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
+  config.max_concurrency = b.args.max_concurrency;
+  Engine engine(backend, config, model_id);
+  engine.set_stop_tokenizer(b.tokenizer);
+  std::vector<EngineRequest> requests = b.in.base;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
+  }
+  const RunResult result = run_measured(engine, warmup, requests, label, b.args.keep_cache);
+  return make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
+                     b.copy_bandwidth);
+}
+
+// One report per (mode, prefix cache) combination; with --repeat N, the median of N cold runs.
 std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& backend,
                                        const std::string& model_id) {
   using namespace rose;
@@ -262,21 +285,19 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& bac
   std::vector<BenchReport> reports;
   for (SchedulerMode mode : cli::parse_modes(b.args.mode)) {
     for (bool cache : cache_settings) {
-      EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
-      config.max_concurrency = b.args.max_concurrency;
-      Engine engine(backend, config, model_id);
-      engine.set_stop_tokenizer(b.tokenizer);
-      std::vector<EngineRequest> requests = b.in.base;
-      for (size_t i = 0; i < requests.size(); ++i) {
-        requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
+      std::string label = fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off");
+      std::vector<BenchReport> repeats;
+      for (int r = 0; r < b.args.repeat; ++r) {
+        const std::string run_label =
+            b.args.repeat > 1 ? fmt::format("{} (run {}/{})", label, r + 1, b.args.repeat) : label;
+        repeats.push_back(run_once(b, backend, model_id, mode, cache, warmup, run_label));
       }
-      const RunResult result =
-          run_measured(engine, warmup, requests,
-                       fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off"),
-                       b.args.keep_cache);
-      reports.push_back(make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
-                                    b.copy_bandwidth));
-      fmt::print("\n{}", render_report_table(reports.back()));
+      reports.push_back(repeats.size() > 1 ? combine_repeats(repeats, b.args.engine.seed)
+                                           : std::move(repeats.front()));
+      fmt::print("\n{}", render_report_table(reports.back(), b.args.table_format));
+      if (reports.back().repeats > 1) {
+        fmt::print("\n{}", render_spread_table(reports.back(), b.args.table_format));
+      }
       std::fflush(stdout);
     }
   }
@@ -319,6 +340,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("burstiness", args.burstiness);
   c.emplace_back("max_concurrency", static_cast<int64_t>(args.max_concurrency));
   c.emplace_back("warmup", static_cast<int64_t>(args.warmup));
+  c.emplace_back("repeat", static_cast<int64_t>(args.repeat));
   c.emplace_back("keep_cache_between_runs", args.keep_cache);
   c.emplace_back("block_size", static_cast<int64_t>(backend.block_size()));
   c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend.num_kv_blocks()));
@@ -365,6 +387,7 @@ void bench_command(BenchArgs& args) {
   parse_percentiles(args.percentiles, &percentiles);
   Slo slo;
   if (!args.slo.empty()) parse_slo(args.slo, &slo);
+  args.table_format = parse_table_format(args.format, "--format");
   if (args.prompts_path.empty() && args.workload.name.empty()) {
     throw CLI::ValidationError(
         "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
@@ -395,7 +418,7 @@ void bench_command(BenchArgs& args) {
   std::fflush(stdout);
 
   const std::vector<BenchReport> reports = run_all(b, *backend, model.config().name);
-  if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports));
+  if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports, args.table_format));
   std::fflush(stdout);
   if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports);
 
@@ -500,6 +523,11 @@ void register_bench_command(CLI::App& app, int& exit_code) {
                   "excluded from every number")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
+  cmd->add_option("--repeat", args->repeat,
+                  "measure each mode and cache setting N times (each from a cold cache); the "
+                  "results hold the median and the spread (min, max, bootstrap 95% interval)")
+      ->check(CLI::PositiveNumber)
+      ->capture_default_str();
   cmd->add_option("--percentiles", args->percentiles, "latency percentiles to report")
       ->check(
           CLI::Validator([](std::string& v) { return parse_percentiles(v, nullptr); }, "Q,Q,..."))
@@ -509,6 +537,10 @@ void register_bench_command(CLI::App& app, int& exit_code) {
       ->check(CLI::Validator([](std::string& v) { return parse_slo(v, nullptr); }, "SLO"));
   cmd->add_option("--json", args->json_path,
                   "write the results (versioned schema, vLLM-style keys) to FILE, atomically");
+  cmd->add_option("--format", args->format,
+                  "report and summary tables as table (aligned text), md (markdown) or csv")
+      ->check(CLI::IsMember({"table", "text", "md", "markdown", "csv"}))
+      ->capture_default_str();
   cmd->add_flag("--save-detailed", args->save_detailed,
                 "add per-request arrays (lengths, ttft, itl, e2el, cached tokens) to --json");
   cmd->add_flag("--keep-cache-between-runs", args->keep_cache,

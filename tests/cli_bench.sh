@@ -52,4 +52,30 @@ check "online bench exits 0" [ $? -eq 0 ]
 check "warm-up requests are not counted" grep -q '"completed": *6,' "$TMP/online.json"
 check "arrivals are described" grep -q "200 req/s, burstiness 0.5, at most 2 in flight" "$TMP/online.out"
 
+# 7. --format md and csv print the report tables for pasting; a bad format is a usage error.
+"$BIN" bench --dataset-name grid:2:20:3 --format md "${COMMON[@]}" >"$TMP/md.out" 2>/dev/null
+check "bench --format md exits 0" [ $? -eq 0 ]
+check "markdown heading and table" grep -q '^### offline, prefix cache on' "$TMP/md.out"
+check "markdown separator row" grep -q '^|[- |:]*|$' "$TMP/md.out"
+"$BIN" bench --dataset-name grid:2:20:3 --format csv "${COMMON[@]}" >"$TMP/csv.out" 2>/dev/null
+check "csv latency header" grep -q '^latency (ms),mean,p50,p95,p99,max$' "$TMP/csv.out"
+"$BIN" bench --dataset-name grid:2:20:3 --format xml "${COMMON[@]}" >/dev/null 2>&1
+check "bench --format xml is a usage error (exit 2)" [ $? -eq 2 ]
+
+# 8. --repeat 3: medians plus spread in the JSON and a spread table; two repeated runs of the same
+# configuration compare as within noise (exit 0).
+for i in 1 2; do
+  "$BIN" bench --dataset-name seed000 --num-prompts 4 --repeat 3 --json "$TMP/rep$i.json" \
+    "${COMMON[@]}" >"$TMP/rep$i.out" 2>/dev/null
+  check "bench --repeat 3 run $i exits 0" [ $? -eq 0 ]
+done
+check "JSON says repeats 3" grep -q '"repeats": *3' "$TMP/rep1.json"
+check "JSON has a spread of request_throughput" grep -q '"spread":' "$TMP/rep1.json"
+check "a spread table" grep -q '== spread over 3 runs ==' "$TMP/rep1.out"
+check "spread table shows a 95% interval" grep -q 'request_throughput .*\[.*, .*\]' "$TMP/rep1.out"
+"$BIN" compare "$TMP/rep1.json" "$TMP/rep2.json" >"$TMP/repcmp.out" 2>&1
+check "compare of two repeated runs of one config exits 0" [ $? -eq 0 ]
+"$BIN" bench --dataset-name seed000 --repeat 0 "${COMMON[@]}" >/dev/null 2>&1
+check "bench --repeat 0 is a usage error (exit 2)" [ $? -eq 2 ]
+
 finish cli_bench

@@ -252,6 +252,25 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
   return out;
 }
 
+std::string render_spread_table(const BenchReport& r, TableFormat format) {
+  // The keys a reader compares between runs; the JSON's "spread" has every key.
+  static const char* const kHeadlineKeys[] = {
+      "request_throughput", "output_throughput", "median_ttft_ms", "p99_ttft_ms",
+      "median_tpot_ms",     "p99_tpot_ms",       "median_e2el_ms", "p99_e2el_ms",
+  };
+  TextTable table;
+  table.add_row({"key", "median", "min", "max", "95% interval"});
+  for (const char* key : kHeadlineKeys) {
+    const auto it = r.spread.find(key);
+    if (it == r.spread.end()) continue;  // e.g. p99 when --percentiles leaves it out
+    const Spread& s = it->second;
+    table.add_row({key, format_number(s.median), format_number(s.min), format_number(s.max),
+                   fmt::format("[{}, {}]", format_number(s.ci_low), format_number(s.ci_high))});
+  }
+  return section_heading(fmt::format("spread over {} runs", r.repeats), format) +
+         table.render_as(format, 2);
+}
+
 std::string render_summary_table(const std::vector<BenchReport>& reports, TableFormat format) {
   TextTable table;
   std::vector<std::string> header = {""};
