@@ -52,6 +52,7 @@ struct BenchArgs {
   int max_concurrency = 0;
   int warmup = 0;
   int repeat = 1;
+  std::string sweep;  // "request-rate=1,2,inf" or "max-concurrency=1,4,16"
   std::string percentiles = "50,95,99";
   std::string slo;
   std::string json_path;
@@ -118,6 +119,37 @@ std::string parse_slo(const std::string& text, rose::Slo* out) {
     }
   }
   if (out) *out = slo;
+  return "";
+}
+
+// `--sweep PARAM=V,V,...`: the online runs of one sweep, one per value.
+struct SweepSpec {
+  std::string parameter;       // as in the results JSON: request_rate or max_concurrency
+  std::vector<double> values;  // in the order given; request rates may be inf
+};
+
+// "" on success, else what is wrong.
+std::string parse_sweep(const std::string& text, SweepSpec* out) {
+  const size_t eq = text.find('=');
+  const std::string name = text.substr(0, eq);
+  SweepSpec spec;
+  if (eq == std::string::npos || (name != "request-rate" && name != "max-concurrency")) {
+    return "expected request-rate=R,R,... or max-concurrency=N,N,..., got '" + text + "'";
+  }
+  const bool rate = name == "request-rate";
+  spec.parameter = rate ? "request_rate" : "max_concurrency";
+  for (const std::string& part : split(text.substr(eq + 1), ',')) {
+    double v = 0;
+    if (rate && part == "inf") {
+      v = std::numeric_limits<double>::infinity();
+    } else if (!parse_double(part, v) || v <= 0 || (!rate && v != std::floor(v))) {
+      return fmt::format("each {} must be a positive {}, got '{}'", name,
+                         rate ? "number or inf" : "integer", part);
+    }
+    spec.values.push_back(v);
+  }
+  if (spec.values.empty()) return "give at least one value after " + name + "=";
+  if (out) *out = spec;
   return "";
 }
 
@@ -304,6 +336,85 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& bac
   return reports;
 }
 
+std::string sweep_value_text(double v) {
+  return std::isinf(v) ? std::string("inf") : rose::format_number(v);
+}
+
+// One online run per sweep point on the same requests: a new arrival schedule per request rate
+// (same seed, so points differ only in rate), or a new in-flight cap on the usual arrivals.
+std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::Backend& backend,
+                                         const std::string& model_id, const SweepSpec& spec) {
+  using namespace rose;
+  std::vector<BenchReport> reports;
+  for (double value : spec.values) {
+    BenchArgs point_args = b.args;
+    OnlineArrivals point_arrivals = b.arrivals;
+    if (spec.parameter == "request_rate") {
+      point_arrivals.times = make_arrival_times(static_cast<int>(b.in.base.size()), value,
+                                                b.args.burstiness, b.args.engine.seed);
+    } else {
+      point_args.max_concurrency = static_cast<int>(value);
+    }
+    const BenchContext point{point_args,    b.in,  point_arrivals,
+                             b.percentiles, b.slo, b.copy_bandwidth};
+    const std::string label = fmt::format("online, {} {}", spec.parameter, sweep_value_text(value));
+    reports.push_back(run_once(point, backend, model_id, SchedulerMode::kOnline,
+                               !b.args.no_prefix_cache, {}, label));
+  }
+  return reports;
+}
+
+// A request rate "meets the SLO" when every completed request met every bound (goodput equals
+// throughput): the knee a capacity planner asks for.
+bool meets_slo(const rose::BenchReport& r) {
+  return r.goodput && r.completed > 0 && r.failed == 0 &&
+         *r.goodput >= r.request_throughput * (1 - 1e-9);
+}
+
+// Per point: throughput and latency percentiles, goodput under --slo; then the highest point that
+// meets the SLO.
+std::string render_sweep(const SweepSpec& spec, const std::vector<rose::BenchReport>& reports,
+                         rose::TableFormat format, bool with_slo) {
+  using rose::format_number;
+  rose::TextTable table;
+  std::vector<std::string> header = {spec.parameter, "req/s",    "out tok/s",
+                                     "TTFT p50",     "TTFT p99", "TPOT p50",
+                                     "TPOT p99",     "E2E p50",  "E2E p99"};
+  if (with_slo) header.push_back("goodput req/s");
+  table.add_row(header);
+  auto p99 = [](const rose::Distribution& d) {
+    for (const auto& [q, v] : d.percentiles) {
+      if (q == 99) return format_number(v);
+    }
+    return std::string("-");
+  };
+  std::optional<double> best;
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const rose::BenchReport& r = reports[i];
+    std::vector<std::string> cells = {sweep_value_text(spec.values[i]),
+                                      format_number(r.request_throughput),
+                                      format_number(r.output_throughput),
+                                      format_number(r.ttft_ms.median),
+                                      p99(r.ttft_ms),
+                                      format_number(r.tpot_ms.median),
+                                      p99(r.tpot_ms),
+                                      format_number(r.e2el_ms.median),
+                                      p99(r.e2el_ms)};
+    if (with_slo) cells.push_back(r.goodput ? format_number(*r.goodput) : "-");
+    table.add_row(std::move(cells));
+    if (meets_slo(r) && (!best || spec.values[i] > *best)) best = spec.values[i];
+  }
+  std::string out = fmt::format("\n== sweep over {} (latencies in ms) ==\n", spec.parameter);
+  if (format != rose::TableFormat::kText) out = fmt::format("\nsweep over {}\n\n", spec.parameter);
+  out += table.render_as(format, 2);
+  if (with_slo) {
+    out += best ? fmt::format("highest {} meeting the SLO: {}\n", spec.parameter,
+                              sweep_value_text(*best))
+                : fmt::format("no {} met the SLO\n", spec.parameter);
+  }
+  return out;
+}
+
 // The "config" object of the results file: every flag that shaped the numbers.
 std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
     const BenchContext& b, const rose::cli::LoadedModel& model, const rose::Backend& backend,
@@ -341,6 +452,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("max_concurrency", static_cast<int64_t>(args.max_concurrency));
   c.emplace_back("warmup", static_cast<int64_t>(args.warmup));
   c.emplace_back("repeat", static_cast<int64_t>(args.repeat));
+  c.emplace_back("sweep", args.sweep.empty() ? ConfigValue() : ConfigValue(args.sweep));
   c.emplace_back("keep_cache_between_runs", args.keep_cache);
   c.emplace_back("block_size", static_cast<int64_t>(backend.block_size()));
   c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend.num_kv_blocks()));
@@ -359,7 +471,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
 
 void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model,
                       const rose::Backend& backend, int context,
-                      const std::vector<rose::BenchReport>& reports) {
+                      const std::vector<rose::BenchReport>& reports, const SweepSpec& sweep) {
   using namespace rose;
   BenchResults results;
   results.roseinfer_version = ROSEINFER_VERSION;
@@ -377,6 +489,8 @@ void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model
       b.in.base, fmt::format("model={};dtype={}", model.config().name,
                              model.cuda ? b.args.model.dtype : std::string("fp32")));
   results.runs = reports;
+  results.sweep_parameter = sweep.parameter;
+  results.sweep_values = sweep.values;
   write_file_atomically(b.args.json_path, results_to_json(results, b.args.save_detailed));
   cli::notice("wrote {}", b.args.json_path);
 }
@@ -417,10 +531,18 @@ void bench_command(BenchArgs& args) {
   }
   std::fflush(stdout);
 
-  const std::vector<BenchReport> reports = run_all(b, *backend, model.config().name);
-  if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports, args.table_format));
+  SweepSpec sweep;
+  if (!args.sweep.empty()) parse_sweep(args.sweep, &sweep);
+  const std::vector<BenchReport> reports = sweep.values.empty()
+                                               ? run_all(b, *backend, model.config().name)
+                                               : run_sweep(b, *backend, model.config().name, sweep);
+  if (!sweep.values.empty()) {
+    fmt::print("{}", render_sweep(sweep, reports, args.table_format, !args.slo.empty()));
+  } else if (reports.size() > 1) {
+    fmt::print("\n{}", render_summary_table(reports, args.table_format));
+  }
   std::fflush(stdout);
-  if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports);
+  if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports, sweep);
 
   int failed = 0;
   for (const BenchReport& r : reports) failed += r.failed;
@@ -528,6 +650,13 @@ void register_bench_command(CLI::App& app, int& exit_code) {
                   "results hold the median and the spread (min, max, bootstrap 95% interval)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
+  cmd->add_option("--sweep", args->sweep,
+                  "online runs, one per point on the same workload: request-rate=1,2,4,inf or "
+                  "max-concurrency=1,4,16; prints throughput and latency per point and, with "
+                  "--slo, the highest point every request of which met the SLO")
+      ->check(CLI::Validator([](std::string& v) { return parse_sweep(v, nullptr); }, "PARAM=V,..."))
+      ->excludes("--repeat")
+      ->excludes("--both-cache-settings");
   cmd->add_option("--percentiles", args->percentiles, "latency percentiles to report")
       ->check(
           CLI::Validator([](std::string& v) { return parse_percentiles(v, nullptr); }, "Q,Q,..."))

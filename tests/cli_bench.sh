@@ -78,4 +78,24 @@ check "compare of two repeated runs of one config exits 0" [ $? -eq 0 ]
 "$BIN" bench --dataset-name seed000 --repeat 0 "${COMMON[@]}" >/dev/null 2>&1
 check "bench --repeat 0 is a usage error (exit 2)" [ $? -eq 2 ]
 
+# 9. --sweep request-rate: one online run per point, a sweep table, the highest rate meeting the
+# SLO, and every point in the JSON's sweep section; bad sweep specs are usage errors.
+"$BIN" bench --dataset-name seed000 --num-prompts 4 --sweep request-rate=2,inf \
+  --slo ttft=100000 --json "$TMP/sweep.json" "${COMMON[@]}" >"$TMP/sweep.out" 2>/dev/null
+check "bench --sweep exits 0" [ $? -eq 0 ]
+check "a sweep table" grep -q '== sweep over request_rate' "$TMP/sweep.out"
+check "a row per point" [ "$(grep -cE '^  (2\.000|inf) ' "$TMP/sweep.out")" -eq 2 ]
+check "the highest rate meeting a loose SLO is inf" \
+  grep -q 'highest request_rate meeting the SLO: inf' "$TMP/sweep.out"
+check "two online runs in the JSON" [ "$(grep -c '"mode": *"online"' "$TMP/sweep.json")" -eq 2 ]
+check "sweep section with its values" grep -q '"values": *\[2, null\]' "$TMP/sweep.json"
+"$BIN" bench --dataset-name seed000 --num-prompts 4 --sweep max-concurrency=1,2 --slo ttft=0.001 \
+  "${COMMON[@]}" >"$TMP/sweepc.out" 2>/dev/null
+check "bench --sweep max-concurrency exits 0" [ $? -eq 0 ]
+check "an impossible SLO is met by no point" grep -q 'no max_concurrency met the SLO' "$TMP/sweepc.out"
+for bad in request-rate=0 max-concurrency=1.5 tokens=1 request-rate=; do
+  "$BIN" bench --dataset-name seed000 --sweep "$bad" "${COMMON[@]}" >/dev/null 2>&1
+  check "--sweep $bad is a usage error (exit 2)" [ $? -eq 2 ]
+done
+
 finish cli_bench

@@ -356,3 +356,19 @@ TEST_CASE("command line and date") {
   CHECK(date[10] == 'T');
   CHECK(date[19] == 'Z');
 }
+
+TEST_CASE("results JSON: a sweep's parameter and values survive a round trip, inf as null") {
+  rose::BenchResults written = sample_results();
+  CHECK(rose::parse_results_json(rose::results_to_json(written, false), "a.json")
+            .sweep_parameter.empty());
+  written.sweep_parameter = "request_rate";
+  written.sweep_values.assign(written.runs.size(), 2.0);
+  written.sweep_values.back() = std::numeric_limits<double>::infinity();
+  const std::string text = rose::results_to_json(written, /*save_detailed=*/false);
+  CHECK(text.find("\"parameter\": \"request_rate\"") != std::string::npos);
+  const rose::BenchResults read = rose::parse_results_json(text, "sweep.json");
+  CHECK(read.sweep_parameter == "request_rate");
+  REQUIRE(read.sweep_values.size() == written.runs.size());
+  CHECK(read.sweep_values.front() == 2.0);
+  CHECK(std::isinf(read.sweep_values.back()));
+}

@@ -4,8 +4,8 @@
 #include <simdjson.h>
 #include <xxhash.h>
 
-#include <cmath>
 #include <algorithm>
+#include <cmath>
 #include <cstring>
 #include <ctime>
 #include <fstream>
@@ -341,6 +341,16 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
   w.key("total_input_tokens");
   w.integer(results.workload.total_input_tokens);
   w.end_object();
+
+  if (!results.sweep_parameter.empty()) {
+    w.key("sweep");
+    w.begin_object();
+    w.key("parameter");
+    w.string(results.sweep_parameter);
+    w.key("values");
+    w.number_array(results.sweep_values);
+    w.end_object();
+  }
 
   w.key("runs");
   w.begin_array();
@@ -752,6 +762,17 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
     results.workload.total_input_tokens = reader.integer(*e, "workload.total_input_tokens");
   }
 
+  if (auto e = reader.find(top, "sweep")) {
+    const simdjson::dom::object sweep = reader.object(*e, "sweep");
+    results.sweep_parameter =
+        reader.string(reader.at(sweep, "parameter", "sweep."), "sweep.parameter");
+    for (element v : reader.array(reader.at(sweep, "values", "sweep."), "sweep.values")) {
+      // null is an infinite request rate (JSON has no inf).
+      results.sweep_values.push_back(v.is_null() ? std::numeric_limits<double>::infinity()
+                                                 : reader.number(v, "sweep.values"));
+    }
+  }
+
   size_t index = 0;
   for (element run_element : reader.array(reader.at(top, "runs", ""), "runs")) {
     const std::string prefix = fmt::format("runs[{}].", index++);
@@ -777,7 +798,8 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
     read_detail(reader, run, prefix, report.detail);
     read_step_series(reader, run, prefix, report.step_series);
     report.spread = read_spread(reader, run, prefix, values);
-    report.repeats = std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
+    report.repeats =
+        std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
     results.runs.push_back(std::move(report));
     results.run_values.push_back(std::move(values));
     results.run_replicas.push_back(read_per_replica(reader, run, prefix));

@@ -12,6 +12,7 @@
 // arrivals and first_scheduled (seconds since the run's start), and one sample per engine step:
 // step_times, step_kv_used_blocks, step_running, step_waiting. With --repeat N the flat keys are
 // medians over N runs, plus "repeats": N and "spread": {key: {min, max, ci95_low, ci95_high}}.
+// With --sweep: "sweep": {parameter, values: [one per run, null for inf]}.
 // Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
 #include <cstdint>
 #include <filesystem>
@@ -43,7 +44,11 @@ struct BenchResults {
   std::string roseinfer_version, git_commit, date, command, model, device;
   std::vector<std::pair<std::string, ConfigValue>> config;  // every engine/workload flag, in order
   WorkloadInfo workload;
-  std::vector<BenchReport> runs;  // one per (mode, prefix cache)
+  std::vector<BenchReport> runs;  // one per (mode, prefix cache), or per sweep point
+  // `bench --sweep`: the swept flag (request_rate, max_concurrency) and each run's value of it
+  // (parallel to runs; inf is written as null). Empty without a sweep.
+  std::string sweep_parameter;
+  std::vector<double> sweep_values;
   // Filled by the reader: every numeric key of each run exactly as found in the file (parallel to
   // runs), so compare can use any key, including ones this build does not model.
   std::vector<std::map<std::string, double>> run_values;
