@@ -355,8 +355,8 @@ std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::Backend& b
     } else {
       point_args.max_concurrency = static_cast<int>(value);
     }
-    const BenchContext point{point_args,    b.in,  point_arrivals,
-                             b.percentiles, b.slo, b.copy_bandwidth};
+    const BenchContext point{point_args,       b.in,       point_arrivals, b.percentiles, b.slo,
+                             b.copy_bandwidth, b.tokenizer};
     const std::string label = fmt::format("online, {} {}", spec.parameter, sweep_value_text(value));
     reports.push_back(run_once(point, backend, model_id, SchedulerMode::kOnline,
                                !b.args.no_prefix_cache, {}, label));
