@@ -42,6 +42,9 @@ std::string format_percent(double fraction);
 // One block: latency rows (TTFT, TPOT, ITL, E2E, queue) x (mean, chosen percentiles, max), then
 // throughput, prefix cache, KV and decode bandwidth lines.
 std::string render_report_table(const BenchReport& report, TableFormat format = TableFormat::kText);
+// A cluster run's router line (three hit rates, imbalance) and per-replica rows; part of the above.
+std::string render_cluster_table(const BenchReport& report,
+                                 TableFormat format = TableFormat::kText);
 // Runs as columns (mode x prefix cache), headline numbers as rows. For --mode all or cache on/off.
 std::string render_summary_table(const std::vector<BenchReport>& reports,
                                  TableFormat format = TableFormat::kText);
