@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/common/error.h"
@@ -59,6 +60,7 @@ struct BenchArgs {
   rose::cli::ModelFlags model;
   rose::cli::EngineFlags engine;
   rose::cli::RequestDefaults defaults;
+  rose::cli::ClusterFlags cluster;
 };
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -248,8 +250,9 @@ struct BenchContext {
   const rose::Tokenizer* tokenizer = nullptr;  // for requests' stop strings
 };
 
-// One report per (mode, prefix cache) combination, each with its own engine on `backend`.
-std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& backend,
+// One report per (mode, prefix cache) combination, each with its own runner (an engine, or a
+// cluster of them with --data-parallel) on `replicas`.
+std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::cli::Replicas& replicas,
                                        const std::string& model_id) {
   using namespace rose;
   std::vector<EngineRequest> warmup;
@@ -264,14 +267,14 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& bac
     for (bool cache : cache_settings) {
       EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
       config.max_concurrency = b.args.max_concurrency;
-      Engine engine(backend, config, model_id);
-      engine.set_stop_tokenizer(b.tokenizer);
+      const std::unique_ptr<Runner> runner =
+          cli::make_runner(replicas, config, model_id, b.args.cluster, b.tokenizer);
       std::vector<EngineRequest> requests = b.in.base;
       for (size_t i = 0; i < requests.size(); ++i) {
         requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
       }
       const RunResult result =
-          run_measured(engine, warmup, requests,
+          run_measured(*runner, warmup, requests,
                        fmt::format("{}, prefix cache {}", mode_name(mode), cache ? "on" : "off"),
                        b.args.keep_cache);
       reports.push_back(make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
@@ -322,6 +325,9 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("keep_cache_between_runs", args.keep_cache);
   c.emplace_back("block_size", static_cast<int64_t>(backend.block_size()));
   c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend.num_kv_blocks()));
+  c.emplace_back("data_parallel", static_cast<int64_t>(args.cluster.data_parallel));
+  c.emplace_back("router", args.cluster.router);
+  c.emplace_back("backend", args.cluster.backend);
   c.emplace_back("max_num_seqs", static_cast<int64_t>(args.engine.max_num_seqs));
   c.emplace_back("max_num_batched_tokens",
                  static_cast<int64_t>(args.engine.max_num_batched_tokens));
@@ -336,7 +342,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
 }
 
 void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model,
-                      const rose::Backend& backend, int context,
+                      const rose::Backend& backend, const std::string& device_name, int context,
                       const std::vector<rose::BenchReport>& reports) {
   using namespace rose;
   BenchResults results;
@@ -345,7 +351,7 @@ void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model
   results.date = utc_timestamp_now();
   results.command = cli::command_line();
   results.model = model.name;
-  results.device = backend.device_name();
+  results.device = device_name;
   results.config = bench_config_entries(b, model, backend, context);
   results.workload.name = b.in.name;
   results.workload.num_requests = static_cast<int64_t>(b.in.base.size());
@@ -365,6 +371,7 @@ void bench_command(BenchArgs& args) {
   parse_percentiles(args.percentiles, &percentiles);
   Slo slo;
   if (!args.slo.empty()) parse_slo(args.slo, &slo);
+  cli::check_cluster_flags(args.model, args.cluster);
   if (args.prompts_path.empty() && args.workload.name.empty()) {
     throw CLI::ValidationError(
         "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
@@ -384,9 +391,10 @@ void bench_command(BenchArgs& args) {
     b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
   }
 
-  std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
+  cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
+  const Backend* backend = replicas.backends.front().get();
   fmt::print("roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
-             in.base.size(), in.input_tokens, in.name, model.name, backend->device_name());
+             in.base.size(), in.input_tokens, in.name, model.name, replicas.device_name());
   if (args.mode == "online" || args.mode == "all") {
     fmt::print("online arrivals: {}{}\n", arrivals.text,
                args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
@@ -394,10 +402,11 @@ void bench_command(BenchArgs& args) {
   }
   std::fflush(stdout);
 
-  const std::vector<BenchReport> reports = run_all(b, *backend, model.config().name);
+  const std::vector<BenchReport> reports = run_all(b, replicas, model.config().name);
   if (reports.size() > 1) fmt::print("\n{}", render_summary_table(reports));
   std::fflush(stdout);
-  if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports);
+  if (!args.json_path.empty())
+    write_bench_json(b, model, *backend, replicas.device_name(), context, reports);
 
   int failed = 0;
   for (const BenchReport& r : reports) failed += r.failed;
@@ -523,6 +532,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   rose::cli::add_model_flags(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,
                               "workload and arrival seed; sampling seed of request i is seed + i");
+  rose::cli::add_cluster_flags(cmd, args->cluster);
   cmd->callback([args, &exit_code] {
     bench_command(*args);
     exit_code = 0;

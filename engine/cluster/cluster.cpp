@@ -204,6 +204,7 @@ Cluster::Cluster(std::vector<ClusterReplica> replicas, const ClusterConfig& conf
     r.spec = spec;
     r.clock = std::make_unique<ReplicaClock>(spec.sim_clock);
     r.engine = std::make_unique<Engine>(*spec.backend, config.engine, config.model_id);
+    r.engine->set_stop_tokenizer(config.stop_tokenizer);
     impl_->replicas.push_back(std::move(r));
   }
   impl_->make_policies();

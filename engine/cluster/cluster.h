@@ -26,8 +26,9 @@ struct ClusterReplica {
 struct ClusterConfig {
   EngineConfig engine;
   std::string model_id;
-  std::string router = "round_robin";  // route_policy_names()
-  PrefixRouterOptions prefix;          // model_id and capacity_chunks are filled in by the cluster
+  std::string router = "round_robin";         // route_policy_names()
+  const Tokenizer* stop_tokenizer = nullptr;  // every replica's Engine::set_stop_tokenizer
+  PrefixRouterOptions prefix;  // model_id and capacity_chunks are filled in by the cluster
 };
 
 class Cluster : public Runner {
