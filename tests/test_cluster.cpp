@@ -5,6 +5,7 @@
 // the run naming it.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <numeric>
@@ -160,6 +161,10 @@ TEST_CASE("on the sim backend a 1-replica cluster has the plain engine's very ti
     CHECK(one.requests[i].timeline.token_times == plain.requests[i].timeline.token_times);
   }
   CHECK(one.per_replica[0].busy_s > 0);
+  // One replica's series is the plain engine's, sample for sample.
+  CHECK(one.step_series.time == plain.step_series.time);
+  CHECK(one.step_series.kv_used_blocks == plain.step_series.kv_used_blocks);
+  CHECK(one.step_series.waiting == plain.step_series.waiting);
 }
 
 TEST_CASE("3 replicas under every router produce the reference outputs") {
@@ -189,6 +194,13 @@ TEST_CASE("3 replicas under every router produce the reference outputs") {
       int placed = 0;
       for (const ReplicaStats& r : result.per_replica) placed += r.requests;
       CHECK(placed == int(requests.size()));
+      // The merged series has every replica's steps, in time order, and ends with nothing held.
+      const StepSeries& series = result.step_series;
+      CHECK(int64_t(series.time.size()) == result.steps.steps);
+      CHECK(std::is_sorted(series.time.begin(), series.time.end()));
+      REQUIRE(!series.running.empty());
+      CHECK(series.running.back() == 0);
+      CHECK(series.waiting.back() == 0);
       CHECK(result.routing.request_imbalance >= 1.0);
       if (router == "round_robin") {
         CHECK(result.per_replica[0].requests == 9);

@@ -6,6 +6,7 @@
 #include <cmath>
 #include <limits>
 #include <numeric>
+#include <utility>
 
 #include "engine/common/error.h"
 #include "engine/kv/prefix_index.h"
@@ -87,6 +88,35 @@ void add_run_stats(RunResult& into, const RunResult& part) {
   s.execute_time_s += p.execute_time_s;
   s.schedule_time_s += p.schedule_time_s;
   s.decode_bytes += p.decode_bytes;
+}
+
+// The cluster's KV and queue series for the report: every replica's samples on one time axis, each
+// point the sum over replicas of their latest sample at that time (replica clocks share an origin).
+StepSeries merge_step_series(const std::vector<StepSeries>& parts) {
+  struct Sample {
+    double time;
+    size_t replica, k;
+  };
+  std::vector<Sample> samples;
+  for (size_t r = 0; r < parts.size(); ++r) {
+    for (size_t k = 0; k < parts[r].time.size(); ++k) samples.push_back({parts[r].time[k], r, k});
+  }
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const Sample& a, const Sample& b) { return a.time < b.time; });
+  std::vector<int> kv(parts.size()), running(parts.size()), waiting(parts.size());
+  int kv_sum = 0, running_sum = 0, waiting_sum = 0;
+  StepSeries merged;
+  for (const Sample& s : samples) {
+    const StepSeries& part = parts[s.replica];
+    kv_sum += part.kv_used_blocks[s.k] - std::exchange(kv[s.replica], part.kv_used_blocks[s.k]);
+    running_sum += part.running[s.k] - std::exchange(running[s.replica], part.running[s.k]);
+    waiting_sum += part.waiting[s.k] - std::exchange(waiting[s.replica], part.waiting[s.k]);
+    merged.time.push_back(s.time);
+    merged.kv_used_blocks.push_back(kv_sum);
+    merged.running.push_back(running_sum);
+    merged.waiting.push_back(waiting_sum);
+  }
+  return merged;
 }
 
 }  // namespace
@@ -270,8 +300,10 @@ RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
   merged.requests.resize(requests.size());
   std::vector<double> request_counts, token_counts;
   double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
+  std::vector<StepSeries> series;
   for (Replica& replica : replicas) {
     RunResult part = replica.engine->finish();
+    series.push_back(std::move(part.step_series));
     ReplicaStats stats;
     stats.requests = int(replica.inputs.size());
     for (size_t k = 0; k < replica.inputs.size(); ++k) {
@@ -292,6 +324,7 @@ RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
     merged.per_replica.push_back(stats);
     add_run_stats(merged, part);
   }
+  merged.step_series = merge_step_series(series);
   merged.duration_s = requests.empty() ? 0.0 : last_finish - first_arrival;
   routing.router = config.router;
   routing.request_imbalance = max_over_mean(request_counts);
