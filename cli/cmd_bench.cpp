@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/common/error.h"
@@ -64,6 +65,7 @@ struct BenchArgs {
   rose::cli::ModelFlags model;
   rose::cli::EngineFlags engine;
   rose::cli::RequestDefaults defaults;
+  rose::cli::ClusterFlags cluster;
 };
 
 std::vector<std::string> split(const std::string& text, char sep) {
@@ -284,27 +286,28 @@ struct BenchContext {
   const rose::Tokenizer* tokenizer = nullptr;  // for requests' stop strings
 };
 
-// One measured run of `mode` and `cache` with a fresh engine, so its cache starts cold.
-rose::BenchReport run_once(const BenchContext& b, rose::Backend& backend,
+// One measured run of `mode` and `cache` with a fresh runner (an engine, or a cluster of them
+// with --data-parallel), so its cache starts cold.
+rose::BenchReport run_once(const BenchContext& b, rose::cli::Replicas& replicas,
                            const std::string& model_id, rose::SchedulerMode mode, bool cache,
                            const std::vector<rose::EngineRequest>& warmup,
                            const std::string& label) {
   using namespace rose;
   EngineConfig config = cli::engine_config(b.args.engine, mode, cache);
   config.max_concurrency = b.args.max_concurrency;
-  Engine engine(backend, config, model_id);
-  engine.set_stop_tokenizer(b.tokenizer);
+  const std::unique_ptr<Runner> runner =
+      cli::make_runner(replicas, config, model_id, b.args.cluster, b.tokenizer);
   std::vector<EngineRequest> requests = b.in.base;
   for (size_t i = 0; i < requests.size(); ++i) {
     requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
   }
-  const RunResult result = run_measured(engine, warmup, requests, label, b.args.keep_cache);
+  const RunResult result = run_measured(*runner, warmup, requests, label, b.args.keep_cache);
   return make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
                      b.copy_bandwidth);
 }
 
 // One report per (mode, prefix cache) combination; with --repeat N, the median of N cold runs.
-std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& backend,
+std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::cli::Replicas& replicas,
                                        const std::string& model_id) {
   using namespace rose;
   std::vector<EngineRequest> warmup;
@@ -322,7 +325,7 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::Backend& bac
       for (int r = 0; r < b.args.repeat; ++r) {
         const std::string run_label =
             b.args.repeat > 1 ? fmt::format("{} (run {}/{})", label, r + 1, b.args.repeat) : label;
-        repeats.push_back(run_once(b, backend, model_id, mode, cache, warmup, run_label));
+        repeats.push_back(run_once(b, replicas, model_id, mode, cache, warmup, run_label));
       }
       reports.push_back(repeats.size() > 1 ? combine_repeats(repeats, b.args.engine.seed)
                                            : std::move(repeats.front()));
@@ -342,7 +345,7 @@ std::string sweep_value_text(double v) {
 
 // One online run per sweep point on the same requests: a new arrival schedule per request rate
 // (same seed, so points differ only in rate), or a new in-flight cap on the usual arrivals.
-std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::Backend& backend,
+std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::cli::Replicas& replicas,
                                          const std::string& model_id, const SweepSpec& spec) {
   using namespace rose;
   std::vector<BenchReport> reports;
@@ -358,7 +361,7 @@ std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::Backend& b
     const BenchContext point{point_args,       b.in,       point_arrivals, b.percentiles, b.slo,
                              b.copy_bandwidth, b.tokenizer};
     const std::string label = fmt::format("online, {} {}", spec.parameter, sweep_value_text(value));
-    reports.push_back(run_once(point, backend, model_id, SchedulerMode::kOnline,
+    reports.push_back(run_once(point, replicas, model_id, SchedulerMode::kOnline,
                                !b.args.no_prefix_cache, {}, label));
   }
   return reports;
@@ -456,6 +459,9 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("keep_cache_between_runs", args.keep_cache);
   c.emplace_back("block_size", static_cast<int64_t>(backend.block_size()));
   c.emplace_back("num_kv_blocks", static_cast<int64_t>(backend.num_kv_blocks()));
+  c.emplace_back("data_parallel", static_cast<int64_t>(args.cluster.data_parallel));
+  c.emplace_back("router", args.cluster.router);
+  c.emplace_back("backend", args.cluster.backend);
   c.emplace_back("max_num_seqs", static_cast<int64_t>(args.engine.max_num_seqs));
   c.emplace_back("max_num_batched_tokens",
                  static_cast<int64_t>(args.engine.max_num_batched_tokens));
@@ -470,7 +476,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
 }
 
 void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model,
-                      const rose::Backend& backend, int context,
+                      const rose::Backend& backend, const std::string& device_name, int context,
                       const std::vector<rose::BenchReport>& reports, const SweepSpec& sweep) {
   using namespace rose;
   BenchResults results;
@@ -479,7 +485,7 @@ void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model
   results.date = utc_timestamp_now();
   results.command = cli::command_line();
   results.model = model.name;
-  results.device = backend.device_name();
+  results.device = device_name;
   results.config = bench_config_entries(b, model, backend, context);
   results.workload.name = b.in.name;
   results.workload.num_requests = static_cast<int64_t>(b.in.base.size());
@@ -502,6 +508,7 @@ void bench_command(BenchArgs& args) {
   Slo slo;
   if (!args.slo.empty()) parse_slo(args.slo, &slo);
   args.table_format = parse_table_format(args.format, "--format");
+  cli::check_cluster_flags(args.model, args.cluster);
   if (args.prompts_path.empty() && args.workload.name.empty()) {
     throw CLI::ValidationError(
         "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "
@@ -521,9 +528,10 @@ void bench_command(BenchArgs& args) {
     b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
   }
 
-  std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
+  cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
+  const Backend* backend = replicas.backends.front().get();
   fmt::print("roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
-             in.base.size(), in.input_tokens, in.name, model.name, backend->device_name());
+             in.base.size(), in.input_tokens, in.name, model.name, replicas.device_name());
   if (args.mode == "online" || args.mode == "all") {
     fmt::print("online arrivals: {}{}\n", arrivals.text,
                args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
@@ -534,15 +542,17 @@ void bench_command(BenchArgs& args) {
   SweepSpec sweep;
   if (!args.sweep.empty()) parse_sweep(args.sweep, &sweep);
   const std::vector<BenchReport> reports = sweep.values.empty()
-                                               ? run_all(b, *backend, model.config().name)
-                                               : run_sweep(b, *backend, model.config().name, sweep);
+                                               ? run_all(b, replicas, model.config().name)
+                                               : run_sweep(b, replicas, model.config().name, sweep);
   if (!sweep.values.empty()) {
     fmt::print("{}", render_sweep(sweep, reports, args.table_format, !args.slo.empty()));
   } else if (reports.size() > 1) {
     fmt::print("\n{}", render_summary_table(reports, args.table_format));
   }
   std::fflush(stdout);
-  if (!args.json_path.empty()) write_bench_json(b, model, *backend, context, reports, sweep);
+  if (!args.json_path.empty()) {
+    write_bench_json(b, model, *backend, replicas.device_name(), context, reports, sweep);
+  }
 
   int failed = 0;
   for (const BenchReport& r : reports) failed += r.failed;
@@ -684,6 +694,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   rose::cli::add_model_flags(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,
                               "workload and arrival seed; sampling seed of request i is seed + i");
+  rose::cli::add_cluster_flags(cmd, args->cluster);
   cmd->callback([args, &exit_code] {
     bench_command(*args);
     exit_code = 0;

@@ -37,4 +37,40 @@ check "a held-out section" grep -q "held-out runs:" "$TMP/cal.out"
 check "calibrate on a non-results file exits 1" [ $? -eq 1 ]
 check "  and writes nothing" [ ! -e "$TMP/bad.json" ]
 
+# 3. --data-parallel: a 1-replica CPU cluster is the plain engine; 3 replicas split the work and
+#    report each replica, the three hit rates and imbalance; precise delivers >= round robin.
+PG=(--dataset-name prefix-groups:6:4:x2:16 --random-output-len 4 --num-kv-blocks 16 --block-size 16
+    --seed 1 "${COMMON[@]}")
+"$BIN" bench "${PG[@]}" --json "$TMP/one.json" >/dev/null 2>&1
+"$BIN" bench "${PG[@]}" --data-parallel 1 --router round_robin --json "$TMP/dp1.json" >/dev/null 2>&1
+check "--data-parallel 1 bench exits 0" [ $? -eq 0 ]
+hits() { grep -o '"prefix_cache_hit_tokens": *[0-9]*' "$1" | head -1; }
+check "  same cache hits as no --data-parallel" [ "$(hits "$TMP/one.json")" = "$(hits "$TMP/dp1.json")" ]
+for router in round_robin least_loaded prefix precise; do
+  "$BIN" bench "${PG[@]}" --data-parallel 3 --router $router --json "$TMP/$router.json" \
+    >"$TMP/$router.out" 2>&1
+  check "--data-parallel 3 --router $router exits 0" [ $? -eq 0 ]
+done
+check "table: router line" grep -q "router prefix: hit rate predicted" "$TMP/prefix.out"
+check "table: 3 replica rows" [ "$(grep -cE '^  [0-2] +[0-9]+ ' "$TMP/prefix.out")" -eq 3 ]
+for key in data_parallel routing_predicted_hit_rate routing_delivered_hit_rate \
+  routing_available_hit_rate request_imbalance token_imbalance per_replica; do
+  check "JSON has \"$key\"" grep -q "\"$key\":" "$TMP/prefix.json"
+done
+rate() { python3 -c "import json,sys; print(json.load(open(sys.argv[1]))['runs'][0]['routing_delivered_hit_rate'])" "$1"; }
+check "precise delivers at least round robin's hit rate" \
+  python3 -c "import sys; sys.exit(not float(sys.argv[1]) >= float(sys.argv[2]))" \
+  "$(rate "$TMP/precise.json")" "$(rate "$TMP/round_robin.json")"
+"$BIN" compare "$TMP/round_robin.json" "$TMP/prefix.json" --metric routing_delivered_hit_rate:5 \
+  --metric request_imbalance:50 >"$TMP/cmp.out" 2>&1
+check "compare reads cluster results" grep -q "routing_delivered_hit_rate" "$TMP/cmp.out"
+
+# 4. --backend sim: 8 virtual replicas from a calibrated step-time model, no compute.
+SIM=results/2026-11-23-sim-calibration/llama-1b-h100.json
+"$BIN" bench --dataset-name prefix-groups:8:4:x2:16 --random-output-len 4 --num-kv-blocks 16 \
+  --block-size 16 --model tiny --backend sim --sim-model $SIM --data-parallel 8 --router prefix \
+  --json "$TMP/sim.json" >/dev/null 2>&1
+check "--backend sim --data-parallel 8 exits 0" [ $? -eq 0 ]
+check "  8 replicas reported" grep -q '"data_parallel": *8' "$TMP/sim.json"
+
 finish cluster

@@ -96,5 +96,8 @@ std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights,
                                            const BackendOptions& options);
 // true when a CUDA device can be used; `why_not` says why not otherwise.
 bool cuda_available(std::string* why_not);
+// GPUs this process can use: 0 without CUDA or without a device (what --data-parallel is checked
+// against on --device cuda).
+int cuda_device_count();
 
 }  // namespace rose

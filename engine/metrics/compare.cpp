@@ -72,6 +72,12 @@ std::optional<MetricDirection> metric_direction(std::string_view name) {
       {"decode_time_s", MetricDirection::kLowerIsBetter},
       {"execute_time_s", MetricDirection::kLowerIsBetter},
       {"schedule_time_s", MetricDirection::kLowerIsBetter},
+      // A cluster run (--data-parallel): the router's hit rates and how evenly it spread load.
+      {"routing_predicted_hit_rate", MetricDirection::kHigherIsBetter},
+      {"routing_delivered_hit_rate", MetricDirection::kHigherIsBetter},
+      {"routing_available_hit_rate", MetricDirection::kHigherIsBetter},
+      {"request_imbalance", MetricDirection::kLowerIsBetter},
+      {"token_imbalance", MetricDirection::kLowerIsBetter},
   };
   if (const auto it = kKnown.find(name); it != kKnown.end()) return it->second;
   if (is_latency_key(name)) return MetricDirection::kLowerIsBetter;

@@ -154,10 +154,13 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
   report.kv = run.kv;
   report.steps = run.steps;
   report.step_series = run.step_series;
+  report.per_replica = run.per_replica;
+  report.routing = run.routing;
   if (run.steps.decode_time_s > 0.0) {
     report.decode_gbps = run.steps.decode_bytes / run.steps.decode_time_s / 1e9;
   }
-  report.decode_throughput = per_second(double(run.steps.decode_step_tokens), run.steps.decode_time_s);
+  report.decode_throughput =
+      per_second(double(run.steps.decode_step_tokens), run.steps.decode_time_s);
   report.prefill_throughput = per_second(double(run.steps.prefill_tokens),
                                          run.steps.execute_time_s - run.steps.decode_time_s);
   if (copy_bandwidth_gbps && *copy_bandwidth_gbps > 0.0) {

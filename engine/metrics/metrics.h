@@ -34,7 +34,7 @@ struct Slo {
 // detailed JSON (ttfts, itls); a failed request has 0 there and an empty itl list.
 struct RequestDetail {
   std::vector<int64_t> input_lens, output_lens, cached_tokens;
-  std::vector<double> ttfts, e2els;       // seconds
+  std::vector<double> ttfts, e2els;  // seconds
   // Seconds since the run's start, for the report's timeline: when the request became visible and
   // when it was first scheduled (-1: never). Empty in files written before they were added.
   std::vector<double> arrivals, first_scheduled;
@@ -68,7 +68,9 @@ struct BenchReport {
   double decode_throughput = 0;
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
   RequestDetail detail;
-  StepSeries step_series;  // written with --save-detailed
+  StepSeries step_series;                 // written with --save-detailed
+  std::vector<ReplicaStats> per_replica;  // a cluster run (--data-parallel): each replica
+  RoutingStats routing;                   // and its router's hit rates and imbalance
   // With --repeat N (> 1): every number above is the median of N runs, and this holds each run
   // key's spread.
   int repeats = 1;

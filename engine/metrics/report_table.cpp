@@ -249,6 +249,7 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
        fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),
                    format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens))});
   out += (format == TableFormat::kText ? "" : "\n") + totals.render_as(format, 2);
+  if (!r.per_replica.empty()) out += render_cluster_table(r, format);
   return out;
 }
 
@@ -269,6 +270,29 @@ std::string render_spread_table(const BenchReport& r, TableFormat format) {
   }
   return section_heading(fmt::format("spread over {} runs", r.repeats), format) +
          table.render_as(format, 2);
+}
+
+std::string render_cluster_table(const BenchReport& r, TableFormat format) {
+  const RoutingStats& g = r.routing;
+  std::string out = fmt::format(
+      "  router {}: hit rate predicted {}, delivered {}, available anywhere {}; imbalance "
+      "(max/mean) {} requests, {} tokens\n",
+      g.router, format_percent(g.rate(g.predicted_hit_tokens)),
+      format_percent(g.rate(g.delivered_hit_tokens)),
+      format_percent(g.rate(g.available_hit_tokens)), format_number(g.request_imbalance),
+      format_number(g.token_imbalance));
+  TextTable table;
+  table.add_row(
+      {"replica", "requests", "tokens in", "tokens out", "hit rate", "KV peak", "busy (s)"});
+  for (size_t i = 0; i < r.per_replica.size(); ++i) {
+    const ReplicaStats& s = r.per_replica[i];
+    table.add_row({fmt::format("{}", i), format_count(s.requests), format_count(s.prompt_tokens),
+                   format_count(s.output_tokens), format_percent(s.cache.hit_rate()),
+                   fmt::format("{} of {}", format_count(s.kv_peak_used_blocks),
+                               format_count(s.kv_total_blocks)),
+                   format_number(s.busy_s)});
+  }
+  return out + table.render_as(format, 2);
 }
 
 std::string render_summary_table(const std::vector<BenchReport>& reports, TableFormat format) {

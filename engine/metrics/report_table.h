@@ -45,6 +45,9 @@ std::string render_report_table(const BenchReport& report, TableFormat format = 
 // With --repeat N: the headline numbers' median, [min, max] and bootstrap 95% interval over the N
 // runs, so a reader sees how far one number can move between runs of the same configuration.
 std::string render_spread_table(const BenchReport& report, TableFormat format = TableFormat::kText);
+// A cluster run's router line (three hit rates, imbalance) and per-replica rows; part of the above.
+std::string render_cluster_table(const BenchReport& report,
+                                 TableFormat format = TableFormat::kText);
 // Runs as columns (mode x prefix cache), headline numbers as rows. For --mode all or cache on/off.
 std::string render_summary_table(const std::vector<BenchReport>& reports,
                                  TableFormat format = TableFormat::kText);

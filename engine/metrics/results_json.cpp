@@ -92,6 +92,15 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
   add("decode_throughput", r.decode_throughput);
   add("decode_gbps", r.decode_gbps);
   if (r.bandwidth_floor_fraction) add("bandwidth_floor_fraction", *r.bandwidth_floor_fraction);
+  if (!r.per_replica.empty()) {  // a cluster: flat keys, so compare can check them too
+    const RoutingStats& g = r.routing;
+    add("data_parallel", double(r.per_replica.size()));
+    add("routing_predicted_hit_rate", g.rate(g.predicted_hit_tokens));
+    add("routing_delivered_hit_rate", g.rate(g.delivered_hit_tokens));
+    add("routing_available_hit_rate", g.rate(g.available_hit_tokens));
+    add("request_imbalance", g.request_imbalance);
+    add("token_imbalance", g.token_imbalance);
+  }
   return out;
 }
 
@@ -300,6 +309,30 @@ void write_spread(JsonWriter& w, const BenchReport& report) {
   w.end_object();
 }
 
+// A cluster run's router name and one object per replica (the flat keys above are the totals).
+void write_per_replica(JsonWriter& w, const BenchReport& report) {
+  w.key("router");
+  w.string(report.routing.router);
+  w.key("per_replica");
+  w.begin_array();
+  for (const ReplicaStats& s : report.per_replica) {
+    w.begin_object();
+    const std::pair<const char*, double> fields[] = {{"requests", s.requests},
+                                                     {"prompt_tokens", double(s.prompt_tokens)},
+                                                     {"output_tokens", double(s.output_tokens)},
+                                                     {"prefix_cache_hit_rate", s.cache.hit_rate()},
+                                                     {"kv_peak_used_blocks", s.kv_peak_used_blocks},
+                                                     {"kv_total_blocks", s.kv_total_blocks},
+                                                     {"busy_s", s.busy_s}};
+    for (const auto& [key, value] : fields) {
+      w.key(key);
+      w.number(value);
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+
 }  // namespace
 
 std::string results_to_json(const BenchResults& results, bool save_detailed) {
@@ -365,6 +398,7 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
       w.number(value);
     }
     if (report.repeats > 1) write_spread(w, report);
+    if (!report.per_replica.empty()) write_per_replica(w, report);
     if (save_detailed) {
       const RequestDetail& d = report.detail;
       w.key("input_lens");

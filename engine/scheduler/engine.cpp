@@ -234,6 +234,11 @@ void Engine::Impl::record_step(double exec_time) {
                         double(context_tokens) * double(backend.kv_bytes_per_token());
 }
 
+int Engine::num_waiting() const { return impl_->scheduler ? impl_->scheduler->num_waiting() : 0; }
+int Engine::num_running() const { return impl_->scheduler ? impl_->scheduler->num_running() : 0; }
+int Engine::kv_used_blocks() const { return impl_->pool.num_used(); }
+const PrefixIndex* Engine::prefix_index() const { return impl_->index.get(); }
+
 RunResult Engine::finish() {
   Impl& m = *impl_;
   Scheduler& scheduler = m.running_scheduler();

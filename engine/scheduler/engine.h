@@ -13,6 +13,7 @@
 
 namespace rose {
 
+class PrefixIndex;
 class Tokenizer;
 
 class Engine : public Runner {
@@ -46,6 +47,13 @@ class Engine : public Runner {
   void wait_for_arrival();
   // Ends the run: per-request results in add() order and the run's stats.
   RunResult finish();
+
+  // What a router sees between steps: requests waiting for admission, running, KV blocks in use,
+  // and the prefix index (null with the cache off) that the precise router asks.
+  int num_waiting() const;
+  int num_running() const;
+  int kv_used_blocks() const;
+  const PrefixIndex* prefix_index() const;
 
  private:
   struct Impl;

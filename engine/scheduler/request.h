@@ -73,6 +73,29 @@ struct StepSeries {
   std::vector<int> running, waiting;
 };
 
+// One replica of a cluster run (engine/cluster/cluster.h).
+struct ReplicaStats {
+  int requests = 0;
+  int64_t prompt_tokens = 0;
+  int64_t output_tokens = 0;
+  PrefixCacheStats cache;
+  int kv_peak_used_blocks = 0;
+  int kv_total_blocks = 0;
+  double busy_s = 0.0;  // time its steps took, on its own clock
+};
+
+// How a cluster's router did, in prompt tokens (one denominator for the three hit rates).
+struct RoutingStats {
+  std::string router;
+  int64_t prompt_tokens = 0;
+  int64_t predicted_hit_tokens = 0;  // what the router expected of the replicas it chose
+  int64_t delivered_hit_tokens = 0;  // what those replicas served from their caches
+  int64_t available_hit_tokens = 0;  // the longest prefix held anywhere, at each arrival
+  double request_imbalance = 0.0;    // max / mean requests over replicas
+  double token_imbalance = 0.0;      // max / mean prompt + output tokens over replicas
+  double rate(int64_t tokens) const { return prompt_tokens ? double(tokens) / prompt_tokens : 0.0; }
+};
+
 struct RunResult {
   std::vector<RequestResult> requests;  // in the order the requests were added (input order)
   double duration_s = 0.0;              // last finish - first arrival
@@ -80,6 +103,8 @@ struct RunResult {
   KvStats kv;
   StepStats steps;
   StepSeries step_series;
+  std::vector<ReplicaStats> per_replica;  // a cluster's replicas; empty for one engine
+  RoutingStats routing;                   // a cluster's router; empty for one engine
 };
 
 struct RunCallbacks {

@@ -764,6 +764,15 @@ bool cuda_available(std::string* why_not) {
   return true;
 }
 
+int cuda_device_count() {
+  int count = 0;
+  if (cudaGetDeviceCount(&count) != cudaSuccess) {
+    cudaGetLastError();  // as above: leave no error behind for later calls
+    return 0;
+  }
+  return count;
+}
+
 std::unique_ptr<Backend> make_cuda_backend(const WeightSource& weights,
                                            const BackendOptions& options) {
   std::string why;

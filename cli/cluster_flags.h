@@ -1,0 +1,50 @@
+#pragma once
+// The scale-out flags of bench and run (--data-parallel, --router, --backend sim) and what they
+// build: the replicas' backends and the Runner (one Engine, or a Cluster of them).
+#include <CLI/CLI.hpp>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "cli/common.h"
+#include "engine/backend/sim_backend.h"
+#include "engine/cluster/cluster.h"
+#include "engine/scheduler/runner.h"
+
+namespace rose::cli {
+
+struct ClusterFlags {
+  int data_parallel = 1;
+  std::string router = "round_robin";
+  std::string backend = "model";  // model: the --device's real compute; sim: the step-time model
+  std::string sim_model;          // --backend sim: a `roseinfer calibrate` output
+  int router_chunk_tokens = 16;
+  int router_max_chunks = 256;
+  double router_exploration = 0.01;
+};
+
+void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags);
+// Usage errors (CLI::ValidationError, exit 2) found before the model loads: --data-parallel more
+// than the GPUs present on --device cuda.
+void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flags);
+
+// Owns the replicas' backends (and the sim backends' clocks).
+struct Replicas {
+  std::vector<std::unique_ptr<SimClock>> clocks;
+  std::vector<std::unique_ptr<Backend>> backends;
+  bool sim = false;
+  std::string device_name() const;
+};
+
+// Throws CLI::ValidationError (exit 2) for --data-parallel > 1 on CUDA (one GPU per process for
+// now); rose::Error for a bad --sim-model file.
+Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
+                       const EngineFlags& engine_flags, const ClusterFlags& flags);
+
+// One Engine for a single real replica, else a Cluster (a sim replica needs its virtual clock).
+// `stop_tokenizer` matches requests' stop strings (null: such requests are refused).
+std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& config,
+                                    const std::string& model_id, const ClusterFlags& flags,
+                                    const Tokenizer* stop_tokenizer);
+
+}  // namespace rose::cli

@@ -1,0 +1,336 @@
+#include "engine/cluster/cluster.h"
+
+#include <algorithm>
+#include <chrono>
+#include <climits>
+#include <cmath>
+#include <limits>
+#include <numeric>
+#include <utility>
+
+#include "engine/common/error.h"
+#include "engine/kv/prefix_index.h"
+
+namespace rose {
+namespace {
+
+// A replica's own time (cluster.h): the sim backend's virtual clock, or a stopwatch that runs only
+// between resume() and pause() and jumps forward when the replica idles until an arrival.
+class ReplicaClock final : public Clock {
+ public:
+  explicit ReplicaClock(SimClock* sim) : sim_(sim) {}
+  double now() override {
+    if (sim_) return sim_->now();
+    if (!running_) return elapsed_;
+    return elapsed_ +
+           std::chrono::duration<double>(std::chrono::steady_clock::now() - resumed_).count();
+  }
+  void sleep_until(double t) override {
+    if (sim_) {
+      sim_->sleep_until(t);
+    } else if (!running_) {
+      elapsed_ = std::max(elapsed_, t);
+    }
+  }
+  void resume() {
+    running_ = true;
+    resumed_ = std::chrono::steady_clock::now();
+  }
+  void pause() {
+    elapsed_ = now();
+    running_ = false;
+  }
+  void reset() {
+    elapsed_ = 0;
+    running_ = false;
+    if (sim_) *sim_ = SimClock{};
+  }
+
+ private:
+  SimClock* sim_;
+  double elapsed_ = 0.0;
+  bool running_ = false;
+  std::chrono::steady_clock::time_point resumed_;
+};
+
+struct Replica {
+  ClusterReplica spec;
+  std::unique_ptr<ReplicaClock> clock;
+  std::unique_ptr<Engine> engine;
+  std::vector<int> inputs;  // add order -> input index
+  double busy_s = 0.0;
+};
+
+double max_over_mean(const std::vector<double>& values) {
+  const double mean = std::accumulate(values.begin(), values.end(), 0.0) / double(values.size());
+  return mean > 0 ? *std::max_element(values.begin(), values.end()) / mean : 0.0;
+}
+
+// Sums a replica's counters into the cluster's. The KV peak is the sum of the replicas' peaks (an
+// upper bound: they need not coincide).
+void add_run_stats(RunResult& into, const RunResult& part) {
+  into.cache.lookups += part.cache.lookups;
+  into.cache.queried_tokens += part.cache.queried_tokens;
+  into.cache.hit_tokens += part.cache.hit_tokens;
+  into.cache.evictions += part.cache.evictions;
+  into.kv.block_size = part.kv.block_size;
+  into.kv.total_blocks += part.kv.total_blocks;
+  into.kv.peak_used_blocks += part.kv.peak_used_blocks;
+  into.kv.preemptions += part.kv.preemptions;
+  StepStats& s = into.steps;
+  const StepStats& p = part.steps;
+  s.steps += p.steps;
+  s.prefill_tokens += p.prefill_tokens;
+  s.decode_tokens += p.decode_tokens;
+  s.decode_steps += p.decode_steps;
+  s.decode_step_tokens += p.decode_step_tokens;
+  s.decode_time_s += p.decode_time_s;
+  s.execute_time_s += p.execute_time_s;
+  s.schedule_time_s += p.schedule_time_s;
+  s.decode_bytes += p.decode_bytes;
+}
+
+// The cluster's KV and queue series for the report: every replica's samples on one time axis, each
+// point the sum over replicas of their latest sample at that time (replica clocks share an origin).
+StepSeries merge_step_series(const std::vector<StepSeries>& parts) {
+  struct Sample {
+    double time;
+    size_t replica, k;
+  };
+  std::vector<Sample> samples;
+  for (size_t r = 0; r < parts.size(); ++r) {
+    for (size_t k = 0; k < parts[r].time.size(); ++k) samples.push_back({parts[r].time[k], r, k});
+  }
+  std::stable_sort(samples.begin(), samples.end(),
+                   [](const Sample& a, const Sample& b) { return a.time < b.time; });
+  std::vector<int> kv(parts.size()), running(parts.size()), waiting(parts.size());
+  int kv_sum = 0, running_sum = 0, waiting_sum = 0;
+  StepSeries merged;
+  for (const Sample& s : samples) {
+    const StepSeries& part = parts[s.replica];
+    kv_sum += part.kv_used_blocks[s.k] - std::exchange(kv[s.replica], part.kv_used_blocks[s.k]);
+    running_sum += part.running[s.k] - std::exchange(running[s.replica], part.running[s.k]);
+    waiting_sum += part.waiting[s.k] - std::exchange(waiting[s.replica], part.waiting[s.k]);
+    merged.time.push_back(s.time);
+    merged.kv_used_blocks.push_back(kv_sum);
+    merged.running.push_back(running_sum);
+    merged.waiting.push_back(waiting_sum);
+  }
+  return merged;
+}
+
+}  // namespace
+
+struct Cluster::Impl {
+  ClusterConfig config;
+  std::vector<Replica> replicas;
+  std::unique_ptr<RoutePolicy> policy;
+  // precise with only the prefix term and no guard: the longest prefix cached anywhere, for the
+  // "available" hit rate. Null without a prefix cache.
+  std::unique_ptr<RoutePolicy> probe;
+  RoutingStats routing;
+
+  void make_policies();
+  std::vector<ReplicaLoad> loads() const;
+  void route(const EngineRequest& request, int input, double now);
+  void step(int r);
+  RunResult merge(const std::vector<EngineRequest>& requests);
+};
+
+void Cluster::Impl::make_policies() {
+  const std::string& name = config.router;
+  std::vector<const PrefixIndex*> indexes;
+  for (const Replica& r : replicas) indexes.push_back(r.engine->prefix_index());
+  const bool cached = config.engine.prefix_cache;
+  PreciseRouterOptions precise;
+  precise.model_id = config.model_id;
+  precise.cache_salt = config.engine.cache_salt;
+  precise.block_size = replicas[0].spec.backend->block_size();
+  precise.replicas = indexes;
+  if (name == "round_robin") {
+    policy = make_round_robin_policy();
+  } else if (name == "least_loaded") {
+    policy = make_least_loaded_policy();
+  } else if (name == "prefix") {
+    PrefixRouterOptions o = config.prefix;
+    o.model_id = config.model_id;
+    o.capacity_chunks.clear();
+    for (const Replica& r : replicas) {
+      const int64_t tokens =
+          int64_t(r.spec.backend->num_kv_blocks()) * r.spec.backend->block_size();
+      o.capacity_chunks.push_back(std::max<int64_t>(1, tokens / o.chunk_tokens));
+    }
+    policy = make_prefix_policy(o);
+  } else if (name == "precise") {
+    if (!cached) fail("--router precise needs the prefix cache (it asks the replicas' indexes)");
+    policy = make_precise_policy(precise);
+  } else {
+    check_route_policy_name(name);
+  }
+  probe.reset();
+  if (cached) {
+    precise.weights = {0.0, 0.0, 1.0};
+    precise.guard = {INT_MAX, 2.0};
+    probe = make_precise_policy(precise);
+  }
+}
+
+std::vector<ReplicaLoad> Cluster::Impl::loads() const {
+  std::vector<ReplicaLoad> out;
+  for (const Replica& r : replicas) {
+    out.push_back({r.engine->num_waiting(), r.engine->num_running(), r.engine->kv_used_blocks(),
+                   r.spec.backend->num_kv_blocks()});
+  }
+  return out;
+}
+
+void Cluster::Impl::route(const EngineRequest& request, int input, double now) {
+  const std::vector<ReplicaLoad> load = loads();
+  const RouteQuery query{input, request.prompt, now};
+  const RouteChoice choice = policy->pick(query, load);
+  ROSE_ASSERT(choice.replica >= 0 && choice.replica < int(replicas.size()));
+  if (probe) {
+    routing.available_hit_tokens += probe->pick(query, load).predicted_hit_tokens;
+    probe->on_routed(query, choice.replica);
+  }
+  policy->on_routed(query, choice.replica);
+  routing.predicted_hit_tokens += choice.predicted_hit_tokens;
+  routing.prompt_tokens += int64_t(request.prompt.size());
+  Replica& replica = replicas[size_t(choice.replica)];
+  replica.clock->sleep_until(now);  // an idle replica waits for the request
+  replica.engine->add(request, input);
+  replica.inputs.push_back(input);
+}
+
+void Cluster::Impl::step(int r) {
+  Replica& replica = replicas[size_t(r)];
+  const double before = replica.engine->now();
+  bool ran = false;
+  replica.clock->resume();
+  try {
+    ran = replica.engine->step(before);
+  } catch (const std::exception& e) {
+    replica.clock->pause();
+    fail("replica {} of {} failed: {}", r, replicas.size(), e.what());
+  }
+  replica.clock->pause();
+  if (ran) {
+    replica.busy_s += replica.engine->now() - before;
+    return;
+  }
+  // Every request it holds arrived before it was added, so it can always run one.
+  const double next = replica.engine->next_arrival();
+  if (!std::isfinite(next)) fail("replica {}: has unfinished requests but cannot step", r);
+  replica.clock->sleep_until(next);
+}
+
+Cluster::Cluster(std::vector<ClusterReplica> replicas, const ClusterConfig& config)
+    : impl_(std::make_unique<Impl>()) {
+  if (replicas.empty()) fail("--data-parallel must be at least 1");
+  check_route_policy_name(config.router);
+  impl_->config = config;
+  for (const ClusterReplica& spec : replicas) {
+    Replica r;
+    r.spec = spec;
+    r.clock = std::make_unique<ReplicaClock>(spec.sim_clock);
+    r.engine = std::make_unique<Engine>(*spec.backend, config.engine, config.model_id);
+    r.engine->set_stop_tokenizer(config.stop_tokenizer);
+    impl_->replicas.push_back(std::move(r));
+  }
+  impl_->make_policies();
+}
+
+Cluster::~Cluster() = default;
+
+int Cluster::num_replicas() const { return int(impl_->replicas.size()); }
+
+void Cluster::reset_prefix_cache() {
+  for (Replica& r : impl_->replicas) r.engine->reset_prefix_cache();
+  impl_->make_policies();  // the router's picture of the caches goes with them
+}
+
+RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCallbacks& callbacks,
+                       Clock* /*clock*/) {
+  Impl& m = *impl_;
+  m.routing = {};
+  for (size_t r = 0; r < m.replicas.size(); ++r) {
+    Replica& replica = m.replicas[r];
+    replica.clock->reset();
+    replica.inputs.clear();
+    replica.busy_s = 0;
+    RunCallbacks wrapped;
+    wrapped.on_token = callbacks.on_token;
+    wrapped.on_finish = [&m, &callbacks, r](int input) {
+      m.policy->on_finished(input, int(r));
+      if (m.probe) m.probe->on_finished(input, int(r));
+      if (callbacks.on_finish) callbacks.on_finish(input);
+    };
+    replica.engine->start(wrapped, replica.clock.get());
+  }
+  // As the scheduler: only online mode replays arrivals; otherwise everything arrives at 0.
+  const bool online = m.config.engine.mode == SchedulerMode::kOnline;
+  auto arrival_of = [&](int i) { return online ? requests[size_t(i)].arrival_s : 0.0; };
+  std::vector<int> order(requests.size());
+  std::iota(order.begin(), order.end(), 0);
+  std::stable_sort(order.begin(), order.end(),
+                   [&](int a, int b) { return arrival_of(a) < arrival_of(b); });
+  constexpr double kNever = std::numeric_limits<double>::infinity();
+  for (size_t next = 0;;) {
+    int busiest = -1;  // the busy replica furthest behind
+    double behind = kNever;
+    for (size_t r = 0; r < m.replicas.size(); ++r) {
+      if (m.replicas[r].engine->done()) continue;
+      const double t = m.replicas[r].engine->now();
+      if (t < behind) behind = t, busiest = int(r);
+    }
+    const double arrival = next < order.size() ? arrival_of(order[next]) : kNever;
+    if (busiest < 0 && next == order.size()) break;
+    if (arrival <= behind) {
+      m.route(requests[size_t(order[next])], order[next], arrival);
+      ++next;
+    } else {
+      m.step(busiest);
+    }
+  }
+  return m.merge(requests);
+}
+
+RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
+  RunResult merged;
+  merged.requests.resize(requests.size());
+  std::vector<double> request_counts, token_counts;
+  double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
+  std::vector<StepSeries> series;
+  for (Replica& replica : replicas) {
+    RunResult part = replica.engine->finish();
+    series.push_back(std::move(part.step_series));
+    ReplicaStats stats;
+    stats.requests = int(replica.inputs.size());
+    for (size_t k = 0; k < replica.inputs.size(); ++k) {
+      RequestResult& result = part.requests[k];
+      stats.prompt_tokens += int64_t(requests[size_t(replica.inputs[k])].prompt.size());
+      stats.output_tokens += int64_t(result.output_ids.size());
+      routing.delivered_hit_tokens += result.cached_prompt_tokens;
+      first_arrival = std::min(first_arrival, result.timeline.arrival);
+      last_finish = std::max(last_finish, result.timeline.finish);
+      merged.requests[size_t(replica.inputs[k])] = std::move(result);
+    }
+    stats.cache = part.cache;
+    stats.kv_peak_used_blocks = part.kv.peak_used_blocks;
+    stats.kv_total_blocks = part.kv.total_blocks;
+    stats.busy_s = replica.busy_s;
+    request_counts.push_back(stats.requests);
+    token_counts.push_back(double(stats.prompt_tokens + stats.output_tokens));
+    merged.per_replica.push_back(stats);
+    add_run_stats(merged, part);
+  }
+  merged.step_series = merge_step_series(series);
+  merged.duration_s = requests.empty() ? 0.0 : last_finish - first_arrival;
+  routing.router = config.router;
+  routing.request_imbalance = max_over_mean(request_counts);
+  routing.token_imbalance = max_over_mean(token_counts);
+  merged.routing = routing;
+  return merged;
+}
+
+}  // namespace rose

@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# Router policy x workload study on this machine's CPU (tiny preset, 3 replicas) and on the sim
+# backend (16 and 64 replicas): writes each bench JSON and a markdown table into OUT.
+# Usage: scripts/cluster_study.sh BIN OUT
+set -eu
+BIN=$1
+OUT=$2
+mkdir -p "$OUT"
+COMMIT=$(git rev-parse --short=12 HEAD)
+POLICIES="round_robin least_loaded prefix precise"
+SIM_MODEL=results/2026-11-23-sim-calibration/llama-1b-h100.json
+
+run() {  # run NAME ARGS...: one bench per policy
+  local name=$1; shift
+  for policy in $POLICIES; do
+    "$BIN" bench "$@" --router "$policy" --json "$OUT/${name}__$policy.json" >"$OUT/${name}__$policy.txt" 2>&1
+  done
+}
+
+CPU=(--model tiny --device cpu --data-parallel 3 --num-kv-blocks 32 --block-size 16 --seed 1)
+run cpu-prefix-groups --dataset-name prefix-groups:12:6:x3:32 --random-output-len 8 "${CPU[@]}"
+run cpu-no-sharing --dataset-name random --num-prompts 72 --random-input-len 160 \
+  --random-output-len 8 "${CPU[@]}"
+run cpu-chat --dataset-name chat:12:4:32:8:0.5 --mode online "${CPU[@]}"
+
+for n in 16 64; do
+  SIM=(--model tiny --backend sim --sim-model "$SIM_MODEL" --data-parallel "$n" --num-kv-blocks 256
+       --block-size 16 --seed 1)
+  run "sim$n-prefix-groups" --dataset-name "prefix-groups:$((n * 4)):16:x4:64" \
+    --random-output-len 32 "${SIM[@]}"
+  run "sim$n-no-sharing" --dataset-name random --num-prompts $((n * 64)) --random-input-len 320 \
+    --random-output-len 32 "${SIM[@]}"
+done
+
+python3 - "$OUT" "$COMMIT" <<'PY'
+import json, sys, glob, os
+out, commit = sys.argv[1], sys.argv[2]
+rows = []
+for path in sorted(glob.glob(f"{out}/*.json")):
+    d = json.load(open(path))
+    r = d["runs"][0]
+    name = os.path.basename(path)[:-5]
+    workload, policy = name.split("__")
+    rows.append((workload, policy, r))
+lines = [
+    f"commit {commit}; device: {json.load(open(glob.glob(out + '/*.json')[0]))['device']} (see each .txt)",
+    "",
+    "| workload | router | hit predicted | hit delivered | hit available | TTFT p50 (ms) | TTFT p99 (ms) | output tok/s | imbalance req / tok |",
+    "|---|---|---|---|---|---|---|---|---|",
+]
+for workload, policy, r in rows:
+    lines.append(
+        f"| {workload} | {policy} | {r['routing_predicted_hit_rate']:.1%} | "
+        f"{r['routing_delivered_hit_rate']:.1%} | {r['routing_available_hit_rate']:.1%} | "
+        f"{r['median_ttft_ms']:.1f} | {r['p99_ttft_ms']:.1f} | {r['output_throughput']:.0f} | "
+        f"{r['request_imbalance']:.2f} / {r['token_imbalance']:.2f} |")
+open(f"{out}/table.md", "w").write("\n".join(lines) + "\n")
+print("\n".join(lines))
+PY

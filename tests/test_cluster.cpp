@@ -1,0 +1,255 @@
+// Cluster: a 1-replica cluster gives the plain engine's results (outputs, cache and step counts,
+// and on the sim backend the very same times); 3 replicas under every router produce the engine
+// tests' reference outputs with a consistent per-replica breakdown; on prefix groups larger than
+// one replica's cache, prefix routing delivers more hits than round robin; a failing replica fails
+// the run naming it.
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <map>
+#include <memory>
+#include <numeric>
+#include <vector>
+
+#include "engine/backend/sim_backend.h"
+#include "engine/cluster/cluster.h"
+#include "engine/common/error.h"
+#include "engine/io/workloads.h"
+#include "engine/model/presets.h"
+#include "engine/scheduler/engine.h"
+#include "tests/fake_backend.h"
+
+using namespace rose;
+using rose::testing::FakeBackend;
+using rose::testing::reference_generate;
+
+namespace {
+
+constexpr int kVocab = 1000;
+
+std::vector<int32_t> make_tokens(int n, uint64_t seed) {
+  std::vector<int32_t> t;
+  for (int i = 0; i < n; ++i) t.push_back(int32_t(testing::mix(seed, uint64_t(i)) % kVocab));
+  return t;
+}
+
+// test_engine.cpp's mixed workload: shared prefixes, duplicates, a one-token prompt, a prompt
+// longer than the token budget, staggered arrivals.
+std::vector<EngineRequest> mixed_requests() {
+  const std::vector<int32_t> system = make_tokens(40, 1);
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 24; ++i) {
+    EngineRequest r;
+    if (i % 3 == 0) r.prompt = system;
+    if (i % 3 == 1) r.prompt.assign(system.begin(), system.begin() + 21);
+    const std::vector<int32_t> tail = make_tokens(1 + (i * 7) % 30, 100 + uint64_t(i % 5));
+    r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
+    r.max_tokens = 1 + (i * 5) % 12;
+    r.ignore_eos = true;
+    r.arrival_s = 0.01 * i;
+    requests.push_back(r);
+  }
+  EngineRequest single;
+  single.prompt = {7};
+  single.max_tokens = 5;
+  requests.push_back(single);
+  EngineRequest longer;
+  longer.prompt = make_tokens(150, 9);
+  longer.max_tokens = 4;
+  requests.push_back(longer);
+  return requests;
+}
+
+EngineConfig config_for(SchedulerMode mode) {
+  EngineConfig c;
+  c.mode = mode;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 64;
+  return c;
+}
+
+ClusterConfig cluster_config(SchedulerMode mode, const std::string& router) {
+  ClusterConfig c;
+  c.engine = config_for(mode);
+  c.model_id = "fake";
+  c.router = router;
+  c.prefix.chunk_tokens = 4;
+  c.prefix.exploration = 0;
+  return c;
+}
+
+// A fake backend whose execute() throws from its `fail_at`-th step on.
+class FailingBackend : public FakeBackend {
+ public:
+  FailingBackend(int fail_at) : FakeBackend(64, 4, kVocab), fail_at_(fail_at) {}
+  void execute(const StepPlan& plan, StepOutput& out) override {
+    if (++steps_ >= fail_at_) throw Error("device lost");
+    FakeBackend::execute(plan, out);
+  }
+
+ private:
+  int fail_at_;
+  int steps_ = 0;
+};
+
+std::vector<EngineRequest> prefix_group_requests() {
+  WorkloadOptions o;
+  o.name = "prefix-groups:8:8:64:8";
+  o.vocab_size = kVocab;
+  o.random_output_len = 4;
+  std::vector<EngineRequest> requests;
+  for (const RequestSpec& spec : make_workload(o, nullptr)) {
+    EngineRequest r;
+    r.prompt = *spec.prompt_token_ids;
+    r.max_tokens = *spec.max_tokens;
+    r.ignore_eos = true;
+    requests.push_back(r);
+  }
+  return requests;
+}
+
+}  // namespace
+
+TEST_CASE("a 1-replica cluster gives the plain engine's results") {
+  const std::vector<EngineRequest> requests = mixed_requests();
+  for (SchedulerMode mode : {SchedulerMode::kOffline, SchedulerMode::kOnline}) {
+    CAPTURE(mode_name(mode));
+    FakeBackend plain_backend(64, 4, kVocab), replica_backend(64, 4, kVocab);
+    Engine engine(plain_backend, config_for(mode), "fake");
+    testing::FakeClock clock;
+    const RunResult plain = engine.run(requests, {}, &clock);
+    Cluster cluster({{&replica_backend, nullptr}}, cluster_config(mode, "round_robin"));
+    const RunResult one = cluster.run(requests);
+    REQUIRE(one.requests.size() == plain.requests.size());
+    for (size_t i = 0; i < requests.size(); ++i) {
+      CAPTURE(i);
+      CHECK(one.requests[i].output_ids == plain.requests[i].output_ids);
+      CHECK(one.requests[i].cached_prompt_tokens == plain.requests[i].cached_prompt_tokens);
+    }
+    CHECK(one.cache.hit_tokens == plain.cache.hit_tokens);
+    CHECK(one.steps.steps == plain.steps.steps);
+    CHECK(one.kv.peak_used_blocks == plain.kv.peak_used_blocks);
+    REQUIRE(one.per_replica.size() == 1);
+    CHECK(one.per_replica[0].requests == int(requests.size()));
+    CHECK(one.routing.request_imbalance == doctest::Approx(1.0));
+  }
+}
+
+TEST_CASE("on the sim backend a 1-replica cluster has the plain engine's very times") {
+  ModelConfig model = *preset_config("tiny");
+  model.vocab_size = kVocab;
+  BackendOptions options;
+  options.num_kv_blocks = 64;
+  options.block_size = 4;
+  options.max_num_seqs = 8;
+  options.max_num_batched_tokens = 64;
+  const StepTimeModel step_time{0.001, 1e-5, 1e-4, 1e-7, "test"};
+  SimClock plain_clock, replica_clock;
+  auto plain_backend = make_sim_backend(model, options, step_time, plain_clock);
+  auto replica_backend = make_sim_backend(model, options, step_time, replica_clock);
+  const std::vector<EngineRequest> requests = mixed_requests();
+  Engine engine(*plain_backend, config_for(SchedulerMode::kOnline), "tiny");
+  const RunResult plain = engine.run(requests, {}, &plain_clock);
+  ClusterConfig config = cluster_config(SchedulerMode::kOnline, "least_loaded");
+  config.model_id = "tiny";
+  Cluster cluster({{replica_backend.get(), &replica_clock}}, config);
+  const RunResult one = cluster.run(requests);
+  CHECK(one.duration_s == doctest::Approx(plain.duration_s).epsilon(1e-12));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CAPTURE(i);
+    CHECK(one.requests[i].output_ids == plain.requests[i].output_ids);
+    CHECK(one.requests[i].timeline.token_times == plain.requests[i].timeline.token_times);
+  }
+  CHECK(one.per_replica[0].busy_s > 0);
+  // One replica's series is the plain engine's, sample for sample.
+  CHECK(one.step_series.time == plain.step_series.time);
+  CHECK(one.step_series.kv_used_blocks == plain.step_series.kv_used_blocks);
+  CHECK(one.step_series.waiting == plain.step_series.waiting);
+}
+
+TEST_CASE("3 replicas under every router produce the reference outputs") {
+  const std::vector<EngineRequest> requests = mixed_requests();
+  for (const std::string& router : route_policy_names()) {
+    for (SchedulerMode mode : {SchedulerMode::kOffline, SchedulerMode::kOnline}) {
+      CAPTURE(router);
+      CAPTURE(mode_name(mode));
+      std::vector<std::unique_ptr<FakeBackend>> backends;
+      std::vector<ClusterReplica> replicas;
+      for (int r = 0; r < 3; ++r) {
+        backends.push_back(std::make_unique<FakeBackend>(64, 4, kVocab));
+        replicas.push_back({backends.back().get(), nullptr});
+      }
+      Cluster cluster(replicas, cluster_config(mode, router));
+      int finished = 0;
+      RunCallbacks callbacks;
+      callbacks.on_finish = [&](int) { ++finished; };
+      const RunResult result = cluster.run(requests, callbacks);
+      REQUIRE(result.requests.size() == requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        CAPTURE(i);
+        CHECK(result.requests[i].output_ids == reference_generate(requests[i], kVocab, {}));
+      }
+      CHECK(finished == int(requests.size()));
+      REQUIRE(result.per_replica.size() == 3);
+      int placed = 0;
+      for (const ReplicaStats& r : result.per_replica) placed += r.requests;
+      CHECK(placed == int(requests.size()));
+      // The merged series has every replica's steps, in time order, and ends with nothing held.
+      const StepSeries& series = result.step_series;
+      CHECK(int64_t(series.time.size()) == result.steps.steps);
+      CHECK(std::is_sorted(series.time.begin(), series.time.end()));
+      REQUIRE(!series.running.empty());
+      CHECK(series.running.back() == 0);
+      CHECK(series.waiting.back() == 0);
+      CHECK(result.routing.request_imbalance >= 1.0);
+      if (router == "round_robin") {
+        CHECK(result.per_replica[0].requests == 9);
+        CHECK(result.per_replica[2].requests == 8);
+        CHECK(result.routing.predicted_hit_tokens == 0);
+      }
+    }
+  }
+}
+
+TEST_CASE("prefix groups larger than one replica's cache: prefix routing beats round robin") {
+  const std::vector<EngineRequest> requests = prefix_group_requests();
+  ModelConfig model = *preset_config("tiny");
+  model.vocab_size = kVocab;
+  std::map<std::string, double> delivered;
+  for (const std::string router : {"round_robin", "prefix", "precise"}) {
+    BackendOptions options;
+    options.num_kv_blocks = 48;  // 192 tokens: about two groups' 64-token prefixes and the batch
+    options.block_size = 4;
+    options.max_num_seqs = 4;
+    options.max_num_batched_tokens = 128;
+    std::vector<std::unique_ptr<SimClock>> clocks;
+    std::vector<std::unique_ptr<Backend>> backends;
+    std::vector<ClusterReplica> replicas;
+    for (int r = 0; r < 4; ++r) {
+      clocks.push_back(std::make_unique<SimClock>());
+      backends.push_back(make_sim_backend(model, options, StepTimeModel{0.001, 1e-5, 1e-4, 0, ""},
+                                          *clocks.back()));
+      replicas.push_back({backends.back().get(), clocks.back().get()});
+    }
+    ClusterConfig config = cluster_config(SchedulerMode::kOffline, router);
+    config.engine.max_num_seqs = 4;
+    config.engine.max_num_batched_tokens = 128;
+    config.model_id = "tiny";
+    Cluster cluster(replicas, config);
+    const RunResult result = cluster.run(requests);
+    delivered[router] = double(result.routing.delivered_hit_tokens) / result.routing.prompt_tokens;
+  }
+  CHECK(delivered["prefix"] >= 1.5 * delivered["round_robin"]);
+  CHECK(delivered["precise"] >= delivered["round_robin"]);
+}
+
+TEST_CASE("a replica that fails fails the run, naming it") {
+  FakeBackend a(64, 4, kVocab), c(64, 4, kVocab);
+  FailingBackend b(3);
+  Cluster cluster({{&a, nullptr}, {&b, nullptr}, {&c, nullptr}},
+                  cluster_config(SchedulerMode::kOffline, "round_robin"));
+  CHECK_THROWS_WITH_AS(cluster.run(mixed_requests()),
+                       doctest::Contains("replica 1 of 3 failed: device lost"), Error);
+  ClusterConfig bad = cluster_config(SchedulerMode::kOffline, "random");
+  CHECK_THROWS_WITH_AS(Cluster({{&a, nullptr}}, bad), doctest::Contains("unknown"), Error);
+}
