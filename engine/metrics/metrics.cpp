@@ -47,7 +47,8 @@ Distribution summarize(std::vector<double> values, const std::vector<double>& pe
 namespace {
 
 bool request_failed(const RequestResult& result) {
-  return result.timeline.token_times.empty() || result.timeline.finish < 0.0;
+  return result.finish_reason == FinishReason::kError || result.timeline.token_times.empty() ||
+         result.timeline.finish < 0.0;
 }
 
 double per_second(double count, double duration_s) {
@@ -92,6 +93,10 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
     detail.first_scheduled.push_back(timeline.first_scheduled);
 
     if (request_failed(result)) {
+      if (report.failed == 0) {
+        report.first_failure = fmt::format(
+            "request {}: {}", i, result.error.empty() ? "produced no token" : result.error);
+      }
       ++report.failed;
       detail.output_lens.push_back(0);
       detail.ttfts.push_back(0.0);
@@ -157,7 +162,8 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
   if (run.steps.decode_time_s > 0.0) {
     report.decode_gbps = run.steps.decode_bytes / run.steps.decode_time_s / 1e9;
   }
-  report.decode_throughput = per_second(double(run.steps.decode_step_tokens), run.steps.decode_time_s);
+  report.decode_throughput =
+      per_second(double(run.steps.decode_step_tokens), run.steps.decode_time_s);
   report.prefill_throughput = per_second(double(run.steps.prefill_tokens),
                                          run.steps.execute_time_s - run.steps.decode_time_s);
   if (copy_bandwidth_gbps && *copy_bandwidth_gbps > 0.0) {
