@@ -259,7 +259,7 @@ rose::RunResult run_measured(rose::Runner& runner, const std::vector<rose::Engin
   using namespace rose;
   Progress progress;
   RunCallbacks callbacks;
-  callbacks.on_finish = [&](int) { progress.finish_one(); };
+  callbacks.on_finish = [&](int, const RequestResult&) { progress.finish_one(); };
   if (!warmup.empty()) {
     progress.total = static_cast<int>(warmup.size());
     progress.label = label + " (warm-up)";

@@ -1,5 +1,6 @@
 // `roseinfer info`: what a model is and what it costs in memory, without building a backend.
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -11,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/model/gguf_model.h"
+#include "engine/model/weight_check.h"
 
 namespace {
 
@@ -23,9 +25,14 @@ std::string bytes_text(double bytes) {
 }
 
 std::string count_text(int64_t n) {
-  std::string digits = std::to_string(n < 0 ? -n : n);
-  for (int i = static_cast<int>(digits.size()) - 3; i > 0; i -= 3) digits.insert(size_t(i), ",");
-  return n < 0 ? "-" + digits : digits;
+  // Built forwards rather than with string::insert, which trips GCC 12's -Wrestrict when inlined.
+  const std::string digits = std::to_string(n < 0 ? -n : n);
+  std::string out = n < 0 ? "-" : "";
+  for (size_t i = 0; i < digits.size(); ++i) {
+    if (i > 0 && (digits.size() - i) % 3 == 0) out += ',';
+    out += digits[i];
+  }
+  return out;
 }
 
 // "key   value" lines with the values aligned.
@@ -46,22 +53,41 @@ class KeyValues {
   std::vector<std::pair<std::string, std::string>> rows_;
 };
 
+// Prints what check_weights found; the exit status: 1 when a value is not finite.
+int print_weight_check(const rose::WeightSource& weights) {
+  constexpr int kReported = 10;
+  const rose::WeightCheck check = rose::check_weights(weights, kReported);
+  if (check.non_finite == 0) {
+    fmt::print("weight check: {} values in {} tensors, all finite\n", count_text(check.values),
+               count_text(check.tensors));
+    return 0;
+  }
+  fmt::print("weight check: {} of {} values are NaN or infinite; the first:\n",
+             count_text(check.non_finite), count_text(check.values));
+  for (const rose::NonFiniteWeight& w : check.first) {
+    fmt::print("  {}[{}] = {}\n", w.tensor, fmt::join(w.position, ", "), w.value);
+  }
+  return 1;
+}
+
 }  // namespace
 
 void register_info_command(CLI::App& app, int& exit_code) {
   auto flags = std::make_shared<rose::cli::ModelFlags>();
+  auto check = std::make_shared<bool>(false);
   CLI::App* cmd = app.add_subcommand(
       "info", "Describe a model: shape, parameters, weight and KV-cache bytes, tokenizer");
   rose::cli::add_model_flags(cmd, *flags);
-  cmd->callback([flags, &exit_code] {
+  cmd->add_flag("--check-weights", *check,
+                "read every tensor and report NaN or infinite values (exit 1 when there are any)");
+  cmd->callback([flags, check, &exit_code] {
     if (std::filesystem::path(flags->model).extension() == ".gguf") {
       KeyValues t;
       t.add_row({"model", flags->model});
-      for (auto& [label, value] : rose::GgufModel::open(flags->model)->summary()) {
-        t.add_row({label, value});
-      }
+      const auto gguf = rose::GgufModel::open(flags->model);
+      for (auto& [label, value] : gguf->summary()) t.add_row({label, value});
       fmt::print("{}", t.render());
-      exit_code = 0;
+      exit_code = *check ? print_weight_check(*rose::GgufModel::weights(gguf)) : 0;
       return;
     }
     rose::cli::LoadedModel model = rose::cli::open_model(*flags);
@@ -104,6 +130,6 @@ void register_info_command(CLI::App& app, int& exit_code) {
                                                           model.tokenizer_source)
                                             : std::string("none (no tokenizer.json)")});
     fmt::print("{}", t.render());
-    exit_code = 0;
+    exit_code = *check ? print_weight_check(*model.weights) : 0;
   });
 }

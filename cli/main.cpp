@@ -44,6 +44,10 @@ int main(int argc, char** argv) {
   } catch (const CLI::ParseError& e) {
     app.exit(e);  // prints the message and a hint to use --help
     return 2;
+  } catch (const rose::UsageError& e) {
+    std::fflush(stdout);
+    fmt::print(stderr, "roseinfer: error: {}\n", e.what());
+    return 2;
   } catch (const rose::Error& e) {
     std::fflush(stdout);
     fmt::print(stderr, "roseinfer: error: {}\n", e.what());

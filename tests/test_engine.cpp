@@ -234,7 +234,7 @@ TEST_CASE("token times, arrivals, first scheduled and duration follow the clock"
     CHECK((index == 0 || index == 1));
     ++tokens;
   };
-  callbacks.on_finish = [&](int) { ++finished; };
+  callbacks.on_finish = [&](int, const rose::RequestResult&) { ++finished; };
   const RunResult result = engine.run(requests, callbacks, &clock);
   CHECK(tokens == 5);
   CHECK(finished == 2);

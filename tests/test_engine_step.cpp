@@ -41,7 +41,7 @@ TEST_CASE("requests added between steps are served and match the reference") {
   FakeClock clock;
   std::vector<int> finished;
   RunCallbacks callbacks;
-  callbacks.on_finish = [&](int index) { finished.push_back(index); };
+  callbacks.on_finish = [&](int index, const rose::RequestResult&) { finished.push_back(index); };
   engine.start(callbacks, &clock);
   CHECK(engine.done());
   CHECK_FALSE(engine.step(0.0));  // nothing added yet

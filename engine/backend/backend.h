@@ -59,7 +59,9 @@ struct PlanLimits {
 void validate_step_plan(const StepPlan& plan, const PlanLimits& limits);
 
 struct StepOutput {
-  std::vector<int32_t> sampled;  // (num_seqs,) the sampled id, -1 where do_sample was false
+  // (num_seqs,) the sampled id, -1 where do_sample was false, kSampledNonFinite (sampling.h) where
+  // the logits were not all finite.
+  std::vector<int32_t> sampled;
   std::vector<float> logits;     // (num_seqs, vocab) fp32 when return_logits; rows of unsampled: 0
 };
 

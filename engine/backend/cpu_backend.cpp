@@ -301,8 +301,12 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
     for (int r = 0; r < rows; ++r) {
       const int s = last_seqs_[r0 + r];
       const float* row_logits = &logits_[size_t(r) * V];
-      out.sampled[s] = cpu::sample_token(row_logits, V, plan.sampling[s], plan.sample_index[s],
-                                         sample_scratch_.data());
+      // A NaN would make every comparison false and argmax return id 0 forever: flag the row.
+      const bool finite =
+          std::all_of(row_logits, row_logits + V, [](float v) { return std::isfinite(v); });
+      out.sampled[s] = finite ? cpu::sample_token(row_logits, V, plan.sampling[s],
+                                                  plan.sample_index[s], sample_scratch_.data())
+                              : kSampledNonFinite;
       if (plan.return_logits) std::copy_n(row_logits, V, &out.logits[size_t(s) * V]);
     }
   }

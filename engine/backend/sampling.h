@@ -23,6 +23,10 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// The sampled id reported for a sequence whose logits held a NaN or an infinity: both backends'
+// per-sequence flag, carried in the id so it costs no extra copy or synchronisation.
+constexpr int32_t kSampledNonFinite = -2;
+
 // The uniform number that picks the `token_index`-th generated token of a request with `seed`.
 ROSE_HOST_DEVICE float sampling_uniform(uint64_t seed, uint64_t token_index) {
   return uniform01(mix64(seed ^ 0x5A17ED5EEDull), token_index);

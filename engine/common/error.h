@@ -14,9 +14,21 @@ class Error : public std::runtime_error {
   using std::runtime_error::runtime_error;
 };
 
+// A request the command cannot take as given (e.g. --resume with a journal of another run): the CLI
+// exits 2, as for a bad flag, instead of 1.
+class UsageError : public Error {
+ public:
+  using Error::Error;
+};
+
 template <typename... Args>
 [[noreturn]] void fail(fmt::format_string<Args...> format, Args&&... args) {
   throw Error(fmt::format(format, std::forward<Args>(args)...));
+}
+
+template <typename... Args>
+[[noreturn]] void usage_fail(fmt::format_string<Args...> format, Args&&... args) {
+  throw UsageError(fmt::format(format, std::forward<Args>(args)...));
 }
 
 [[noreturn]] void assertion_failed(const char* expr, const char* file, int line);

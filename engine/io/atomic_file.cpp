@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cerrno>
 #include <csignal>
+#include <cstdlib>
 #include <cstring>
 
 #include "engine/common/error.h"
@@ -27,6 +28,9 @@ struct Slot {
 };
 std::array<Slot, kSlots> g_slots;
 std::atomic<bool> g_handlers_installed{false};
+std::atomic<bool> g_defer_interrupts{false};
+std::atomic<int> g_pending_interrupt{0};
+static_assert(std::atomic<int>::is_always_lock_free, "read and written by a signal handler");
 
 int register_temp(const std::string& path) {
   if (path.size() + 1 > kMaxPath) return -1;  // too long to track; the file is still written safely
@@ -46,6 +50,10 @@ void unregister_temp(int slot) {
 }
 
 extern "C" void remove_temps_and_die(int signal_number) {
+  if (g_defer_interrupts.load() && g_pending_interrupt.load() == 0) {
+    g_pending_interrupt.store(signal_number);
+    return;
+  }
   for (auto& slot : g_slots) {
     if (slot.state.load() == kLive) ::unlink(slot.path);
   }
@@ -153,6 +161,16 @@ void install_temp_file_cleanup() {
   sigemptyset(&action.sa_mask);
   sigaction(SIGINT, &action, nullptr);
   sigaction(SIGTERM, &action, nullptr);
+}
+
+void defer_interrupts(bool on) { g_defer_interrupts.store(on); }
+
+int pending_interrupt() { return g_pending_interrupt.load(); }
+
+void die_of_signal(int signal_number) {
+  g_defer_interrupts.store(false);
+  remove_temps_and_die(signal_number);
+  std::_Exit(128 + signal_number);  // not reached: the signal's default action ends the process
 }
 
 int live_temp_file_count() {

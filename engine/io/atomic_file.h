@@ -43,6 +43,13 @@ void write_file_atomically(const std::filesystem::path& path, std::string_view c
 // signal (so the exit status still says "interrupted"). Idempotent.
 void install_temp_file_cleanup();
 
+// While on, the first SIGINT or SIGTERM is only recorded (pending_interrupt() returns its number),
+// so a long run can stop between steps and keep its work; a second signal acts at once.
+void defer_interrupts(bool on);
+int pending_interrupt();  // 0 when none
+// Removes every live temporary file and dies of `signal_number`, as the handler does.
+[[noreturn]] void die_of_signal(int signal_number);
+
 // Temporary files currently open (for tests).
 int live_temp_file_count();
 

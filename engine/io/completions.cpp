@@ -28,9 +28,15 @@ std::string completion_json_line(const RequestSpec& spec, const Completion& c,
   if (!spec.custom_id) {
     return fmt::format(
         R"({{"id":{},"prompt_tokens":{},"text":{},"token_ids":{},"finish_reason":{},)"
-        R"("cached_tokens":{},"ttft_ms":{},"e2el_ms":{}}})",
+        R"("cached_tokens":{},"ttft_ms":{},"e2el_ms":{}{}}})",
         json_quote(spec.id), c.prompt_tokens, json_quote(c.text), ids_json(c.token_ids),
-        json_quote(c.finish_reason), c.cached_tokens, ms_json(c.ttft_ms), ms_json(c.e2el_ms));
+        json_quote(c.finish_reason), c.cached_tokens, ms_json(c.ttft_ms), ms_json(c.e2el_ms),
+        c.error.empty() ? "" : ",\"error\":" + json_quote(c.error));
+  }
+  if (!c.error.empty()) {
+    return fmt::format(R"({{"id":"batch_req_{}","custom_id":{},"response":null,)"
+                       R"("error":{{"code":"generation_error","message":{}}}}})",
+                       index, json_quote(*spec.custom_id), json_quote(c.error));
   }
   const int completion_tokens = static_cast<int>(c.token_ids.size());
   const std::string choice =
@@ -50,6 +56,16 @@ std::string completion_json_line(const RequestSpec& spec, const Completion& c,
   return fmt::format(R"({{"id":"batch_req_{}","custom_id":{},"response":{{"status_code":200,)"
                      R"("request_id":"req_{}","body":{}}},"error":null}})",
                      index, json_quote(*spec.custom_id), index, body);
+}
+
+std::string invalid_line_json(const SkippedLine& skipped, bool openai_shape, int index) {
+  if (openai_shape) {
+    return fmt::format(R"({{"id":"batch_req_{}","custom_id":null,"response":null,)"
+                       R"("error":{{"code":"invalid_request","message":{}}}}})",
+                       index, json_quote(skipped.message));
+  }
+  return fmt::format(R"({{"id":"line-{}","finish_reason":"error","error":{}}})", skipped.line,
+                     json_quote(skipped.message));
 }
 
 }  // namespace rose

@@ -8,6 +8,8 @@
 //    "choices": [{"index": 0, "text" | "message": {"role": "assistant", "content"},
 //    "logprobs": null, "finish_reason"}], "usage": {"prompt_tokens", "completion_tokens",
 //    "total_tokens", "prompt_tokens_details": {"cached_tokens"}}}}, "error": null}
+// A request that failed (finish_reason "error") adds "error": message to roseinfer's shape, and in
+// the batch shape has "response": null, "error": {"code": "generation_error", "message"}.
 #include <cstdint>
 #include <string>
 #include <string_view>
@@ -22,7 +24,8 @@ struct Completion {
   int prompt_tokens = 0;
   std::string text;  // valid UTF-8 (the tokenizer's decode replaces invalid bytes)
   std::vector<int32_t> token_ids;
-  std::string finish_reason;  // "length" or "stop"
+  std::string finish_reason;  // "length", "stop" or "error"
+  std::string error;          // why the request failed (finish_reason "error"); empty otherwise
   int cached_tokens = 0;
   double ttft_ms = 0;
   double e2el_ms = 0;
@@ -32,5 +35,11 @@ struct Completion {
 // Unix time stamped into OpenAI bodies. No trailing newline.
 std::string completion_json_line(const RequestSpec& spec, const Completion& completion,
                                  const std::string& model, int index, int64_t created);
+
+// The output line standing for a bad input line skipped with --skip-invalid, so the output keeps
+// one line per input line: {"id": "line-N", "finish_reason": "error", "error": message}, or in the
+// batch shape {"id": "batch_req_N", "custom_id": null, "response": null, "error": {"code":
+// "invalid_request", "message"}}.
+std::string invalid_line_json(const SkippedLine& skipped, bool openai_shape, int index);
 
 }  // namespace rose

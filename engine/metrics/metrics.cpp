@@ -47,7 +47,8 @@ Distribution summarize(std::vector<double> values, const std::vector<double>& pe
 namespace {
 
 bool request_failed(const RequestResult& result) {
-  return result.timeline.token_times.empty() || result.timeline.finish < 0.0;
+  return result.finish_reason == FinishReason::kError || result.timeline.token_times.empty() ||
+         result.timeline.finish < 0.0;
 }
 
 double per_second(double count, double duration_s) {
@@ -92,6 +93,10 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
     detail.first_scheduled.push_back(timeline.first_scheduled);
 
     if (request_failed(result)) {
+      if (report.failed == 0) {
+        report.first_failure = fmt::format(
+            "request {}: {}", i, result.error.empty() ? "produced no token" : result.error);
+      }
       ++report.failed;
       detail.output_lens.push_back(0);
       detail.ttfts.push_back(0.0);

@@ -52,6 +52,7 @@ struct BenchReport {
   bool prefix_cache = true;
   int completed = 0;
   int failed = 0;
+  std::string first_failure;  // "request N: why" for the first failed request, for the report
   int64_t total_input_tokens = 0;
   int64_t total_output_tokens = 0;
   double duration_s = 0;
@@ -77,7 +78,8 @@ struct BenchReport {
   std::map<std::string, Spread> spread;
 };
 
-// A request counts as failed when it produced no token or never finished; failed requests are
+// A request counts as failed when it produced no token, never finished or finished with an error
+// (non-finite logits); failed requests are
 // left out of every distribution and token count (as in vLLM). `copy_bandwidth_gbps` is a measured
 // device-to-device copy bandwidth (GB/s); when given, bandwidth_floor_fraction is set.
 BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& requests,

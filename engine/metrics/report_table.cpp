@@ -186,6 +186,21 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
       fmt::format("{}, {}: {} completed, {} failed, {} s", r.mode, cache_label(r.prefix_cache),
                   format_count(r.completed), format_count(r.failed), format_number(r.duration_s));
   std::string out = section_heading(title, format);
+  // Names the first failed request, so a failed bench says why without rerunning it with run.
+  if (r.failed > 0) {
+    const std::string line = fmt::format("first failure: {}", r.first_failure);
+    switch (format) {
+      case TableFormat::kMarkdown:
+        out += line + "\n\n";
+        break;
+      case TableFormat::kCsv:
+        out += csv_cell("# " + line) + '\n';
+        break;
+      case TableFormat::kText:
+        out += "  " + line + '\n';
+        break;
+    }
+  }
 
   // The percentile columns come from the report itself, so --percentiles changes the table.
   std::vector<double> qs;

@@ -8,6 +8,8 @@ const char* finish_reason_name(FinishReason reason) {
       return "length";
     case FinishReason::kStop:
       return "stop";
+    case FinishReason::kError:
+      return "error";
   }
   return "unknown";
 }

@@ -20,7 +20,8 @@ struct EngineRequest {
   std::vector<std::string> stop;  // stop strings: finish once the generated text holds one
 };
 
-enum class FinishReason { kLength, kStop };
+// kError: the request could not go on (non-finite logits); RequestResult::error says why.
+enum class FinishReason { kLength, kStop, kError };
 const char* finish_reason_name(FinishReason reason);
 
 // Times are seconds since the run's start (the clock starts when the run starts).
@@ -37,6 +38,7 @@ struct RequestResult {
   Timeline timeline;
   int cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at the final admission
   int preemptions = 0;
+  std::string error;  // set with FinishReason::kError: what went wrong, naming the step
 };
 
 struct PrefixCacheStats {
@@ -110,7 +112,8 @@ struct RunResult {
 struct RunCallbacks {
   // Called after each step with (request index, new token id); used for streaming and progress.
   std::function<void(int request_index, int32_t token)> on_token;
-  std::function<void(int request_index)> on_finish;
+  // Called when a request finishes, with its complete result (output ids, timeline, reason).
+  std::function<void(int request_index, const RequestResult& result)> on_finish;
 };
 
 }  // namespace rose

@@ -350,26 +350,36 @@ void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& ca
   for (size_t k = 0; k < scheduled_.size(); ++k) {
     Sequence& seq = *scheduled_[k].seq;
     if (seq.num_computed != seq.num_tokens()) continue;  // a prompt chunk short of the end
-    ROSE_ASSERT(k < out.sampled.size() && out.sampled[k] >= 0);
+    ROSE_ASSERT(k < out.sampled.size() &&
+                (out.sampled[k] >= 0 || out.sampled[k] == kSampledNonFinite));
     const int32_t token = out.sampled[k];
-    seq.tokens.push_back(token);
     Timeline& timeline = seq.result.timeline;
-    timeline.token_times.push_back(now);
-    if (callbacks.on_token) callbacks.on_token(seq.index, token);
-    const bool eos = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
-                                                  token) != eos_token_ids_.end();
-    // A stop string is matched even with ignore_eos: the caller asked for it by name.
-    const bool stop = eos || (seq.stop_matcher && seq.stop_matcher->push(token));
-    if (!stop && seq.num_generated() < seq.max_tokens) continue;
-    seq.result.finish_reason = stop ? FinishReason::kStop : FinishReason::kLength;
+    if (token == kSampledNonFinite) {
+      // The other requests of the step are not affected: only this one ends.
+      seq.result.finish_reason = FinishReason::kError;
+      seq.result.error = fmt::format(
+          "non-finite logits (NaN or infinity) at engine step {}, sampling output token {}", step_,
+          seq.num_generated());
+    } else {
+      seq.tokens.push_back(token);
+      timeline.token_times.push_back(now);
+      if (callbacks.on_token) callbacks.on_token(seq.index, token);
+      const bool eos = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
+                                                    token) != eos_token_ids_.end();
+      // A stop string is matched even with ignore_eos: the caller asked for it by name.
+      const bool stop = eos || (seq.stop_matcher && seq.stop_matcher->push(token));
+      if (!stop && seq.num_generated() < seq.max_tokens) continue;
+      seq.result.finish_reason = stop ? FinishReason::kStop : FinishReason::kLength;
+    }
     timeline.finish = now;
+    seq.result.output_ids.assign(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());
     pool_.release_all(seq.blocks);
     seq.blocks.clear();
     seq.status = SeqStatus::kFinished;
     ++num_finished_;
     --in_flight_;
     any_finished = true;
-    if (callbacks.on_finish) callbacks.on_finish(seq.index);
+    if (callbacks.on_finish) callbacks.on_finish(seq.index, seq.result);
   }
   if (any_finished) {
     std::erase_if(running_,

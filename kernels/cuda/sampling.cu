@@ -24,6 +24,7 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int pick;
   __shared__ int last_kept;
   __shared__ float warp_total[32];
+  __shared__ int non_finite;
   const int row_id = blockIdx.x;
   const SampleRowParams prm = params[row_id];
   if (!prm.do_sample) {
@@ -35,18 +36,29 @@ __global__ void __launch_bounds__(kThreads)
   // Greedy: the maximum, lowest id on ties. Also the max of the scaled logits for the softmax.
   float vmax = -INFINITY;
   int imax = vocab;
+  bool own_non_finite = false;
   for (int i = threadIdx.x; i < vocab; i += kThreads) {
     const float v = row[i];
+    own_non_finite |= !isfinite(v);
     if (v > vmax) {  // ascending i per thread: strict > keeps the lowest id
       vmax = v;
       imax = i;
     }
   }
   const float row_max = block_max(vmax, scratch);
-  if (threadIdx.x == 0) best_index = vocab;
+  if (threadIdx.x == 0) {
+    best_index = vocab;
+    non_finite = 0;
+  }
   __syncthreads();
   if (vmax == row_max) atomicMin(&best_index, imax);
+  if (own_non_finite) non_finite = 1;
   __syncthreads();
+  // The per-sequence flag travels in the id (kSampledNonFinite) with the one copy of the ids.
+  if (non_finite) {
+    if (threadIdx.x == 0) sampled[row_id] = kSampledNonFinite;
+    return;
+  }
   if (prm.temperature <= 0.0f) {
     if (threadIdx.x == 0) sampled[row_id] = best_index < vocab ? best_index : 0;
     return;
