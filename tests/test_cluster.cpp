@@ -182,7 +182,7 @@ TEST_CASE("3 replicas under every router produce the reference outputs") {
       Cluster cluster(replicas, cluster_config(mode, router));
       int finished = 0;
       RunCallbacks callbacks;
-      callbacks.on_finish = [&](int) { ++finished; };
+      callbacks.on_finish = [&](int, const rose::RequestResult&) { ++finished; };
       const RunResult result = cluster.run(requests, callbacks);
       REQUIRE(result.requests.size() == requests.size());
       for (size_t i = 0; i < requests.size(); ++i) {

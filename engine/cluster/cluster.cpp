@@ -260,10 +260,10 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
     replica.busy_s = 0;
     RunCallbacks wrapped;
     wrapped.on_token = callbacks.on_token;
-    wrapped.on_finish = [&m, &callbacks, r](int input) {
+    wrapped.on_finish = [&m, &callbacks, r](int input, const RequestResult& result) {
       m.policy->on_finished(input, int(r));
       if (m.probe) m.probe->on_finished(input, int(r));
-      if (callbacks.on_finish) callbacks.on_finish(input);
+      if (callbacks.on_finish) callbacks.on_finish(input, result);
     };
     replica.engine->start(wrapped, replica.clock.get());
   }
