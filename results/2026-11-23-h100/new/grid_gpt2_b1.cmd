@@ -1,0 +1,1 @@
+roseinfer bench --model gpt2 --device cuda --dataset-name grid:1:512:128 --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --json grid_gpt2_b1.json
