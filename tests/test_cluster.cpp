@@ -18,6 +18,7 @@
 #include "engine/model/presets.h"
 #include "engine/scheduler/engine.h"
 #include "tests/fake_backend.h"
+#include "tests/mixed_workload.h"
 
 using namespace rose;
 using rose::testing::FakeBackend;
@@ -25,40 +26,9 @@ using rose::testing::reference_generate;
 
 namespace {
 
-constexpr int kVocab = 1000;
-
-std::vector<int32_t> make_tokens(int n, uint64_t seed) {
-  std::vector<int32_t> t;
-  for (int i = 0; i < n; ++i) t.push_back(int32_t(testing::mix(seed, uint64_t(i)) % kVocab));
-  return t;
-}
-
-// test_engine.cpp's mixed workload: shared prefixes, duplicates, a one-token prompt, a prompt
-// longer than the token budget, staggered arrivals.
-std::vector<EngineRequest> mixed_requests() {
-  const std::vector<int32_t> system = make_tokens(40, 1);
-  std::vector<EngineRequest> requests;
-  for (int i = 0; i < 24; ++i) {
-    EngineRequest r;
-    if (i % 3 == 0) r.prompt = system;
-    if (i % 3 == 1) r.prompt.assign(system.begin(), system.begin() + 21);
-    const std::vector<int32_t> tail = make_tokens(1 + (i * 7) % 30, 100 + uint64_t(i % 5));
-    r.prompt.insert(r.prompt.end(), tail.begin(), tail.end());
-    r.max_tokens = 1 + (i * 5) % 12;
-    r.ignore_eos = true;
-    r.arrival_s = 0.01 * i;
-    requests.push_back(r);
-  }
-  EngineRequest single;
-  single.prompt = {7};
-  single.max_tokens = 5;
-  requests.push_back(single);
-  EngineRequest longer;
-  longer.prompt = make_tokens(150, 9);
-  longer.max_tokens = 4;
-  requests.push_back(longer);
-  return requests;
-}
+constexpr int kVocab = testing::kMixedVocab;
+using testing::make_tokens;
+using testing::mixed_requests;
 
 EngineConfig config_for(SchedulerMode mode) {
   EngineConfig c;
