@@ -200,16 +200,39 @@ std::string output_text(const rose::PromptFile& file,
   return out;
 }
 
+// With --skip-invalid, a line whose chat template raises (roles must alternate, ...) fails alone:
+// it joins the skipped lines, so its error record, with the template's message, takes its place.
+void skip_unrenderable(rose::PromptFile& file, const rose::ModelBundle& model,
+                       const std::string& source) {
+  using namespace rose;
+  std::vector<RequestSpec> kept;
+  for (RequestSpec& spec : file.requests) {
+    try {
+      if (!spec.messages.empty())
+        render_prompt_text(spec, model, fmt::format("{}:{}", source, spec.line));
+      kept.push_back(std::move(spec));
+    } catch (const Error& e) {
+      cli::notice("skipped {}", e.what());
+      file.skipped.push_back(SkippedLine{spec.line, e.what()});
+    }
+  }
+  file.requests = std::move(kept);
+  std::sort(file.skipped.begin(), file.skipped.end(),
+            [](const SkippedLine& a, const SkippedLine& b) { return a.line < b.line; });
+  if (file.requests.empty()) fail("{}: no request could be prepared", source);
+}
+
 void run_command(RunArgs& args) {
   using namespace rose;
   if (args.resume && args.output_path.empty()) {
     usage_fail("--resume needs -o OUT: the finished requests are kept in OUT.partial");
   }
   // Parse before loading the model: a bad file should fail fast.
-  const PromptFile file = read_prompt_file(args.prompts_path, args.skip_invalid);
+  PromptFile file = read_prompt_file(args.prompts_path, args.skip_invalid);
   for (const SkippedLine& skip : file.skipped) cli::notice("skipped {}", skip.message);
 
   cli::LoadedModel model = cli::open_model(args.model);
+  if (args.skip_invalid) skip_unrenderable(file, model, args.prompts_path);
   const int context = cli::max_model_len(model, args.engine);
   std::vector<EngineRequest> requests = prepare_requests(file.requests, args.prompts_path, model,
                                                          args.defaults, args.engine.seed, context);

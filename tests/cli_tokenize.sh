@@ -18,6 +18,19 @@ printf '{{ raise_exception("no chats here") }}' >"$TMP/raise.jinja"
 check "a raising template exits 1" test $? = 1
 check "the template's message names the line" grep -q "chat.jsonl:1: field 'messages'.*no chats here" "$TMP/err2.txt"
 
+# run --skip-invalid: a line whose template raises fails alone, its error record in its place.
+printf '{{ raise_exception("no system role") if messages[0].role == "system" else "" }}{%% for m in messages %%}{{ m.content }}{%% endfor %%}' >"$TMP/nosys.jinja"
+printf '%s\n' '{"id":"a","messages":[{"role":"user","content":"hi"}],"max_tokens":2}' \
+  '{"id":"b","messages":[{"role":"system","content":"s"},{"role":"user","content":"hi"}],"max_tokens":2}' \
+  '{"id":"c","prompt":"x","max_tokens":2}' >"$TMP/mixed.jsonl"
+"$BIN" run "$TMP/mixed.jsonl" --chat-template "$TMP/nosys.jinja" --skip-invalid "${COMMON[@]}" >"$TMP/mixed.out" 2>/dev/null
+check "run --skip-invalid with a raising template exits 0" test $? = 0
+check "three output lines" test "$(wc -l <"$TMP/mixed.out")" = 3
+check "the raising line is an error record with the template's message" grep -q 'no system role' <(sed -n 2p "$TMP/mixed.out")
+check "the others completed" grep -q '"id":"c"' <(sed -n 3p "$TMP/mixed.out")
+"$BIN" run "$TMP/mixed.jsonl" --chat-template "$TMP/nosys.jinja" "${COMMON[@]}" >/dev/null 2>"$TMP/mixed.err"
+check "without --skip-invalid the run fails naming the line" grep -q "mixed.jsonl:2: field 'messages'.*no system role" "$TMP/mixed.err"
+
 model=${ROSEINFER_MODEL_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/roseinfer}/SmolLM2-135M-Instruct.Q4_1.gguf
 if [[ -f "$model" ]]; then
   printf '{"id":"h","messages":[{"role":"system","content":"You are a helpful assistant."},{"role":"user","content":"Hello!"}]}\n' >"$TMP/hello.jsonl"
