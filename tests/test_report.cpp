@@ -5,7 +5,6 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -31,11 +30,12 @@ double chart_attribute(const std::string& html, const std::string& chart, const 
   const size_t at = html.find("data-chart=\"" + chart + "\"");
   if (at == std::string::npos) return std::nan("");
   const size_t end = html.find('>', at);
-  const std::regex pattern(name + "=\"([^\"]*)\"");
-  std::smatch match;
   const std::string tag = html.substr(at, end - at);
-  if (!std::regex_search(tag, match, pattern)) return std::nan("");
-  return std::stod(match[1].str());
+  const std::string key = " " + name + "=\"";
+  const size_t value = tag.find(key);
+  if (value == std::string::npos) return std::nan("");
+  const size_t begin = value + key.size();
+  return std::stod(tag.substr(begin, tag.find('"', begin) - begin));
 }
 
 size_t count_of(const std::string& text, const std::string& part) {
