@@ -9,6 +9,7 @@
 #include <string>
 
 #include "engine/common/error.h"
+#include "engine/common/json_parse.h"
 #include "engine/model/config.h"
 #include "engine/model/presets.h"
 #include "engine/model/safetensors.h"
@@ -307,4 +308,33 @@ TEST_CASE("preset configs have the shapes of the models they stand for") {
   CHECK_FALSE(preset_config("llama-3b").has_value());
   CHECK(preset_names() == std::vector<std::string>{"tiny", "gpt2", "llama-1b", "llama-8b"});
   CHECK(preset_names_text() == "tiny, gpt2, llama-1b, llama-8b");
+}
+
+TEST_CASE("JSON: integers beyond 64 bits read as doubles, as Python's json reads them") {
+  using rose::widen_big_json_integers;
+  // transformers writes model_max_length = int(1e30).
+  CHECK(widen_big_json_integers(R"({"model_max_length": 1000000000000000019884624838656})") ==
+        R"({"model_max_length": 1000000000000000019884624838656.0})");
+  // 64-bit limits stay integers; one past them becomes a double.
+  CHECK(widen_big_json_integers("[18446744073709551615,-9223372036854775808]") ==
+        "[18446744073709551615,-9223372036854775808]");
+  CHECK(widen_big_json_integers("[18446744073709551616,-9223372036854775809]") ==
+        "[18446744073709551616.0,-9223372036854775809.0]");
+  // Floats, exponents and digits inside strings (escaped quotes too) are left alone.
+  CHECK(widen_big_json_integers(
+            R"(["x\"123456789012345678901234", 1.5e300, 123456789012345678901234e1])") ==
+        R"(["x\"123456789012345678901234", 1.5e300, 123456789012345678901234e1])");
+
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  REQUIRE(!rose::parse_json_widening(parser, R"({"n": 1000000000000000019884624838656, "k": 7})",
+                                     root));
+  double n = 0;
+  int64_t k = 0;
+  CHECK(!root["n"].get_double().get(n));
+  CHECK(n == doctest::Approx(1e30));
+  CHECK(!root["k"].get_int64().get(k));
+  CHECK(k == 7);
+  // Malformed numbers still fail.
+  CHECK(rose::parse_json_widening(parser, R"({"n": 12.})", root) != simdjson::SUCCESS);
 }

@@ -8,6 +8,7 @@
 #include <sstream>
 
 #include "engine/common/error.h"
+#include "engine/common/json_parse.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/model_source.h"
 #include "engine/model/presets.h"
@@ -39,6 +40,20 @@ void add_end_id(ModelBundle& bundle, int64_t id) {
   }
 }
 
+// A JSON file that must hold an object; errors name the file and say what is wrong.
+simdjson::dom::element load_json_object(simdjson::dom::parser& parser, const fs::path& path) {
+  simdjson::padded_string text;
+  if (auto error = simdjson::padded_string::load(path.string()).get(text)) {
+    fail("cannot read {}: {}", path.string(), simdjson::error_message(error));
+  }
+  simdjson::dom::element root;
+  if (auto error = parse_json_widening(parser, text, root)) {
+    fail("{}: not valid JSON: {}", path.string(), simdjson::error_message(error));
+  }
+  if (!root.is_object()) fail("{}: not a JSON object", path.string());
+  return root;
+}
+
 // tokenizer_config.json writes special tokens as a string or as {"content": "..."}.
 std::string token_text(simdjson::dom::element value) {
   std::string_view text;
@@ -52,10 +67,7 @@ void read_tokenizer_config(const fs::path& folder, ModelBundle& bundle) {
   const fs::path path = folder / "tokenizer_config.json";
   if (!fs::exists(path)) return;
   simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.load(path.string()).get(root) || !root.is_object()) {
-    fail("{}: not a JSON object", path.string());
-  }
+  const simdjson::dom::element root = load_json_object(parser, path);
   if (auto bos = root["bos_token"]; !bos.error()) bundle.bos_token = token_text(bos.value());
   if (auto eos = root["eos_token"]; !eos.error()) bundle.eos_token = token_text(eos.value());
   auto chat = root["chat_template"];
@@ -85,10 +97,7 @@ void read_generation_config(const fs::path& folder, ModelBundle& bundle) {
   const fs::path path = folder / "generation_config.json";
   if (!fs::exists(path)) return;
   simdjson::dom::parser parser;
-  simdjson::dom::element root;
-  if (parser.load(path.string()).get(root) || !root.is_object()) {
-    fail("{}: not a JSON object", path.string());
-  }
+  const simdjson::dom::element root = load_json_object(parser, path);
   auto eos = root["eos_token_id"];
   if (eos.error()) return;
   int64_t id = 0;

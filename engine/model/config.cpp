@@ -11,6 +11,7 @@
 #include <optional>
 
 #include "engine/common/error.h"
+#include "engine/common/json_parse.h"
 #include "engine/model/weights.h"
 
 namespace rose {
@@ -349,7 +350,7 @@ ModelConfig load_config_json(const std::filesystem::path& path) {
   }
   simdjson::dom::parser parser;
   simdjson::dom::element root;
-  if (auto err = parser.parse(text).get(root)) {
+  if (auto err = parse_json_widening(parser, text, root)) {
     fail("{}: not valid JSON: {}", file, simdjson::error_message(err));
   }
   simdjson::dom::object object;

@@ -21,6 +21,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
+#include "engine/common/json_parse.h"
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/common/utf8.h"
 #include "engine/tokenizer/nfc.h"
@@ -1013,7 +1014,7 @@ std::vector<std::string> TokenizerJsonLoader::token_text() const {
 std::unique_ptr<Tokenizer> TokenizerJsonLoader::load(std::string_view content) {
   simdjson::dom::parser parser;
   element root;
-  if (auto err = parser.parse(content.data(), content.size()).get(root)) {
+  if (auto err = parse_json_widening(parser, content, root)) {
     fail("{}: not valid JSON: {}", source_, simdjson::error_message(err));
   }
   object top = as_object(root, "(top level)");
