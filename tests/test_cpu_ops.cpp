@@ -10,6 +10,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/model/rope.h"
 #include "kernels/cpu/ops.h"
 
 namespace {
@@ -162,7 +163,7 @@ TEST_CASE("rope_inv_freq: plain theta powers, and llama3 scaling in all three ba
   const int head_dim = 16;
   std::vector<float> plain(head_dim / 2), scaled(head_dim / 2);
   rose::RopeScaling none;
-  rose::cpu::rope_inv_freq(head_dim, 10000.0f, none, plain.data());
+  rose::rope_inv_freq(head_dim, 10000.0f, none, plain.data());
   for (int i = 0; i < head_dim / 2; ++i) {
     CHECK(plain[i] == doctest::Approx(std::pow(10000.0, -2.0 * i / head_dim)).epsilon(1e-6));
   }
@@ -170,7 +171,7 @@ TEST_CASE("rope_inv_freq: plain theta powers, and llama3 scaling in all three ba
   // factor 8, low 1, high 4, original 64: wavelengths below 16 are kept, above 64 divided by 8,
   // in between blended with s = (64 / wavelength - 1) / (4 - 1).
   rose::RopeScaling llama3{"llama3", 8.0f, 1.0f, 4.0f, 64};
-  rose::cpu::rope_inv_freq(head_dim, 10000.0f, llama3, scaled.data());
+  rose::rope_inv_freq(head_dim, 10000.0f, llama3, scaled.data());
   int kept = 0, divided = 0, blended = 0;
   for (int i = 0; i < head_dim / 2; ++i) {
     const double f = std::pow(10000.0, -2.0 * i / head_dim);
@@ -204,7 +205,7 @@ TEST_CASE("rope_and_write_kv rotates q and k by rotate-half and writes k and v a
   const int32_t positions[n] = {0, 5, 37};
   const int32_t slots[n] = {9, -1, 2};
   std::vector<float> inv_freq(half);
-  rose::cpu::rope_inv_freq(head_dim, 100.0f, rose::RopeScaling{}, inv_freq.data());
+  rose::rope_inv_freq(head_dim, 100.0f, rose::RopeScaling{}, inv_freq.data());
 
   for (bool with_rope : {true, false}) {
     CAPTURE(with_rope);

@@ -1,4 +1,4 @@
-// The sampling rule of engine/backend/sampling.h as implemented by rose::cpu::sample_token: exact
+// The sampling rule of kernels/common/sampling_rule.h as implemented by rose::cpu::sample_token: exact
 // properties (greedy ties, top-k/top-p limits, determinism) and loose frequency checks.
 #include <doctest/doctest.h>
 
@@ -7,7 +7,7 @@
 #include <set>
 #include <vector>
 
-#include "engine/backend/sampling.h"
+#include "kernels/common/sampling_rule.h"
 #include "kernels/cpu/ops.h"
 
 namespace {

@@ -18,6 +18,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/model/rope.h"
 #include "engine/model/weights.h"
 #include "kernels/cpu/ops.h"
 #include "tests/model_reference.h"
@@ -131,8 +132,7 @@ void check_model(const std::string& name, rose::Arch arch) {
   if (arch == rose::Arch::kLlama) {
     REQUIRE(int(ref.rope_inv_freq.size()) == config.head_dim / 2);
     std::vector<float> inv_freq(config.head_dim / 2);
-    rose::cpu::rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling,
-                             inv_freq.data());
+    rose::rope_inv_freq(config.head_dim, config.rope_theta, config.rope_scaling, inv_freq.data());
     for (size_t i = 0; i < inv_freq.size(); ++i) {
       CAPTURE(i);
       CHECK(inv_freq[i] == doctest::Approx(ref.rope_inv_freq[i]).epsilon(1e-6));

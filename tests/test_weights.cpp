@@ -14,7 +14,7 @@
 #include "engine/common/error.h"
 #include "engine/model/presets.h"
 #include "engine/model/safetensors.h"
-#include "engine/model/synthetic.h"
+#include "kernels/common/counter_rng.h"
 #include "engine/model/weights.h"
 #include "tests/test_util.h"
 

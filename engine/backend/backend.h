@@ -8,7 +8,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/sampling.h"
+#include "kernels/common/sampling_rule.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
 

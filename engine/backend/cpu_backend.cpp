@@ -12,6 +12,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/rope.h"
 #include "kernels/cpu/ops.h"
 
 namespace rose {
@@ -173,7 +174,7 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
   if (!c.tie_word_embeddings) lm_head_ = load(weights, "lm_head.weight", V * H);
   if (!gpt2_) {
     inv_freq_.resize(c.head_dim / 2);
-    cpu::rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq_.data());
+    rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq_.data());
   }
 
   // The KV pool.

@@ -1,18 +1,13 @@
 #pragma once
-// One error type for everything a user can cause (a bad file, line, field, flag or model): the CLI
-// catches rose::Error, prints its message (which names the file, line and field) and exits nonzero.
-// Broken internal invariants are ROSE_ASSERT failures instead: they are bugs, not user errors.
+// Raising user errors: fail() throws rose::Error (kernels/common/error.h) with a formatted message
+// that names the file, line and field; usage_fail() a UsageError, which the CLI exits 2 for.
 #include <fmt/format.h>
 
-#include <stdexcept>
 #include <string>
 
-namespace rose {
+#include "kernels/common/error.h"
 
-class Error : public std::runtime_error {
- public:
-  using std::runtime_error::runtime_error;
-};
+namespace rose {
 
 // A request the command cannot take as given (e.g. --resume with a journal of another run): the CLI
 // exits 2, as for a bad flag, instead of 1.
@@ -31,9 +26,4 @@ template <typename... Args>
   throw UsageError(fmt::format(format, std::forward<Args>(args)...));
 }
 
-[[noreturn]] void assertion_failed(const char* expr, const char* file, int line);
-
 }  // namespace rose
-
-#define ROSE_ASSERT(cond) \
-  ((cond) ? static_cast<void>(0) : ::rose::assertion_failed(#cond, __FILE__, __LINE__))

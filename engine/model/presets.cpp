@@ -4,7 +4,7 @@
 #include <unordered_map>
 
 #include "engine/common/error.h"
-#include "engine/model/synthetic.h"
+#include "kernels/common/counter_rng.h"
 
 namespace rose {
 

@@ -2,7 +2,7 @@
 // Built-in models with deterministic synthetic weights: they run on a fresh machine with no
 // checkpoint, produce meaningless text, and have real speed. Every value is a function of the
 // preset's seed, the tensor's index in canonical_tensors() order and the element index
-// (engine/model/synthetic.h), so the CPU and the GPU generate bit-identical fp32 weights.
+// (kernels/common/counter_rng.h), so the CPU and the GPU generate bit-identical fp32 weights.
 #include <cstddef>
 #include <cstdint>
 #include <memory>

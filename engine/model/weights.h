@@ -35,7 +35,7 @@ struct TensorSpec {
 // Every canonical tensor of a model, in a fixed order (the order is part of the synthetic seeds).
 std::vector<TensorSpec> canonical_tensors(const ModelConfig& config);
 
-// How a preset's synthetic tensor is made; see engine/model/synthetic.h for the generator, which is
+// How a preset's synthetic tensor is made; see kernels/common/counter_rng.h for the generator, which is
 // shared with the GPU so a preset has bit-identical fp32 weights on both backends.
 struct SyntheticInit {
   enum class Kind { kUniform, kConstant } kind = Kind::kUniform;

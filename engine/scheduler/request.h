@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-#include "engine/backend/sampling.h"
+#include "kernels/common/sampling_rule.h"
 
 namespace rose {
 

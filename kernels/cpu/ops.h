@@ -14,8 +14,7 @@
 #include <thread>
 #include <vector>
 
-#include "engine/backend/sampling.h"
-#include "engine/model/config.h"
+#include "kernels/common/sampling_rule.h"
 
 namespace rose::cpu {
 
@@ -85,12 +84,6 @@ void linear(const float* x,       // (n, in)
             float* y,  // (n, out)
             ThreadPool* pool = nullptr);
 
-// RoPE inverse frequencies as transformers computes them in fp32: 1 / theta^(2i / head_dim), then
-// the llama3 adjustment when scaling.type == "llama3" (long wavelengths divided by factor, the band
-// between high_freq and low_freq wavelengths interpolated).
-void rope_inv_freq(int head_dim, float theta, const RopeScaling& scaling,
-                   float* inv_freq);  // (head_dim / 2,)
-
 // For each token: rotate its q heads and k heads in place with rotate-half (NeoX) RoPE at
 // positions[i] (skipped when inv_freq is nullptr: GPT-2), then write its k and v into the paged
 // cache at slot_mapping[i] (slot -1 writes nothing). qkv rows are q | k | v, as the fused qkv
@@ -129,8 +122,8 @@ void silu_and_mul(const float* gate_up,  // (n, 2 * inner)
                   int n, int inner,
                   float* out);  // (n, inner)
 
-// Picks one token from one row of logits by the rule in engine/backend/sampling.h, with the uniform
-// sampling_uniform(params.seed, token_index). Sums of probabilities are taken in double.
+// Picks one token from one row of logits by the rule in kernels/common/sampling_rule.h, with the
+// uniform sampling_uniform(params.seed, token_index). Sums of probabilities are taken in double.
 int32_t sample_token(const float* logits,  // (vocab,)
                      int vocab, const SamplingParams& params, uint64_t token_index,
                      float* scratch);  // (2 * vocab,) workspace

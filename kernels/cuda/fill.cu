@@ -1,4 +1,4 @@
-#include "engine/model/synthetic.h"
+#include "kernels/common/counter_rng.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/fill.cuh"

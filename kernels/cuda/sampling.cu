@@ -1,4 +1,4 @@
-#include "engine/backend/sampling.h"
+#include "kernels/common/sampling_rule.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch.cuh"

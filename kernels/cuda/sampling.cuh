@@ -1,5 +1,5 @@
 #pragma once
-// Sampling on the GPU by the rule of engine/backend/sampling.h: greedy argmax, or temperature with
+// Sampling on the GPU by the rule of kernels/common/sampling_rule.h: greedy argmax, or temperature with
 // top-k and top-p applied as value thresholds (each found by bisection over the row), then one
 // ordered scan in ascending token id. Only the sampled ids leave the GPU.
 #include <cuda_runtime_api.h>

@@ -11,7 +11,7 @@
 #include <random>
 #include <vector>
 
-#include "engine/model/synthetic.h"
+#include "kernels/common/counter_rng.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention.cuh"

@@ -19,6 +19,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/rope.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention.cuh"
@@ -473,7 +474,7 @@ void CudaBackend::load_weights(const WeightSource& weights) {
 
   if (!gpt2_) {
     std::vector<float> inv_freq(c.head_dim / 2);
-    cpu::rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq.data());
+    rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq.data());
     inv_freq_ = static_cast<float*>(device_alloc(int64_t(inv_freq.size()) * 4));
     ROSE_CUDA_CHECK(
         cudaMemcpy(inv_freq_, inv_freq.data(), inv_freq.size() * 4, cudaMemcpyHostToDevice));

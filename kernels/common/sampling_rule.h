@@ -4,7 +4,7 @@
 // backends draw the same number for the same token.
 #include <cstdint>
 
-#include "engine/model/synthetic.h"
+#include "kernels/common/counter_rng.h"
 
 namespace rose {
 
@@ -13,9 +13,10 @@ namespace rose {
 //   temperature == 0: argmax of the logits, the lowest id on ties.
 //   otherwise: l = logits / temperature. If top_k > 0, keep the tokens with l >= the k-th largest l
 //   (ties at the boundary are all kept). p = softmax over the kept tokens. If top_p < 1, find the
-//   largest threshold t such that the sum of p_i over {p_i >= t} reaches top_p, and keep {p_i >= t}.
-//   With u = sampling_uniform(seed, token_index), walk the kept tokens in ascending id order and pick
-//   the first whose running sum of p exceeds u * (sum of kept p); the last kept token if none does.
+//   largest threshold t such that the sum of p_i over {p_i >= t} reaches top_p, and keep {p_i >=
+//   t}. With u = sampling_uniform(seed, token_index), walk the kept tokens in ascending id order
+//   and pick the first whose running sum of p exceeds u * (sum of kept p); the last kept token if
+//   none does.
 struct SamplingParams {
   float temperature = 0.0f;  // 0: greedy (argmax, lowest id on ties)
   int top_k = 0;             // 0: off

@@ -2,7 +2,7 @@
 
 #include <cstdlib>
 
-#include "engine/common/error.h"
+#include "kernels/common/error.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/launch.cuh"
 

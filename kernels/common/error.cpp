@@ -1,4 +1,4 @@
-#include "engine/common/error.h"
+#include "kernels/common/error.h"
 
 #include <cstdio>
 #include <cstdlib>

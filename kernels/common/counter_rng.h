@@ -1,6 +1,7 @@
 #pragma once
-// Counter-based generator for preset weights: value i of a tensor depends only on (seed, i), so the
-// CPU fills it in a loop and the GPU in parallel with bit-identical results.
+// Counter-based random numbers: value i of a stream depends only on (seed, i), so the CPU fills a
+// preset's weights in a loop and the GPU in parallel with bit-identical results, and both backends
+// draw the same sampling number for a token. Plain C++, host and device.
 #include <cstdint>
 
 #if defined(__CUDACC__)
