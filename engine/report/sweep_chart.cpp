@@ -191,7 +191,9 @@ std::string sweep_chart(const std::vector<SweepFile>& files, LatencyMetric metri
     if (!bound || std::find(bounds.begin(), bounds.end(), *bound) != bounds.end()) continue;
     bounds.push_back(*bound);
     plot.line({{0.0, *bound}, {x_max, *bound}}, {kSloColor, true, 1.5}, "SLO " + name);
-    plot.note(x_max * 0.02, *bound + y_max * 0.02, fmt::format("SLO {} ms", format_number(*bound)));
+    // Under the line when it runs along the top of the frame, so the label stays inside.
+    const double label_y = *bound > 0.85 * y_max ? *bound - 0.06 * y_max : *bound + 0.02 * y_max;
+    plot.note(x_max * 0.02, label_y, fmt::format("SLO {} ms", format_number(*bound)));
   }
   for (const SweepFile& f : files) draw_file(plot, f, metric);
   return plot.render();
