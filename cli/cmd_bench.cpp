@@ -329,6 +329,8 @@ std::vector<rose::BenchReport> run_all(const BenchContext& b, rose::cli::Replica
       }
       reports.push_back(repeats.size() > 1 ? combine_repeats(repeats, b.args.engine.seed)
                                            : std::move(repeats.front()));
+      // CSV is one table of every run, printed at the end (a second header would break it).
+      if (b.args.table_format == TableFormat::kCsv) continue;
       fmt::print("\n{}", render_report_table(reports.back(), b.args.table_format));
       if (reports.back().repeats > 1) {
         fmt::print("\n{}", render_spread_table(reports.back(), b.args.table_format));
@@ -367,13 +369,6 @@ std::vector<rose::BenchReport> run_sweep(const BenchContext& b, rose::cli::Repli
   return reports;
 }
 
-// A request rate "meets the SLO" when every completed request met every bound (goodput equals
-// throughput): the knee a capacity planner asks for.
-bool meets_slo(const rose::BenchReport& r) {
-  return r.goodput && r.completed > 0 && r.failed == 0 &&
-         *r.goodput >= r.request_throughput * (1 - 1e-9);
-}
-
 // Per point: throughput and latency percentiles, goodput under --slo; then the highest point that
 // meets the SLO.
 std::string render_sweep(const SweepSpec& spec, const std::vector<rose::BenchReport>& reports,
@@ -405,17 +400,18 @@ std::string render_sweep(const SweepSpec& spec, const std::vector<rose::BenchRep
                                       p99(r.e2el_ms)};
     if (with_slo) cells.push_back(r.goodput ? format_number(*r.goodput) : "-");
     table.add_row(std::move(cells));
-    if (meets_slo(r) && (!best || spec.values[i] > *best)) best = spec.values[i];
+    if (rose::meets_slo(r) && (!best || spec.values[i] > *best)) best = spec.values[i];
   }
-  std::string out = fmt::format("\n== sweep over {} (latencies in ms) ==\n", spec.parameter);
-  if (format != rose::TableFormat::kText) out = fmt::format("\nsweep over {}\n\n", spec.parameter);
+  const bool md = format == rose::TableFormat::kMarkdown;
+  const std::string title = fmt::format("sweep over {} (latencies in ms)", spec.parameter);
+  std::string out = md ? "\n### " + title + "\n\n" : "\n== " + title + " ==\n";
   out += table.render_as(format, 2);
-  if (with_slo) {
-    out += best ? fmt::format("highest {} meeting the SLO: {}\n", spec.parameter,
-                              sweep_value_text(*best))
-                : fmt::format("no {} met the SLO\n", spec.parameter);
-  }
-  return out;
+  if (!with_slo) return out;
+  const std::string verdict =
+      best ? fmt::format("highest {} meeting the SLO: {}", spec.parameter, sweep_value_text(*best))
+           : fmt::format("no {} met the SLO", spec.parameter);
+  // In markdown a bold paragraph, so a pasted sweep is headings, a table and bold notes only.
+  return out + (md ? fmt::format("\n**{}**\n", verdict) : verdict + "\n");
 }
 
 // The "config" object of the results file: every flag that shaped the numbers.
@@ -530,21 +526,25 @@ void bench_command(BenchArgs& args) {
 
   cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
   const Backend* backend = replicas.backends.front().get();
-  fmt::print("roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
+  // With md or csv, stdout holds only the tables (a PR paste, a CSV file): this goes to stderr.
+  std::FILE* info = args.table_format == TableFormat::kText ? stdout : stderr;
+  fmt::print(info, "roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
              in.base.size(), in.input_tokens, in.name, model.name, replicas.device_name());
   if (args.mode == "online" || args.mode == "all") {
-    fmt::print("online arrivals: {}{}\n", arrivals.text,
+    fmt::print(info, "online arrivals: {}{}\n", arrivals.text,
                args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
                                     : std::string());
   }
-  std::fflush(stdout);
+  std::fflush(info);
 
   SweepSpec sweep;
   if (!args.sweep.empty()) parse_sweep(args.sweep, &sweep);
   const std::vector<BenchReport> reports = sweep.values.empty()
                                                ? run_all(b, replicas, model.config().name)
                                                : run_sweep(b, replicas, model.config().name, sweep);
-  if (!sweep.values.empty()) {
+  if (args.table_format == TableFormat::kCsv) {
+    fmt::print("{}", render_runs_csv(reports, sweep.parameter, sweep.values));
+  } else if (!sweep.values.empty()) {
     fmt::print("{}", render_sweep(sweep, reports, args.table_format, !args.slo.empty()));
   } else if (reports.size() > 1) {
     fmt::print("\n{}", render_summary_table(reports, args.table_format));
@@ -677,7 +677,9 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   cmd->add_option("--json", args->json_path,
                   "write the results (versioned schema, vLLM-style keys) to FILE, atomically");
   cmd->add_option("--format", args->format,
-                  "report and summary tables as table (aligned text), md (markdown) or csv")
+                  "table (aligned text), md (markdown tables only on stdout) or csv (one table "
+                  "on stdout: a row per run or sweep point, every results key); with md and csv "
+                  "the header lines go to stderr")
       ->check(CLI::IsMember({"table", "text", "md", "markdown", "csv"}))
       ->capture_default_str();
   cmd->add_flag("--save-detailed", args->save_detailed,

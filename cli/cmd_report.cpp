@@ -30,7 +30,8 @@ void register_report_command(CLI::App& app, int& exit_code) {
       "report",
       "Draw one self-contained HTML page (inline SVG, nothing fetched) from `bench --json` "
       "results: latency CDFs, throughput, cache and KV, request timelines (with "
-      "--save-detailed); several files side by side on the same scales");
+      "--save-detailed), the throughput-latency curve of --sweep results with the SLO; several "
+      "files side by side on the same scales (sweeps overlaid)");
   cmd->add_option("RESULTS", args->inputs, "results JSON files (bench --json)");
   cmd->add_option("-o,--output", args->output, "HTML file to write (atomically)")
       ->capture_default_str();

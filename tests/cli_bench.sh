@@ -52,13 +52,35 @@ check "online bench exits 0" [ $? -eq 0 ]
 check "warm-up requests are not counted" grep -q '"completed": *6,' "$TMP/online.json"
 check "arrivals are described" grep -q "200 req/s, burstiness 0.5, at most 2 in flight" "$TMP/online.out"
 
-# 7. --format md and csv print the report tables for pasting; a bad format is a usage error.
-"$BIN" bench --dataset-name grid:2:20:3 --format md "${COMMON[@]}" >"$TMP/md.out" 2>/dev/null
+# 7. --format md and csv print only tables on stdout, for pasting into a PR or loading as a CSV
+# file; the human header lines go to stderr. A bad format is a usage error.
+csv_fields() {  # the field count of each line, commas inside double quotes not counted
+  awk '{ n = 1; q = 0; for (i = 1; i <= length($0); i++) { c = substr($0, i, 1);
+    if (c == "\"") q = !q; else if (c == "," && !q) n++ } print n }'
+}
+md_only() {  # every line is blank, a heading, a table row or a bold note
+  ! grep -vqE '^$|^#{1,6} |^\|.*\|$|^\*\*.*\*\*$' "$1"
+}
+"$BIN" bench --dataset-name grid:2:20:3 --mode all --format md "${COMMON[@]}" >"$TMP/md.out" 2>"$TMP/md.err"
 check "bench --format md exits 0" [ $? -eq 0 ]
 check "markdown heading and table" grep -q '^### offline, prefix cache on' "$TMP/md.out"
 check "markdown separator row" grep -q '^|[- |:]*|$' "$TMP/md.out"
-"$BIN" bench --dataset-name grid:2:20:3 --format csv "${COMMON[@]}" >"$TMP/csv.out" 2>/dev/null
-check "csv latency header" grep -q '^latency (ms),mean,p50,p95,p99,max$' "$TMP/csv.out"
+check "markdown summary table" grep -q '^| output tok/s |' "$TMP/md.out"
+check "md stdout is only headings, tables and bold notes" md_only "$TMP/md.out"
+check "md: the human header goes to stderr" grep -q '^roseinfer bench: 2 requests' "$TMP/md.err"
+"$BIN" bench --dataset-name grid:2:20:3 --mode all --both-cache-settings --format csv \
+  "${COMMON[@]}" >"$TMP/csv.out" 2>"$TMP/csv.err"
+check "bench --format csv exits 0" [ $? -eq 0 ]
+check "csv: the first line is the header" \
+  grep -q '^mode,prefix_cache,repeats,completed,failed,.*,output_throughput,.*,p99_ttft_ms,' \
+  <(head -n 1 "$TMP/csv.out")
+check "csv: one header row" [ "$(grep -c 'mode' "$TMP/csv.out")" -eq 1 ]
+check "csv: one row per run (6) and nothing else" [ "$(wc -l <"$TMP/csv.out")" -eq 7 ]
+check "csv: every row has the header's field count" \
+  [ "$(csv_fields <"$TMP/csv.out" | sort -u | wc -l)" -eq 1 ]
+check "csv: rows are mode, cache setting, plain numbers" \
+  [ "$(grep -cE '^(naive|offline|online),(true|false),1,2,0,40,6,[0-9.e+-]+,' "$TMP/csv.out")" -eq 6 ]
+check "csv: the human header goes to stderr" grep -q '^roseinfer bench: 2 requests' "$TMP/csv.err"
 "$BIN" bench --dataset-name grid:2:20:3 --format xml "${COMMON[@]}" >/dev/null 2>&1
 check "bench --format xml is a usage error (exit 2)" [ $? -eq 2 ]
 
@@ -98,6 +120,16 @@ check "sweep section with its values" grep -q '"values": *\[2, null\]' "$TMP/swe
   "${COMMON[@]}" >"$TMP/sweepc.out" 2>/dev/null
 check "bench --sweep max-concurrency exits 0" [ $? -eq 0 ]
 check "an impossible SLO is met by no point" grep -q 'no max_concurrency met the SLO' "$TMP/sweepc.out"
+"$BIN" bench --dataset-name seed000 --num-prompts 2 --sweep request-rate=4,inf --slo ttft=100000 \
+  --format md "${COMMON[@]}" >"$TMP/sweep.md" 2>/dev/null
+check "a markdown sweep: heading, table, verdict" grep -q '^\*\*highest request_rate meeting' "$TMP/sweep.md"
+check "... and nothing else" md_only "$TMP/sweep.md"
+"$BIN" bench --dataset-name seed000 --num-prompts 2 --sweep request-rate=4,inf --slo ttft=100000 \
+  --format csv "${COMMON[@]}" >"$TMP/sweep.csv" 2>/dev/null
+check "a CSV sweep: the point and the SLO verdict lead the header" \
+  grep -q '^request_rate,mode,prefix_cache,repeats,meets_slo,' <(head -n 1 "$TMP/sweep.csv")
+check "... one row per point" [ "$(grep -cE '^(4|inf),online,true,1,true,' "$TMP/sweep.csv")" -eq 2 ]
+check "... and nothing else" [ "$(wc -l <"$TMP/sweep.csv")" -eq 3 ]
 for bad in request-rate=0 max-concurrency=1.5 tokens=1 request-rate=; do
   "$BIN" bench --dataset-name seed000 --sweep "$bad" "${COMMON[@]}" >/dev/null 2>&1
   check "--sweep $bad is a usage error (exit 2)" [ $? -eq 2 ]

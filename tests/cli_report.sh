@@ -18,6 +18,15 @@ done
 check "no external reference" bash -c "! grep -Eq 'https?://|<script|src=|@import|url\\(' '$TMP/detailed.html'"
 check "no temporary file left" bash -c "! ls '$TMP'/*.tmp.* 2>/dev/null"
 
+"$BIN" bench --dataset-name grid:3:24:3 "${COMMON[@]}" --sweep request-rate=8,inf \
+  --slo ttft=100000 --json "$TMP/sweep.json" >/dev/null 2>&1
+check "report of a sweep exits 0" "$BIN" report "$TMP/sweep.json" -o "$TMP/sweep.html"
+check "... draws the TTFT-throughput curve" grep -q 'data-chart="sweep-TTFT"' "$TMP/sweep.html"
+check "... with one point per sweep point" \
+  grep -qE 'data-series="sweep.json p50" points="[0-9.]+,[0-9.]+ [0-9.]+,[0-9.]+ "' "$TMP/sweep.html"
+check "... and the highest rate meeting a loose SLO ringed" \
+  grep -q 'highest request_rate meeting the SLO: inf' "$TMP/sweep.html"
+
 R=results/2026-11-21-h100
 check "committed GPU results side by side" \
   "$BIN" report $R/seed000.json $R/serve_rate_8.json $R/serve_rate_inf.json -o "$TMP/gpu.html"

@@ -5,6 +5,7 @@
 #include <cmath>
 #include <filesystem>
 #include <fstream>
+#include <limits>
 #include <string>
 #include <vector>
 
@@ -12,6 +13,7 @@
 #include "engine/report/html_report.h"
 #include "engine/report/report_data.h"
 #include "engine/report/svg_plot.h"
+#include "engine/report/sweep_chart.h"
 #include "tests/test_util.h"
 
 namespace fs = std::filesystem;
@@ -81,6 +83,42 @@ rose::BenchReport detailed_run(const std::string& mode, int n, double gap, doubl
     run.step_series.waiting.push_back(s % 7);
   }
   return run;
+}
+
+// A request-rate sweep over `rates`: throughput saturates at `capacity` tok/s while TTFT climbs;
+// every point up to `slo_rate` has goodput equal to throughput (meets the SLO), the rest half.
+rose::BenchResults sweep_results(const std::vector<double>& rates, double capacity,
+                                 double slo_rate) {
+  rose::BenchResults results;
+  results.workload.fingerprint = "00ff";
+  results.sweep_parameter = "request_rate";
+  results.sweep_values = rates;
+  results.config.emplace_back("slo", std::string("ttft=500,tpot=40"));
+  for (double rate : rates) {
+    rose::BenchReport run;
+    run.mode = "online";
+    run.completed = 100;
+    const double load = std::isinf(rate) ? 1.0 : std::min(1.0, rate / 16.0);
+    run.output_throughput = capacity * load;
+    run.request_throughput = run.output_throughput / 100.0;
+    run.goodput = rate <= slo_rate ? run.request_throughput : run.request_throughput / 2;
+    for (rose::Distribution* d : {&run.ttft_ms, &run.tpot_ms, &run.itl_ms, &run.e2el_ms}) {
+      d->median = 20.0 + 800.0 * load * load;
+      d->percentiles = {{50, d->median}, {99, d->median * 1.5}};
+      d->max = d->median * 1.6;
+    }
+    results.runs.push_back(run);
+  }
+  return results;
+}
+
+// The (x, y) pixel pairs of the polyline whose data-series is `series`, or -1 when absent.
+int series_points(const std::string& html, const std::string& series) {
+  const size_t at = html.find("data-series=\"" + series + "\"");
+  if (at == std::string::npos) return -1;
+  const size_t begin = html.find("points=\"", at) + 8;
+  const std::string points = html.substr(begin, html.find('"', begin) - begin);
+  return int(count_of(points, ","));
 }
 
 }  // namespace
@@ -249,4 +287,44 @@ TEST_CASE("a bad results file is an error naming the file and field, not a crash
   const std::string html = rose::report::render_html_report({{"odd.json", odd}});
   CHECK(rose::test::contains(html, "from summary percentiles"));
   CHECK(rose::test::contains(html, "--save-detailed to draw the timeline"));
+}
+
+TEST_CASE("a sweep draws the throughput-latency curve with its SLO and best point") {
+  const std::vector<double> rates = {1, 2, 4, 8, 16, std::numeric_limits<double>::infinity()};
+  rose::BenchResults on = sweep_results(rates, 3000, 8);
+  // Through the file and back, so the sweep section and the --slo config survive it.
+  on = rose::parse_results_json(rose::results_to_json(on, false), "on.json");
+  const rose::BenchResults off = sweep_results({2, 8, 32}, 1800, 2);
+  CHECK(rose::report::highest_meeting_slo(on) == 8.0);
+  CHECK(rose::report::slo_of(on).ttft_ms == 500.0);
+  CHECK_FALSE(rose::report::slo_of(on).e2el_ms.has_value());
+  const std::string html = rose::report::render_html_report({{"on.json", on}, {"off.json", off}});
+  check_self_contained(html);
+  for (const char* metric : {"TTFT", "TPOT", "ITL", "E2E"}) {
+    INFO(metric);
+    const std::string chart = "sweep-" + std::string(metric);
+    CHECK(count_of(html, "data-chart=\"" + chart + "\"") == 1);  // overlaid, not one per file
+    // One point per sweep point, for the median and the p99 of each file.
+    CHECK(series_points(html, "on.json p50") == 6);
+    CHECK(series_points(html, "on.json p99") == 6);
+    CHECK(series_points(html, "off.json p50") == 3);
+    // The x axis covers the highest throughput (3,000 tok/s) and not far beyond; y the slowest
+    // p99 (820 x 1.5 ms).
+    const double x_max = chart_attribute(html, chart, "data-x-max");
+    CHECK(x_max >= 3000);
+    CHECK(x_max < 2 * 3000);
+    const double y_max = chart_attribute(html, chart, "data-y-max");
+    CHECK(y_max >= 1230);
+    CHECK(y_max < 2.5 * 1230);
+  }
+  // The SLO lines where --slo has a bound, and the best rate ringed once per chart.
+  CHECK(rose::test::contains(html, "data-series=\"SLO TTFT\""));
+  CHECK(rose::test::contains(html, "data-series=\"SLO TPOT\""));
+  CHECK_FALSE(rose::test::contains(html, "data-series=\"SLO ITL\""));
+  CHECK(count_of(html, "highest request_rate meeting the SLO: 8<") == 4);
+  CHECK(count_of(html, "highest request_rate meeting the SLO: 2<") == 4);
+  CHECK(rose::test::contains(html, "online, cache on, request_rate inf"));
+  // Results without a sweep draw no such chart.
+  CHECK_FALSE(rose::test::contains(rose::report::render_html_report({committed("seed000.json")}),
+                                   "data-chart=\"sweep-"));
 }

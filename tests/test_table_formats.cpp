@@ -1,6 +1,9 @@
 // --format table|md|csv: the same tables as GitHub markdown and RFC 4180 CSV.
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <limits>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -20,6 +23,13 @@ rose::BenchReport sample_run(const std::string& mode) {
   r.tpot_ms.percentiles = {{50, 4.3}, {99, 4.6}};
   r.itl_ms.percentiles = r.e2el_ms.percentiles = r.queue_ms.percentiles = {{50, 1}, {99, 2}};
   return r;
+}
+
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream stream(text);
+  for (std::string line; std::getline(stream, line);) lines.push_back(line);
+  return lines;
 }
 
 }  // namespace
@@ -63,4 +73,43 @@ TEST_CASE("CSV quotes cells with commas and quotes") {
   // The aligned text is unchanged.
   CHECK(rose::test::contains(rose::render_report_table(sample_run("naive")),
                              "== naive, prefix cache on: 14 completed, 0 failed, 0.298 s =="));
+}
+
+TEST_CASE("bench --format csv is one table: a header row, then a row per run") {
+  rose::BenchReport cold = sample_run("offline"), slow = sample_run("online");
+  slow.prefix_cache = false;
+  slow.request_throughput = 1.0;
+  slow.goodput = 0.5;  // only this run has an SLO figure (half its requests met it)
+  const std::string csv = rose::render_runs_csv({cold, slow});
+  const std::vector<std::string> lines = lines_of(csv);
+  REQUIRE(lines.size() == 3);
+  CHECK(lines[0].rfind("mode,prefix_cache,repeats,meets_slo,completed,failed,", 0) == 0);
+  CHECK(rose::test::contains(lines[0], ",output_throughput,"));
+  CHECK(rose::test::contains(lines[0], ",request_goodput"));
+  // Plain numbers, no thousands separators or quotes.
+  CHECK(rose::test::contains(lines[1], "offline,true,1,false,14,0,"));
+  CHECK(rose::test::contains(lines[1], ",4295,"));
+  CHECK(rose::test::contains(lines[2], "online,false,1,false,14,0,"));
+  CHECK(lines[1].find('"') == std::string::npos);
+  CHECK(lines[1].back() == ',');  // no goodput: an empty last cell
+  CHECK(lines[2].substr(lines[2].size() - 4) == ",0.5");
+  auto fields = [](const std::string& line) { return std::count(line.begin(), line.end(), ','); };
+  CHECK(fields(lines[1]) == fields(lines[0]));
+  CHECK(fields(lines[2]) == fields(lines[0]));
+}
+
+TEST_CASE("a CSV sweep leads with the swept value; repeats add the spread columns") {
+  rose::BenchReport point = sample_run("online");
+  const std::string sweep = rose::render_runs_csv({point, point}, "request_rate",
+                                                  {4.0, std::numeric_limits<double>::infinity()});
+  CHECK(sweep.rfind("request_rate,mode,prefix_cache,repeats,completed,", 0) == 0);
+  CHECK(rose::test::contains(sweep, "\n4,online,true,1,14,"));
+  CHECK(rose::test::contains(sweep, "\ninf,online,true,1,14,"));
+  point.repeats = 3;
+  point.spread["request_throughput"] = {2.0, 1.5, 2.5, 1.8, 2.2};
+  const std::string repeated = rose::render_runs_csv({point});
+  CHECK(rose::test::contains(repeated,
+                             ",request_throughput_min,request_throughput_max,"
+                             "request_throughput_ci95_low,request_throughput_ci95_high,"));
+  CHECK(rose::test::contains(repeated, ",1.5,2.5,1.8,2.2,"));
 }

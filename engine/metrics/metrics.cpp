@@ -174,4 +174,9 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
   return report;
 }
 
+bool meets_slo(const BenchReport& r) {
+  return r.goodput && r.completed > 0 && r.failed == 0 &&
+         *r.goodput >= r.request_throughput * (1 - 1e-9);
+}
+
 }  // namespace rose

@@ -87,4 +87,9 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
                         const std::vector<double>& percentiles, const Slo& slo,
                         std::optional<double> copy_bandwidth_gbps = std::nullopt);
 
+// A run "meets the SLO" when every request completed and met every bound (goodput equals request
+// throughput): the test a sweep applies to each point to find the highest load a capacity planner
+// can promise. False without --slo.
+bool meets_slo(const BenchReport& report);
+
 }  // namespace rose

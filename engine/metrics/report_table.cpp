@@ -4,6 +4,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <map>
 #include <optional>
 
 #include "engine/common/error.h"
@@ -190,8 +191,8 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
   if (r.failed > 0) {
     const std::string line = fmt::format("first failure: {}", r.first_failure);
     switch (format) {
-      case TableFormat::kMarkdown:
-        out += line + "\n\n";
+      case TableFormat::kMarkdown:  // a bold line: md output is headings, tables and bold notes
+        out.append("**").append(markdown_cell(line)).append("**\n\n");
         break;
       case TableFormat::kCsv:
         out += csv_cell("# " + line) + '\n';
@@ -268,12 +269,17 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
   return out;
 }
 
+namespace {
+
+// The keys a reader compares between repeated runs; the JSON's "spread" has every key.
+constexpr const char* kHeadlineKeys[] = {
+    "request_throughput", "output_throughput", "median_ttft_ms", "p99_ttft_ms",
+    "median_tpot_ms",     "p99_tpot_ms",       "median_e2el_ms", "p99_e2el_ms",
+};
+
+}  // namespace
+
 std::string render_spread_table(const BenchReport& r, TableFormat format) {
-  // The keys a reader compares between runs; the JSON's "spread" has every key.
-  static const char* const kHeadlineKeys[] = {
-      "request_throughput", "output_throughput", "median_ttft_ms", "p99_ttft_ms",
-      "median_tpot_ms",     "p99_tpot_ms",       "median_e2el_ms", "p99_e2el_ms",
-  };
   TextTable table;
   table.add_row({"key", "median", "min", "max", "95% interval"});
   for (const char* key : kHeadlineKeys) {
@@ -289,13 +295,25 @@ std::string render_spread_table(const BenchReport& r, TableFormat format) {
 
 std::string render_cluster_table(const BenchReport& r, TableFormat format) {
   const RoutingStats& g = r.routing;
-  std::string out = fmt::format(
-      "  router {}: hit rate predicted {}, delivered {}, available anywhere {}; imbalance "
-      "(max/mean) {} requests, {} tokens\n",
+  const std::string router = fmt::format(
+      "router {}: hit rate predicted {}, delivered {}, available anywhere {}; imbalance "
+      "(max/mean) {} requests, {} tokens",
       g.router, format_percent(g.rate(g.predicted_hit_tokens)),
       format_percent(g.rate(g.delivered_hit_tokens)),
       format_percent(g.rate(g.available_hit_tokens)), format_number(g.request_imbalance),
       format_number(g.token_imbalance));
+  std::string out;
+  switch (format) {
+    case TableFormat::kMarkdown:
+      out.append("\n**").append(markdown_cell(router)).append("**\n\n");
+      break;
+    case TableFormat::kCsv:
+      out = csv_cell("# " + router) + '\n';
+      break;
+    case TableFormat::kText:
+      out = "  " + router + '\n';
+      break;
+  }
   TextTable table;
   table.add_row(
       {"replica", "requests", "tokens in", "tokens out", "hit rate", "KV peak", "busy (s)"});
@@ -346,6 +364,97 @@ std::string render_summary_table(const std::vector<BenchReport>& reports, TableF
   });
   add("failed", [](const BenchReport& r) { return format_count(r.failed); });
   return section_heading("summary", format) + table.render_as(format, 2);
+}
+
+namespace {
+
+// Seven significant digits (far below any run-to-run noise, and short enough to read in a
+// PR); a missing value is an empty cell.
+std::string csv_number(double v) {
+  if (std::isnan(v)) return "";
+  if (std::isinf(v)) return v > 0 ? "inf" : "-inf";
+  return fmt::format("{:.7g}", v);
+}
+
+// Every run's flat keys, and their union in first-seen order (runs of one bench share keys except
+// optional ones such as goodput, so the order stays the JSON's).
+struct RunKeys {
+  std::vector<std::string> keys;
+  std::vector<std::map<std::string, double>> values;  // one per run
+};
+
+RunKeys collect_run_keys(const std::vector<BenchReport>& reports) {
+  RunKeys out;
+  for (const BenchReport& r : reports) {
+    std::map<std::string, double>& values = out.values.emplace_back();
+    for (const auto& [key, value] : run_numbers(r)) {
+      if (std::find(out.keys.begin(), out.keys.end(), key) == out.keys.end()) {
+        out.keys.push_back(key);
+      }
+      values[key] = value;
+    }
+  }
+  return out;
+}
+
+std::vector<std::string> spread_cells(const BenchReport& r) {
+  std::vector<std::string> cells;
+  for (const char* key : kHeadlineKeys) {
+    const auto it = r.spread.find(key);
+    if (it == r.spread.end()) {
+      cells.insert(cells.end(), 4, "");
+      continue;
+    }
+    for (double v : {it->second.min, it->second.max, it->second.ci_low, it->second.ci_high}) {
+      cells.push_back(csv_number(v));
+    }
+  }
+  return cells;
+}
+
+}  // namespace
+
+std::string render_runs_csv(const std::vector<BenchReport>& reports,
+                            const std::string& sweep_parameter,
+                            const std::vector<double>& sweep_values) {
+  const bool sweep = !sweep_parameter.empty() && sweep_values.size() == reports.size();
+  const bool slo = std::any_of(reports.begin(), reports.end(),
+                               [](const BenchReport& r) { return r.goodput.has_value(); });
+  const bool repeats = std::any_of(reports.begin(), reports.end(),
+                                   [](const BenchReport& r) { return r.repeats > 1; });
+  const RunKeys keys = collect_run_keys(reports);
+  std::vector<std::string> header;
+  if (sweep) header.push_back(sweep_parameter);
+  header.insert(header.end(), {"mode", "prefix_cache", "repeats"});
+  if (slo) header.push_back("meets_slo");
+  header.insert(header.end(), keys.keys.begin(), keys.keys.end());
+  if (repeats) {
+    for (const char* key : kHeadlineKeys) {
+      for (const char* stat : {"_min", "_max", "_ci95_low", "_ci95_high"}) {
+        header.push_back(std::string(key) + stat);
+      }
+    }
+  }
+  TextTable table;
+  table.add_row(std::move(header));
+  for (size_t i = 0; i < reports.size(); ++i) {
+    const BenchReport& r = reports[i];
+    std::vector<std::string> cells;
+    if (sweep) cells.push_back(csv_number(sweep_values[i]));
+    cells.insert(cells.end(),
+                 {r.mode, r.prefix_cache ? "true" : "false", fmt::format("{}", r.repeats)});
+    if (slo) cells.push_back(meets_slo(r) ? "true" : "false");
+    for (const std::string& key : keys.keys) {
+      const auto it = keys.values[i].find(key);
+      cells.push_back(it == keys.values[i].end() ? "" : csv_number(it->second));
+    }
+    if (repeats) {
+      const std::vector<std::string> spread = spread_cells(r);
+      cells.insert(cells.end(), spread.begin(), spread.end());
+    }
+    table.add_row(std::move(cells));
+  }
+  return table.render_as(TableFormat::kCsv);
 }
 
 }  // namespace rose

@@ -51,5 +51,12 @@ std::string render_cluster_table(const BenchReport& report,
 // Runs as columns (mode x prefix cache), headline numbers as rows. For --mode all or cache on/off.
 std::string render_summary_table(const std::vector<BenchReport>& reports,
                                  TableFormat format = TableFormat::kText);
+// `bench --format csv`: one table, one header row, one row per run (per sweep point when
+// `sweep_values` has one value per report), every flat key of the results JSON as a plain number
+// (no thousands separators), so the output loads into a spreadsheet or a data frame as is. A key
+// a run lacks is an empty cell; with --repeat the headline keys' spread adds columns.
+std::string render_runs_csv(const std::vector<BenchReport>& reports,
+                            const std::string& sweep_parameter = "",
+                            const std::vector<double>& sweep_values = {});
 
 }  // namespace rose

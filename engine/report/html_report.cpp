@@ -12,6 +12,7 @@
 #include "engine/metrics/report_table.h"
 #include "engine/report/report_data.h"
 #include "engine/report/svg_plot.h"
+#include "engine/report/sweep_chart.h"
 
 namespace rose::report {
 
@@ -110,6 +111,20 @@ std::string header_section(const std::vector<ReportSource>& sources) {
   return "<h1>roseinfer benchmark report</h1>\n" + body;
 }
 
+std::string sweep_section(const std::vector<ReportSource>& sources) {
+  const std::string charts = sweep_charts(sources);
+  if (charts.empty()) return "";
+  return section(
+      "sweep", "Throughput against latency (bench --sweep)",
+      "One dot per sweep point, labelled with its swept request rate or concurrency: x is the "
+      "output throughput the point achieved, y its median latency (solid) and its highest chosen "
+      "percentile (dashed). Where the curve turns up, the engine is saturated: more offered load "
+      "buys latency, not throughput. The red dashed line is the --slo bound; a red ring marks the "
+      "highest point at which every request met every bound. Sweep files are overlaid on one "
+      "scale, one colour each.",
+      charts);
+}
+
 std::string percentile_cell(const Distribution& d, double q) {
   for (const auto& [pq, value] : d.percentiles) {
     if (pq == q) return format_number(value);
@@ -124,12 +139,19 @@ std::string summary_section(const std::vector<ReportSource>& sources) {
       "(ms)</th><th>TTFT p99 (ms)</th><th>TPOT p50 (ms)</th><th>TPOT p99 (ms)</th><th>cache hit "
       "rate</th><th>KV peak</th><th>preemptions</th></tr>\n";
   for (const ReportSource& s : sources) {
-    for (const BenchReport& run : s.results.runs) {
+    const std::vector<SweepPoint> points = sweep_points(s.results);
+    for (size_t i = 0; i < s.results.runs.size(); ++i) {
+      const BenchReport& run = s.results.runs[i];
+      // A sweep's runs share mode and cache setting: the swept value tells them apart.
+      const std::string label =
+          points.empty() ? run_label(run)
+                         : fmt::format("{}, {} {}", run_label(run), s.results.sweep_parameter,
+                                       sweep_value_label(points[i].value));
       body += fmt::format(
           "<tr><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td>"
           "<td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{}</td><td>{} of {} "
           "({})</td><td>{}</td></tr>\n",
-          escape_html(s.name), escape_html(run_label(run)), run.completed, run.failed,
+          escape_html(s.name), escape_html(label), run.completed, run.failed,
           format_number(run.duration_s), format_number(run.request_throughput),
           format_number(run.output_throughput),
           run.goodput ? format_number(*run.goodput) : std::string("-"),
@@ -467,6 +489,7 @@ std::string render_html_report(const std::vector<ReportSource>& sources) {
   std::string page = page_head();
   page += header_section(sources);
   page += summary_section(sources);
+  page += sweep_section(sources);
   page += latency_section(sources);
   page += throughput_section(sources);
   page += timeline_section(sources);

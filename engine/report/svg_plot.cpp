@@ -102,10 +102,12 @@ double SvgPlot::py(double y) const {
   return height_ - bottom_ - t * (height_ - top_ - bottom_);
 }
 
-void SvgPlot::line(const std::vector<std::pair<double, double>>& points, const LineStyle& style) {
+void SvgPlot::line(const std::vector<std::pair<double, double>>& points, const LineStyle& style,
+                   const std::string& series) {
   if (points.empty()) return;
-  body_ += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{} points=\"",
-                       style.color, style.width, style.dashed ? " stroke-dasharray=\"6 4\"" : "");
+  body_ += fmt::format("<polyline fill=\"none\" stroke=\"{}\" stroke-width=\"{}\"{}{} points=\"",
+                       style.color, style.width, style.dashed ? " stroke-dasharray=\"6 4\"" : "",
+                       series.empty() ? "" : " data-series=\"" + escape_html(series) + "\"");
   for (const auto& [x, y] : points) body_ += coordinate(px(x)) + "," + coordinate(py(y)) + " ";
   body_ += "\"/>\n";
 }
@@ -116,6 +118,17 @@ void SvgPlot::marker(double x, double y, const std::string& color, const std::st
   if (label.empty()) return;
   body_ += fmt::format("<text class=\"mark\" x=\"{}\" y=\"{}\">{}</text>\n", coordinate(px(x) + 5),
                        coordinate(py(y) + 12), escape_html(label));
+}
+
+void SvgPlot::ring(double x, double y, const std::string& color, const std::string& label) {
+  body_ += fmt::format(
+      "<circle cx=\"{}\" cy=\"{}\" r=\"8\" fill=\"none\" stroke=\"{}\" stroke-width=\"2\"/>\n",
+      coordinate(px(x)), coordinate(py(y)), color);
+  // Above the point and anchored at its end when it sits in the right half, so it stays inside.
+  const bool right_half = px(x) > (left_ + width_ - right_) / 2;
+  body_ += fmt::format("<text class=\"mark\" x=\"{}\" y=\"{}\" text-anchor=\"{}\">{}</text>\n",
+                       coordinate(px(x)), coordinate(py(y) - 12), right_half ? "end" : "start",
+                       escape_html(label));
 }
 
 void SvgPlot::rect(double x0, double y0, double x1, double y1, const std::string& color,

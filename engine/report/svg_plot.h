@@ -39,9 +39,13 @@ class SvgPlot {
   SvgPlot(std::string id, std::string title, AxisSpec x, AxisSpec y, int width = 560,
           int height = 320);
 
-  void line(const std::vector<std::pair<double, double>>& points, const LineStyle& style);
+  // `series` names the line (data-series attribute) so a test can find it and count its points.
+  void line(const std::vector<std::pair<double, double>>& points, const LineStyle& style,
+            const std::string& series = "");
   // A dot with a short label beside it (a percentile on a CDF); no label when empty.
   void marker(double x, double y, const std::string& color, const std::string& label);
+  // A hollow ring around a point, with a label above it: singles out one point of a curve.
+  void ring(double x, double y, const std::string& color, const std::string& label);
   // A filled rectangle in data coordinates (timeline bars, histogram bars).
   void rect(double x0, double y0, double x1, double y1, const std::string& color,
             const std::string& tooltip = "");
