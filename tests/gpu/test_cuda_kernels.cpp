@@ -11,6 +11,7 @@
 #include <random>
 #include <vector>
 
+#include "engine/model/rope.h"
 #include "kernels/common/counter_rng.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/activation.cuh"
@@ -167,7 +168,7 @@ TEST_CASE("RoPE (plain and llama3-scaled) and qkv bias fused with the paged KV w
     RopeScaling scaling;
     if (sh.head_dim == 128) scaling = RopeScaling{"llama3", 32.0f, 1.0f, 4.0f, 8192};
     std::vector<float> inv_freq(sh.head_dim / 2);
-    cpu::rope_inv_freq(sh.head_dim, 500000.0f, scaling, inv_freq.data());
+    rope_inv_freq(sh.head_dim, 500000.0f, scaling, inv_freq.data());
 
     std::vector<float> ref_qkv = qkv.f32;
     if (sh.bias) {
