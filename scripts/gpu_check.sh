@@ -49,6 +49,8 @@ if command -v compute-sanitizer >/dev/null; then
     "$B/gpu_test_cuda_kernels" -tc="paged attention: prefill*,RoPE*"
   run_logged memcheck_backend 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu_test_cuda_backend" -tc="greedy outputs*"
+  run_logged memcheck_dequant 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$B/gpu_test_cuda_dequant" -tc="device dequantization*,StoredUploader*"
   if "$B/roseinfer" run --help >/dev/null 2>&1 && [[ -f datasets/sample.jsonl ]]; then
     head -n 2 datasets/sample.jsonl >"$OUT/two_prompts.jsonl"
     run_logged memcheck_roseinfer_run 240 compute-sanitizer --tool memcheck --error-exitcode 3 \

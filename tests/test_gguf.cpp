@@ -305,6 +305,84 @@ TEST_CASE("tiny llama GGUF: config, vocab, and q/k rows un-permuted to Hugging F
                  "has no canonical tensor 'lm_head.weight'"));
 }
 
+namespace {
+
+// What a GPU backend does with stored_parts, on the CPU: dequantize each part with the reference
+// and move its rows by unpermuted_row. It must give exactly read_f32's values.
+std::vector<float> from_stored_parts(const std::vector<rose::StoredPart>& parts) {
+  std::vector<float> out, part_values;
+  for (const rose::StoredPart& part : parts) {
+    const auto& traits = rose::ggml_type_traits(part.type);
+    REQUIRE(part.cols % traits.block_elems == 0);
+    REQUIRE(int64_t(part.bytes.size()) ==
+            part.rows * part.cols / traits.block_elems * traits.block_bytes);
+    part_values.resize(size_t(part.rows * part.cols));
+    rose::dequantize(part.type, part.bytes.data(), part_values);
+    const size_t base = out.size();
+    out.resize(base + part_values.size());
+    for (int64_t row = 0; row < part.rows; ++row) {
+      const int64_t to = rose::unpermuted_row(row, part.rows, part.unpermute_heads);
+      std::copy_n(part_values.begin() + row * part.cols, part.cols,
+                  out.begin() + long(base) + to * part.cols);
+    }
+  }
+  return out;
+}
+
+void check_stored_parts_match_read_f32(const char* path) {
+  CAPTURE(path);
+  const auto model = rose::GgufModel::open(path);
+  const auto weights = rose::GgufModel::weights(model);
+  for (const rose::TensorSpec& spec : rose::canonical_tensors(model->config())) {
+    CAPTURE(spec.name);
+    const auto parts = weights->stored_parts(spec.name);
+    REQUIRE(parts);
+    std::vector<float> want(size_t(spec.numel()));
+    weights->read_f32(spec.name, want);
+    const std::vector<float> got = from_stored_parts(*parts);
+    REQUIRE(got.size() == want.size());
+    CHECK(std::memcmp(got.data(), want.data(), want.size() * 4) == 0);
+  }
+  CHECK(!weights->stored_parts("no.such.tensor"));
+}
+
+}  // namespace
+
+TEST_CASE("stored parts: the GGUF blocks, rows and un-permutation that read_f32 decodes") {
+  check_stored_parts_match_read_f32("tests/fixtures/gguf/tiny_llama.gguf");
+  check_stored_parts_match_read_f32("tests/fixtures/gguf/tiny_llama_quant.gguf");
+
+  const auto model = rose::GgufModel::open("tests/fixtures/gguf/tiny_llama_quant.gguf");
+  const auto weights = rose::GgufModel::weights(model);
+  const auto qkv = weights->stored_parts("layers.1.qkv.weight");
+  REQUIRE(qkv);
+  REQUIRE(qkv->size() == 3);
+  const rose::GgufTensor& q = model->file().tensor("blk.1.attn_q.weight");
+  CHECK((*qkv)[0].type == rose::GgmlType::kQ5_1);
+  CHECK((*qkv)[0].bytes.data() == q.data);
+  CHECK((*qkv)[0].bytes.size() == q.bytes);
+  CHECK((*qkv)[0].rows == 256);
+  CHECK((*qkv)[0].cols == 256);
+  CHECK((*qkv)[0].unpermute_heads == 4);
+  CHECK((*qkv)[1].type == rose::GgmlType::kQ2_K);
+  CHECK((*qkv)[1].rows == 128);
+  CHECK((*qkv)[1].unpermute_heads == 2);
+  CHECK((*qkv)[2].type == rose::GgmlType::kQ3_K);
+  CHECK((*qkv)[2].unpermute_heads == 0);
+  const auto norm = weights->stored_parts("layers.1.mlp_norm.weight");
+  REQUIRE(norm);
+  CHECK((*norm)[0].type == rose::GgmlType::kBF16);
+  CHECK((*norm)[0].rows == 1);
+  CHECK((*norm)[0].cols == 256);
+}
+
+TEST_CASE("unpermuted_row: stored row h*hd + 2j + i goes to h*hd + i*hd/2 + j") {
+  // 2 heads of 4 rows: stored 0..3 are (j, i) = (0,0) (0,1) (1,0) (1,1) -> 0 2 1 3.
+  const std::vector<int64_t> want = {0, 2, 1, 3, 4, 6, 5, 7};
+  for (int64_t row = 0; row < 8; ++row) CHECK(rose::unpermuted_row(row, 8, 2) == want[row]);
+  CHECK(rose::unpermuted_row(5, 8, 0) == 5);
+}
+
 TEST_CASE("model metadata errors name the file and the key") {
   const std::vector<uint8_t> bytes = build(valid_tensors());
   const GgufFile file = GgufFile::parse(bytes, "model.gguf");

@@ -22,18 +22,12 @@ struct Mapping {
   std::vector<Part> parts;
 };
 
-// The converter stored row h*hd + 2j + i of a head where Hugging Face has h*hd + i*hd/2 + j
-// (i in {0, 1}, j < hd/2): move each row back. `src` and `dst` are (rows, cols).
+// Undoes the converter's q/k row permutation (unpermuted_row in weights.h). `src` and `dst` are
+// (rows, cols).
 void unpermute_rows(const float* src, int64_t rows, int64_t cols, int heads, float* dst) {
-  const int64_t head_dim = rows / heads;
-  const int64_t half = head_dim / 2;
-  for (int64_t h = 0; h < heads; ++h) {
-    for (int64_t i = 0; i < 2; ++i) {
-      for (int64_t j = 0; j < half; ++j) {
-        const float* from = src + (h * head_dim + 2 * j + i) * cols;
-        std::copy(from, from + cols, dst + (h * head_dim + i * half + j) * cols);
-      }
-    }
+  for (int64_t row = 0; row < rows; ++row) {
+    const float* from = src + row * cols;
+    std::copy(from, from + cols, dst + unpermuted_row(row, rows, heads) * cols);
   }
 }
 
@@ -78,6 +72,19 @@ class GgufWeightSource final : public WeightSource {
       }
       offset += out.size();
     }
+  }
+
+  std::optional<std::vector<StoredPart>> stored_parts(
+      const std::string& canonical_name) const override {
+    auto it = tensors_.find(canonical_name);
+    if (it == tensors_.end()) return std::nullopt;  // read_f32 reports the missing name
+    std::vector<StoredPart> parts;
+    for (const Part& part : it->second.parts) {
+      const GgufTensor& tensor = *part.tensor;
+      parts.push_back({tensor.type, std::span<const uint8_t>(tensor.data, size_t(tensor.bytes)),
+                       tensor.rows(), tensor.dims[0], part.unpermute_heads});
+    }
+    return parts;
   }
 
  private:

@@ -8,6 +8,13 @@
 
 namespace rose {
 
+int64_t unpermuted_row(int64_t row, int64_t rows, int heads) {
+  if (heads <= 0) return row;
+  const int64_t head_dim = rows / heads, half = head_dim / 2;
+  const int64_t head = row / head_dim, within = row % head_dim;
+  return head * head_dim + (within % 2) * half + within / 2;
+}
+
 int64_t TensorSpec::numel() const {
   int64_t n = 1;
   for (int64_t d : shape) n *= d;

@@ -23,6 +23,7 @@
 #include <vector>
 
 #include "engine/model/config.h"
+#include "engine/model/quant.h"
 
 namespace rose {
 
@@ -44,6 +45,22 @@ struct SyntheticInit {
   float value = 0.0f;  // kConstant
 };
 
+// One stored tensor supplying a contiguous run of a canonical tensor's rows, still in its file
+// encoding (a GGUF tensor's ggml blocks), so a GPU backend can upload the compact bytes and
+// dequantize on the device instead of reading fp32 through read_f32.
+struct StoredPart {
+  GgmlType type = GgmlType::kF32;
+  std::span<const uint8_t> bytes;  // rows * cols / block_elems blocks, row-major; into the mapping
+  int64_t rows = 0;                // canonical rows this part fills (1 for a vector)
+  int64_t cols = 0;                // elements per row: a whole number of blocks
+  // > 0: stored row h*hd + 2j + i (hd = rows / heads, i in {0, 1}, j < hd/2) belongs at canonical
+  // row h*hd + i*hd/2 + j of this part (the llama q/k un-permutation); 0: rows in place.
+  int unpermute_heads = 0;
+};
+
+// Where stored row `row` of a part goes among the part's rows (see StoredPart::unpermute_heads).
+int64_t unpermuted_row(int64_t row, int64_t rows, int heads);
+
 // Where weights come from: a checkpoint (safetensors) or a preset (synthetic).
 class WeightSource {
  public:
@@ -54,6 +71,13 @@ class WeightSource {
   virtual void read_f32(const std::string& canonical_name, std::span<float> dst) const = 0;
   // Set for presets: lets a GPU backend generate the tensor on the device instead of uploading.
   virtual std::optional<SyntheticInit> synthetic(const std::string& /*canonical_name*/) const {
+    return std::nullopt;
+  }
+  // Set where the stored bytes are ggml blocks the GPU can decode itself: the parts, in row order,
+  // whose dequantization (then un-permutation) is exactly what read_f32 gives. The spans stay
+  // valid as long as the source.
+  virtual std::optional<std::vector<StoredPart>> stored_parts(
+      const std::string& /*canonical_name*/) const {
     return std::nullopt;
   }
 };

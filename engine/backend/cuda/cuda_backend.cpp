@@ -13,11 +13,13 @@
 #include <cstring>
 #include <map>
 #include <memory>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/stored_upload.h"
 #include "engine/common/error.h"
 #include "engine/model/rope.h"
 #include "kernels/cpu/ops.h"
@@ -94,6 +96,32 @@ MetaLayout meta_layout(int64_t num_tokens, int64_t num_seqs) {
   return m;
 }
 
+// The fp32 path of load_weights (checkpoints without stored_parts): a pinned buffer for the
+// largest such tensor and a device buffer it goes up through, allocated at first use and freed
+// after load.
+struct HostF32Upload {
+  int64_t max_numel = 0;     // of the tensors read through read_f32
+  float* pinned = nullptr;   // (max_numel,)
+  float* staging = nullptr;  // (min(max_numel, kStagingFloats),)
+  int tensors = 0;
+  HostF32Upload() = default;
+  HostF32Upload(const HostF32Upload&) = delete;
+  HostF32Upload& operator=(const HostF32Upload&) = delete;
+  ~HostF32Upload() {  // an error path: finish() did not run; errors ignored, destructors never
+                      // throw
+    if (pinned) cudaFreeHost(pinned);
+    if (staging) cudaFree(staging);
+  }
+  void finish(cudaStream_t stream) {
+    if (!pinned) return;
+    ROSE_CUDA_CHECK(cudaStreamSynchronize(stream));
+    ROSE_CUDA_CHECK(cudaFreeHost(pinned));
+    ROSE_CUDA_CHECK(cudaFree(staging));
+    pinned = nullptr;
+    staging = nullptr;
+  }
+};
+
 class CudaBackend final : public Backend {
  public:
   CudaBackend(const WeightSource& weights, const BackendOptions& options);
@@ -109,6 +137,9 @@ class CudaBackend final : public Backend {
  private:
   void* device_alloc(int64_t bytes);
   void load_weights(const WeightSource& weights);
+  void fill_synthetic(const SyntheticInit& init, void* dst, int64_t numel);
+  void upload_f32(const WeightSource& weights, const TensorSpec& spec, void* dst,
+                  HostF32Upload& host);
   void validate(const StepPlan& plan) const;
   // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
   // returns the bytes to copy.
@@ -385,49 +416,86 @@ CudaBackend::~CudaBackend() {
   if (pinned_sampled_) cudaFreeHost(pinned_sampled_);
 }
 
+void CudaBackend::fill_synthetic(const SyntheticInit& init, void* dst, int64_t numel) {
+  if (init.kind == SyntheticInit::Kind::kUniform) {
+    launch_fill_uniform(dst, dtype_, numel, init.seed, init.scale, stream_);
+  } else {
+    launch_fill_constant(dst, dtype_, numel, init.value, stream_);
+  }
+}
+
+// The pinned buffer holds the whole fp32 tensor (read_f32 fills it in one call); it goes up in
+// kStagingFloats chunks through one device buffer.
+void CudaBackend::upload_f32(const WeightSource& weights, const TensorSpec& spec, void* dst,
+                             HostF32Upload& host) {
+  if (!host.pinned) {
+    ROSE_CUDA_CHECK(
+        cudaMallocHost(reinterpret_cast<void**>(&host.pinned), size_t(host.max_numel) * 4));
+    ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&host.staging),
+                               size_t(std::min(host.max_numel, kStagingFloats)) * 4));
+  }
+  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous tensor left `pinned`
+  weights.read_f32(spec.name, std::span<float>(host.pinned, size_t(spec.numel())));
+  for (int64_t begin = 0; begin < spec.numel(); begin += kStagingFloats) {
+    const int64_t count = std::min(kStagingFloats, spec.numel() - begin);
+    ROSE_CUDA_CHECK(cudaMemcpyAsync(host.staging, host.pinned + begin, size_t(count) * 4,
+                                    cudaMemcpyHostToDevice, stream_));
+    launch_convert_from_f32(static_cast<char*>(dst) + begin * 2, dtype_, host.staging, count,
+                            stream_);
+  }
+  ++host.tensors;
+}
+
+// Stored GGUF blocks are decoded on the device (StoredUploader); other checkpoints are read as
+// fp32 on the host and converted on the device; presets are generated on the device.
 void CudaBackend::load_weights(const WeightSource& weights) {
   const ModelConfig& c = config_;
   const std::vector<TensorSpec> specs = canonical_tensors(c);
-  int64_t total = 0, max_numel = 0;
-  for (const TensorSpec& spec : specs) {
-    total += align_up(spec.numel() * 2, kAlign);
-    max_numel = std::max(max_numel, spec.numel());
+  const auto start = std::chrono::steady_clock::now();
+  HostF32Upload host;
+  int64_t total = 0, staging_bytes = 0;
+  std::vector<std::optional<std::vector<StoredPart>>> stored(specs.size());
+  for (size_t i = 0; i < specs.size(); ++i) {
+    total += align_up(specs[i].numel() * 2, kAlign);
+    if (weights.synthetic(specs[i].name)) continue;
+    stored[i] = weights.stored_parts(specs[i].name);
+    if (stored[i] && !device_decodable(*stored[i])) stored[i].reset();
+    if (stored[i]) {
+      staging_bytes = std::max(staging_bytes, StoredUploader::staging_bytes_for(*stored[i]));
+    } else {
+      host.max_numel = std::max(host.max_numel, specs[i].numel());
+    }
   }
   char* base = static_cast<char*>(device_alloc(total));
-  float* pinned = nullptr;
-  float* staging = nullptr;
+  std::optional<StoredUploader> uploader;
+  if (staging_bytes > 0) uploader.emplace(staging_bytes, stream_);
+  int generated = 0, decoded = 0;
   int64_t off = 0;
-  for (const TensorSpec& spec : specs) {
+  for (size_t i = 0; i < specs.size(); ++i) {
+    const TensorSpec& spec = specs[i];
     void* dst = base + off;
     off += align_up(spec.numel() * 2, kAlign);
     tensors_[spec.name] = dst;
-    const std::optional<SyntheticInit> init = weights.synthetic(spec.name);
-    if (init) {
-      if (init->kind == SyntheticInit::Kind::kUniform) {
-        launch_fill_uniform(dst, dtype_, spec.numel(), init->seed, init->scale, stream_);
-      } else {
-        launch_fill_constant(dst, dtype_, spec.numel(), init->value, stream_);
-      }
-      continue;
-    }
-    if (!pinned) {
-      ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned), size_t(max_numel) * 4));
-      ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&staging),
-                                 size_t(std::min(max_numel, kStagingFloats)) * 4));
-    }
-    ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));  // the previous tensor left `pinned`
-    weights.read_f32(spec.name, std::span<float>(pinned, size_t(spec.numel())));
-    for (int64_t begin = 0; begin < spec.numel(); begin += kStagingFloats) {
-      const int64_t count = std::min(kStagingFloats, spec.numel() - begin);
-      ROSE_CUDA_CHECK(cudaMemcpyAsync(staging, pinned + begin, size_t(count) * 4,
-                                      cudaMemcpyHostToDevice, stream_));
-      launch_convert_from_f32(static_cast<char*>(dst) + begin * 2, dtype_, staging, count, stream_);
+    if (const std::optional<SyntheticInit> init = weights.synthetic(spec.name)) {
+      fill_synthetic(*init, dst, spec.numel());
+      ++generated;
+    } else if (stored[i]) {
+      uploader->upload(*stored[i], dst, dtype_);
+      ++decoded;
+    } else {
+      upload_f32(weights, spec, dst, host);
     }
   }
-  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (pinned) {
-    ROSE_CUDA_CHECK(cudaFreeHost(pinned));
-    ROSE_CUDA_CHECK(cudaFree(staging));
+  if (uploader) uploader->finish();
+  host.finish(stream_);
+  if (print_stats_) {
+    const double seconds =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
+    std::fprintf(stderr,
+                 "cuda load: %d tensors decoded on the device (%.1f MB of GGUF blocks), %d read as "
+                 "fp32 on the host, %d generated; %.2f s\n",
+                 decoded, double(uploader ? uploader->bytes_uploaded() : 0) / 1e6, host.tensors,
+                 generated, seconds);
   }
 
   auto get = [&](const std::string& name) -> const void* {
