@@ -1,0 +1,78 @@
+#!/usr/bin/env bash
+# One build-test-measure cycle on the GPU machine (the second of two calls; the first ran
+# `scripts/model_parts.sh stage1` carrying .model-part1). Carry [".model-part2", "bundle-pack"] and
+# run from the repository root:
+#   bash scripts/session_device.sh
+# 1. the real SmolLM2 GGUF joined in /tmp (scripts/model_parts.sh stage2);
+# 2. every GPU test in the bundle, and compute-sanitizer memcheck on the device dequantization;
+# 3. the real model: the 14 chat prompts greedy, loading through the device dequantization, with
+#    ROSEINFER_CUDA_STATS=1 for the load line; token ids compared with the committed run of the
+#    host-dequantization path (results/2026-11-23-h100/real_model/ours_chat.jsonl) and with
+#    transformers bf16 (peer_chat.json of the same results); decode grid B=1 on it;
+# 4. scripts/noise_study.sh and scripts/serve_sweep.sh (issue 15).
+# Everything lands in $OUT; a summary is printed last.
+set -uo pipefail
+OUT=${OUT:-/tmp/session_out}
+mkdir -p "$OUT"
+if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
+B=$PWD/bundle
+BIN=$B/roseinfer
+export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+
+step() {  # NAME LIMIT_S COMMAND...: output to $OUT/NAME.txt, the command to NAME.cmd
+  local name=$1 limit=$2
+  shift 2
+  echo "$*" >"$OUT/$name.cmd"
+  local start=$SECONDS
+  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
+  local rc=$?
+  local status=PASS
+  [[ $rc == 77 ]] && status=SKIP
+  [[ $rc != 0 && $rc != 77 ]] && status="FAIL(rc=$rc)"
+  printf '%-34s %-12s %4ss\n' "$name" "$status" "$((SECONDS - start))" | tee -a "$SUMMARY"
+  [[ $status == FAIL* ]] && tail -n 20 "$OUT/$name.txt"
+  return 0
+}
+
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  "$BIN" --version
+} | tee "$OUT/device.txt"
+
+MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
+cat "$OUT/stage2.txt"
+
+for t in "$B"/gpu_test_*; do step "$(basename "$t")" 240 "$t"; done
+if command -v compute-sanitizer >/dev/null; then
+  step memcheck_dequant 180 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$B/gpu_test_cuda_dequant"
+fi
+
+PREV=results/2026-11-23-h100/real_model
+if [[ -n $MODEL ]]; then
+  ROSEINFER_CUDA_STATS=1 step real_chat 120 "$BIN" run "$PREV/chat_greedy.jsonl" --model "$MODEL" \
+    --device cuda -o "$OUT/real_chat.jsonl"
+  grep -i "load\|dequant\|decoded" "$OUT/real_chat.txt" | head -5
+  python3 -c '
+import json, sys
+load = lambda p: {r["id"]: r.get("token_ids") for r in (json.loads(l) for l in open(p) if l.strip())}
+a, b = load(sys.argv[1]), load(sys.argv[2])
+same = sum(1 for k in a if a[k] == b.get(k))
+print(f"device-dequant run vs host-dequant run: {same} of {len(a)} requests with identical token ids")
+for k in a:
+    if a[k] != b.get(k): print("differs:", k)
+' "$PREV/ours_chat.jsonl" "$OUT/real_chat.jsonl" | tee "$OUT/real_vs_host_path.txt"
+  python3 scripts/compare_greedy.py "$OUT/real_chat.jsonl" "$PREV/peer_chat.json" --markdown \
+    >"$OUT/greedy_compare.md" 2>&1
+  tail -n 4 "$OUT/greedy_compare.md"
+  step grid_smollm2_b1 120 "$BIN" bench --model "$MODEL" --device cuda \
+    --dataset-name grid:1:512:128 --mode offline --json "$OUT/grid_smollm2_b1.json"
+fi
+
+step noise_study 300 env OUT="$OUT/noise" BUNDLE_DIR="$B" bash scripts/noise_study.sh
+step serve_sweep 240 env OUT="$OUT/sweep" BUNDLE_DIR="$B" bash scripts/serve_sweep.sh
+echo "== summary"
+cat "$SUMMARY"
