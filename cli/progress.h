@@ -17,6 +17,9 @@ class ProgressLine {
 
   void finish_one();
   void clear();
+  // A streamed run learns its exact total late (lines skipped while reading).
+  void set_total(int64_t total) { total_ = total; }
+  int64_t total() const { return total_; }
 
  private:
   bool enabled_;
