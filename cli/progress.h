@@ -1,6 +1,6 @@
 #pragma once
 // A one-line progress display on stderr for long runs: done/total, rate and ETA, redrawn at most
-// every 100 ms, and only when stderr is a terminal (a log file gets nothing).
+// every 250 ms, and only when stderr is a terminal (a log file gets nothing).
 #include <chrono>
 #include <cstdint>
 #include <string>
