@@ -1,5 +1,7 @@
 // `roseinfer run PROMPTS.jsonl`: generate completions through the engine, one JSON line per
-// request in input order, to stdout or atomically to -o FILE.
+// request in input order, to stdout or atomically to -o FILE. The file is streamed: lines are read
+// and prepared at most --window ahead of the engine, completions are journaled (or printed) as
+// they finish, so memory follows the window, not the file.
 #include <fmt/format.h>
 
 #include <algorithm>
@@ -7,19 +9,23 @@
 #include <cmath>
 #include <ctime>
 #include <filesystem>
+#include <fstream>
 #include <limits>
 #include <memory>
 #include <optional>
 #include <string>
+#include <unordered_map>
 #include <vector>
 
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "cli/progress.h"
+#include "cli/run_stream.h"
 #include "engine/common/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/completions.h"
 #include "engine/io/journal.h"
+#include "engine/io/prompt_scan.h"
 #include "engine/io/prompts.h"
 #include "engine/io/requests.h"
 #include "engine/scheduler/engine.h"
@@ -33,6 +39,7 @@ struct RunArgs {
   bool no_prefix_cache = false;
   bool skip_invalid = false;
   bool resume = false;
+  int window = 0;  // prepared requests not yet finished (stdout: not yet printed); 0: 4 x seqs
   rose::cli::ModelFlags model;
   rose::cli::EngineFlags engine;
   rose::cli::RequestDefaults defaults;
@@ -54,23 +61,52 @@ std::string result_config(const RunArgs& args, const rose::cli::LoadedModel& mod
       args.skip_invalid);
 }
 
-// Opens OUT.partial: a new journal, or with --resume the old one, whose finished requests are
-// put into `done` (by request index). Null without -o (stdout has nothing to resume).
-std::unique_ptr<rose::JournalWriter> open_journal(
-    const RunArgs& args, const std::string& fingerprint, const rose::PromptFile& file,
-    std::vector<std::optional<rose::Completion>>& done) {
+// The journal's finished requests, 8 bytes per request of the file: request index -> id hash | 1
+// (0: not finished), so the stream skips them and checks that they are the same requests.
+struct ResumedRequests {
+  std::vector<uint64_t> id_hash;
+  int64_t count = 0;
+  bool done(int64_t index) const { return index < int64_t(id_hash.size()) && id_hash[index]; }
+};
+
+uint64_t marked_hash(const std::string& id) { return rose::request_id_hash(id) | 1; }
+
+ResumedRequests read_resumed(const std::filesystem::path& path, int64_t num_requests,
+                             const RunArgs& args) {
+  ResumedRequests resumed;
+  resumed.id_hash.assign(size_t(num_requests), 0);
+  rose::scan_journal(path, [&](const rose::JournalEntry& entry, uint64_t, uint32_t) {
+    if (entry.index < 0 || entry.index >= num_requests) {
+      rose::fail("{}: entry for request {} ('{}') does not match {}", path.string(), entry.index,
+                 entry.id, args.prompts_path);
+    }
+    uint64_t& slot = resumed.id_hash[size_t(entry.index)];
+    resumed.count += slot == 0;
+    slot = marked_hash(entry.id);
+  });
+  return resumed;
+}
+
+// The checks the atomic output file makes, before the journal beside it is created.
+void check_output_path(const std::string& output) {
+  std::error_code ec;
+  const std::filesystem::path folder = std::filesystem::path(output).parent_path();
+  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
+    rose::fail("{}: cannot write: folder '{}' does not exist", output, folder.string());
+  }
+  if (std::filesystem::is_directory(output, ec)) rose::fail("{}: is a directory", output);
+}
+
+// Opens OUT.partial: a new journal, or with --resume the old one, whose finished requests go to
+// `resumed`. Null without -o (stdout has nothing to resume).
+std::unique_ptr<rose::JournalWriter> open_journal(const RunArgs& args,
+                                                  const std::string& fingerprint,
+                                                  int64_t num_requests, ResumedRequests& resumed) {
   using namespace rose;
   if (args.output_path.empty()) return nullptr;
   const std::filesystem::path path = journal_path_for(args.output_path);
+  check_output_path(args.output_path);
   std::error_code ec;
-  // The same checks the atomic output file makes, before the journal beside it is created.
-  const std::filesystem::path folder = std::filesystem::path(args.output_path).parent_path();
-  if (!folder.empty() && !std::filesystem::is_directory(folder, ec)) {
-    fail("{}: cannot write: folder '{}' does not exist", args.output_path, folder.string());
-  }
-  if (std::filesystem::is_directory(args.output_path, ec)) {
-    fail("{}: is a directory", args.output_path);
-  }
   const bool exists = std::filesystem::exists(path, ec);
   if (exists && !args.resume) {
     usage_fail(
@@ -81,36 +117,28 @@ std::unique_ptr<rose::JournalWriter> open_journal(
   if (!exists) {
     if (args.resume)
       cli::notice("--resume: no journal {}; starting from the beginning", path.string());
-    return std::make_unique<JournalWriter>(path, fingerprint, int64_t(file.requests.size()));
+    return std::make_unique<JournalWriter>(path, fingerprint, num_requests);
   }
-  const JournalContents journal = read_journal(path);
-  if (journal.fingerprint != fingerprint) {
+  // The header and the torn-tail check first, without keeping the entries.
+  const JournalContents head = scan_journal(path, [](const JournalEntry&, uint64_t, uint32_t) {});
+  if (head.fingerprint != fingerprint) {
     usage_fail(
         "--resume: {} was written by a run with another input file, model or sampling "
         "configuration (fingerprint {}, this run {}); rerun that command, or delete the journal",
-        path.string(), journal.fingerprint, fingerprint);
+        path.string(), head.fingerprint, fingerprint);
   }
-  int64_t resumed = 0;
-  for (const JournalEntry& entry : journal.entries) {
-    if (entry.index < 0 || entry.index >= int64_t(done.size()) ||
-        file.requests[size_t(entry.index)].id != entry.id) {
-      fail("{}: entry for request {} ('{}') does not match {}", path.string(), entry.index,
-           entry.id, args.prompts_path);
-    }
-    resumed += !done[size_t(entry.index)].has_value();
-    done[size_t(entry.index)] = entry.completion;
-  }
-  cli::notice("--resume: {} of {} requests already finished in {}{}", resumed, done.size(),
+  resumed = read_resumed(path, num_requests, args);
+  cli::notice("--resume: {} of {} requests already finished in {}{}", resumed.count, num_requests,
               path.string(),
-              journal.dropped_torn_line ? " (a torn last line was dropped; computed again)" : "");
-  return std::make_unique<JournalWriter>(path, journal.valid_bytes);
+              head.dropped_torn_line ? " (a torn last line was dropped; computed again)" : "");
+  return std::make_unique<JournalWriter>(path, head.valid_bytes);
 }
 
-rose::Completion make_completion(const rose::RequestSpec& spec, const rose::EngineRequest& request,
+rose::Completion make_completion(const rose::RequestSpec& spec, int prompt_tokens,
                                  const rose::RequestResult& r,
                                  const rose::cli::LoadedModel& model) {
   rose::Completion c;
-  c.prompt_tokens = static_cast<int>(request.prompt.size());
+  c.prompt_tokens = prompt_tokens;
   c.token_ids = r.output_ids;
   c.text = rose::completion_text(spec, model, r.output_ids);
   c.finish_reason = rose::finish_reason_name(r.finish_reason);
@@ -122,104 +150,162 @@ rose::Completion make_completion(const rose::RequestSpec& spec, const rose::Engi
   return c;
 }
 
-// Runs the requests not in `done` and fills them in; each one is journaled as it finishes. A
-// SIGINT/SIGTERM stops between steps, saves the journal, says how to resume and dies of it.
-void run_pending(rose::Engine& engine, const std::vector<rose::EngineRequest>& requests,
-                 const rose::PromptFile& file, const rose::cli::LoadedModel& model,
-                 rose::JournalWriter* journal, std::vector<std::optional<rose::Completion>>& done) {
-  using namespace rose;
-  std::vector<EngineRequest> pending;
-  std::vector<size_t> pending_index;  // engine request k is requests[pending_index[k]]
-  for (size_t i = 0; i < requests.size(); ++i) {
-    if (done[i]) continue;
-    pending.push_back(requests[i]);
-    pending_index.push_back(i);
+// A request between add() and its completion.
+struct InFlight {
+  int64_t position = 0;
+  rose::RequestSpec spec;
+  int prompt_tokens = 0;
+};
+
+// Everything one streamed run holds: the stream, the engine, the requests in flight, and where
+// completions go (the journal with -o, stdout in order without).
+struct StreamedRun {
+  const RunArgs& args;
+  const rose::cli::LoadedModel& model;
+  rose::Engine& engine;
+  rose::cli::RequestStream& stream;
+  rose::JournalWriter* journal;
+  const ResumedRequests& resumed;
+  rose::cli::ProgressLine& progress;
+  bool online_arrivals = false;
+  bool openai_shape = false;
+  int context = 0;
+  int64_t window = 0;
+  int64_t created = 0;
+  std::unordered_map<int64_t, InFlight> in_flight;  // by request index
+  rose::cli::OrderedEmitter emitter;
+  rose::cli::OutputTotals totals;  // stdout runs (-o counts from the journal at the end)
+  int64_t next_position = 0;
+  bool input_done = false;
+
+  bool window_has_room() const {
+    // stdout: lines wait for earlier ones, so the reorder span is what is bounded.
+    if (!journal) return emitter.waiting(next_position) < window;
+    return int64_t(in_flight.size()) < window;
   }
-  cli::ProgressLine progress("run", int64_t(requests.size()),
-                             int64_t(requests.size() - pending.size()));
+  void admit(rose::cli::StreamItem& item);
+  void fill_window();
+  void finished(int index, const rose::RequestResult& result);
+  void run();
+};
+
+void StreamedRun::admit(rose::cli::StreamItem& item) {
+  using namespace rose;
+  next_position = item.position + 1;
+  if (item.skipped()) {
+    if (!journal)
+      emitter.put(item.position, invalid_line_json(item.skip, openai_shape, int(item.position)));
+    return;
+  }
+  if (resumed.done(item.index)) {
+    if (resumed.id_hash[size_t(item.index)] != marked_hash(item.spec.id)) {
+      fail("{}: entry for request {} does not match {}:{} ('{}')", journal->path().string(),
+           item.index, args.prompts_path, item.spec.line, item.spec.id);
+    }
+    return;
+  }
+  EngineRequest request = prepare_request(item.spec, size_t(item.index), args.prompts_path, model,
+                                          args.defaults, args.engine.seed, context);
+  if (online_arrivals) request.arrival_s = *item.spec.arrival_time;
+  engine.add(request, int(item.index));
+  in_flight.emplace(item.index,
+                    InFlight{item.position, std::move(item.spec), int(request.prompt.size())});
+}
+
+void StreamedRun::fill_window() {
+  rose::cli::StreamItem item;
+  while (!input_done && window_has_room()) {
+    if (!stream.next(item)) {
+      input_done = true;
+      progress.set_total(stream.requests_seen());
+      return;
+    }
+    admit(item);
+  }
+}
+
+void StreamedRun::finished(int index, const rose::RequestResult& result) {
+  using namespace rose;
+  auto node = in_flight.extract(index);
+  InFlight& request = node.mapped();
+  const Completion c = make_completion(request.spec, request.prompt_tokens, result, model);
+  if (journal) {
+    journal->append(JournalEntry{index, request.spec.id, c});
+  } else {
+    cli::add_totals(totals, c);
+    emitter.put(request.position,
+                completion_json_line(request.spec, c, model.name, int(request.position), created));
+  }
+  progress.finish_one();
+}
+
+void StreamedRun::run() {
+  using namespace rose;
   RunCallbacks callbacks;
   callbacks.on_token = [&](int, int32_t) {
     if (!journal) return;
     journal->flush_if_due();
     if (const int signal_number = pending_interrupt()) throw RunInterrupted{signal_number};
   };
-  callbacks.on_finish = [&](int k, const RequestResult& result) {
-    const size_t i = pending_index[size_t(k)];
-    done[i] = make_completion(file.requests[i], requests[i], result, model);
-    if (journal) journal->append(JournalEntry{int64_t(i), file.requests[i].id, *done[i]});
-    progress.finish_one();
-  };
+  callbacks.on_finish = [&](int k, const RequestResult& result) { finished(k, result); };
+  engine.start(callbacks);
+  for (;;) {
+    fill_window();
+    if (engine.done()) {
+      if (input_done) break;
+      continue;
+    }
+    if (!engine.step(engine.now())) engine.wait_for_arrival();
+  }
+  engine.finish();
+}
+
+// Runs the stream. A SIGINT/SIGTERM stops between steps, saves the journal, says how to resume
+// and dies of it. A line that cannot be prepared stops the run as it always did (exit 1); a
+// journal this run started is removed then, since its input must change to get past the line.
+void run_streamed(StreamedRun& run, bool journal_is_new) {
+  using namespace rose;
   // Without a journal there is nothing to keep: a signal acts at once, as before.
-  defer_interrupts(journal != nullptr);
+  defer_interrupts(run.journal != nullptr);
   int signal_number = 0;
   try {
-    if (!pending.empty()) engine.run(pending, callbacks);
+    run.run();
     signal_number = pending_interrupt();
   } catch (const RunInterrupted& interrupted) {
     signal_number = interrupted.signal_number;
+  } catch (const Error&) {
+    run.progress.clear();
+    if (run.journal && journal_is_new) run.journal->remove();
+    throw;
   }
-  progress.clear();
-  if (journal) journal->sync();
+  run.progress.clear();
+  if (run.journal) run.journal->sync();
   if (signal_number == 0) {
     defer_interrupts(false);
     return;
   }
-  const size_t finished =
-      size_t(std::count_if(done.begin(), done.end(), [](const auto& c) { return c.has_value(); }));
+  const int64_t finished = run.resumed.count + run.journal->entries_appended();
   cli::notice(
       "interrupted: {} of {} requests finished and are kept in {}; to continue, run the same "
       "command with --resume",
-      finished, requests.size(), journal->path().string());
+      finished, run.progress.total(), run.journal->path().string());
   die_of_signal(signal_number);
 }
 
-// Output lines in input order: each request's completion, and with --skip-invalid an error record
-// where a bad line was, so the output keeps one line per input line.
-std::string output_text(const rose::PromptFile& file,
-                        const std::vector<std::optional<rose::Completion>>& done,
-                        const std::string& model_name) {
-  const int64_t created = static_cast<int64_t>(std::time(nullptr));
-  const bool openai_shape =
-      std::any_of(file.requests.begin(), file.requests.end(),
-                  [](const auto& spec) { return spec.custom_id.has_value(); });
-  std::string out;
-  size_t next_skip = 0;
-  int index = 0;
-  auto emit_skips_before = [&](int line) {
-    for (; next_skip < file.skipped.size() && file.skipped[next_skip].line < line; ++next_skip) {
-      out += rose::invalid_line_json(file.skipped[next_skip], openai_shape, index++);
-      out += '\n';
+// VmHWM of /proc/self/status in KiB (0 where there is none): the peak resident set, printed when
+// ROSEINFER_PRINT_PEAK_RSS is set, for the streaming memory test and the README's measurement.
+int64_t peak_rss_kib() {
+  std::ifstream status("/proc/self/status");
+  std::string key;
+  while (status >> key) {
+    if (key == "VmHWM:") {
+      int64_t kib = 0;
+      status >> kib;
+      return kib;
     }
-  };
-  for (size_t i = 0; i < file.requests.size(); ++i) {
-    emit_skips_before(file.requests[i].line);
-    out += rose::completion_json_line(file.requests[i], *done[i], model_name, index++, created);
-    out += '\n';
+    status.ignore(std::numeric_limits<std::streamsize>::max(), '\n');
   }
-  emit_skips_before(std::numeric_limits<int>::max());
-  return out;
-}
-
-// With --skip-invalid, a line whose chat template raises (roles must alternate, ...) fails alone:
-// it joins the skipped lines, so its error record, with the template's message, takes its place.
-void skip_unrenderable(rose::PromptFile& file, const rose::ModelBundle& model,
-                       const std::string& source) {
-  using namespace rose;
-  std::vector<RequestSpec> kept;
-  for (RequestSpec& spec : file.requests) {
-    try {
-      if (!spec.messages.empty())
-        render_prompt_text(spec, model, fmt::format("{}:{}", source, spec.line));
-      kept.push_back(std::move(spec));
-    } catch (const Error& e) {
-      cli::notice("skipped {}", e.what());
-      file.skipped.push_back(SkippedLine{spec.line, e.what()});
-    }
-  }
-  file.requests = std::move(kept);
-  std::sort(file.skipped.begin(), file.skipped.end(),
-            [](const SkippedLine& a, const SkippedLine& b) { return a.line < b.line; });
-  if (file.requests.empty()) fail("{}: no request could be prepared", source);
+  return 0;
 }
 
 void run_command(RunArgs& args) {
@@ -227,64 +313,59 @@ void run_command(RunArgs& args) {
   if (args.resume && args.output_path.empty()) {
     usage_fail("--resume needs -o OUT: the finished requests are kept in OUT.partial");
   }
-  // Parse before loading the model: a bad file should fail fast.
-  PromptFile file = read_prompt_file(args.prompts_path, args.skip_invalid);
-  for (const SkippedLine& skip : file.skipped) cli::notice("skipped {}", skip.message);
+  // One pass over the file before the model loads: a bad file fails fast, and the total is known.
+  const PromptFileScan scan = scan_prompt_file(args.prompts_path, args.skip_invalid);
+  for (const SkippedLine& skip : scan.skipped) cli::notice("skipped {}", skip.message);
 
   cli::LoadedModel model = cli::open_model(args.model);
-  if (args.skip_invalid) skip_unrenderable(file, model, args.prompts_path);
-  const int context = cli::max_model_len(model, args.engine);
-  std::vector<EngineRequest> requests = prepare_requests(file.requests, args.prompts_path, model,
-                                                         args.defaults, args.engine.seed, context);
-
-  // Online mode replays the file's arrival times when every line has one; otherwise everything
-  // arrives at once.
   const SchedulerMode mode = cli::parse_modes(args.mode).front();
-  if (mode == SchedulerMode::kOnline) {
-    if (const auto times = cli::arrival_times(file.requests)) {
-      for (size_t i = 0; i < requests.size(); ++i) requests[i].arrival_s = (*times)[i];
-    }
-  }
-
-  std::vector<std::optional<Completion>> done(requests.size());
   const std::string fingerprint =
       args.output_path.empty() ? ""
                                : run_fingerprint(args.prompts_path, result_config(args, model));
-  std::unique_ptr<JournalWriter> journal = open_journal(args, fingerprint, file, done);
+  ResumedRequests resumed;
+  std::unique_ptr<JournalWriter> journal =
+      open_journal(args, fingerprint, scan.num_requests, resumed);
+  const bool journal_is_new = journal && resumed.count == 0;
 
   std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
-  Engine engine(*backend, cli::engine_config(args.engine, mode, !args.no_prefix_cache),
-                model.config().name);
+  EngineConfig config = cli::engine_config(args.engine, mode, !args.no_prefix_cache);
+  config.keep_results = false;  // completions leave through on_finish; nothing piles up
+  Engine engine(*backend, config, model.config().name);
   engine.set_stop_tokenizer(model.tokenizer.get());
 
+  cli::RequestStream stream(args.prompts_path, scan, args.skip_invalid, model);
+  cli::ProgressLine progress("run", scan.num_requests, resumed.count);
+  StreamedRun run{args, model, engine, stream, journal.get(), resumed, progress};
+  // Online mode replays the file's arrival times when every line has one; otherwise everything
+  // arrives at once.
+  run.online_arrivals = mode == SchedulerMode::kOnline && scan.all_have_arrival_time;
+  run.openai_shape = scan.any_custom_id;
+  run.context = cli::max_model_len(model, args.engine);
+  run.window = args.window > 0 ? args.window : 4 * int64_t(args.engine.max_num_seqs);
+  run.created = static_cast<int64_t>(std::time(nullptr));
+
   const auto start = std::chrono::steady_clock::now();
-  run_pending(engine, requests, file, model, journal.get(), done);
+  run_streamed(run, journal_is_new);
   const double seconds =
       std::chrono::duration<double>(std::chrono::steady_clock::now() - start).count();
 
-  int64_t prompt_tokens = 0, output_tokens = 0, failed = 0;
-  for (const std::optional<Completion>& c : done) {
-    prompt_tokens += c->prompt_tokens;
-    output_tokens += static_cast<int64_t>(c->token_ids.size());
-    if (!c->error.empty()) {
-      if (failed == 0) cli::notice("a request failed: {}", c->error);
-      ++failed;
-    }
-  }
-  const std::string out = output_text(file, done, model.name);
-  if (args.output_path.empty()) {
-    fmt::print("{}", out);
-    std::fflush(stdout);
-  } else {
-    write_file_atomically(args.output_path, out);
+  cli::OutputTotals totals = run.totals;
+  if (journal) {
+    journal->sync();
+    totals = cli::write_output_from_journal(args.prompts_path, journal->path(), args.output_path,
+                                            stream.all_skipped(), stream.requests_seen(),
+                                            run.openai_shape, model.name);
     journal->remove();  // the output holds everything now
   }
+  if (totals.failed) cli::notice("a request failed: {}", totals.first_error);
   cli::notice(
       "{} requests{}, {} prompt + {} output tokens in {:.3f} s ({:.1f} output tok/s); "
       "device {}, model {}, mode {}{}",
-      requests.size(), failed ? fmt::format(" ({} failed)", failed) : "", prompt_tokens,
-      output_tokens, seconds, seconds > 0 ? output_tokens / seconds : 0.0, backend->device_name(),
+      totals.requests, totals.failed ? fmt::format(" ({} failed)", totals.failed) : "",
+      totals.prompt_tokens, totals.output_tokens, seconds,
+      seconds > 0 ? double(totals.output_tokens) / seconds : 0.0, backend->device_name(),
       model.name, mode_name(mode), args.output_path.empty() ? "" : "; wrote " + args.output_path);
+  if (std::getenv("ROSEINFER_PRINT_PEAK_RSS")) cli::notice("peak RSS {} KiB", peak_rss_kib());
 }
 
 }  // namespace
@@ -316,6 +397,12 @@ void register_run_command(CLI::App& app, int& exit_code) {
   cmd->add_flag("--resume", args->resume,
                 "with -o OUT: continue an interrupted run from its journal OUT.partial (finished "
                 "requests are not computed again)");
+  cmd->add_option("--window", args->window,
+                  "requests read and prepared ahead of the engine and not yet finished (without "
+                  "-o: not yet printed, since output keeps input order) at most; the engine sees "
+                  "no more than this many at a time. 0: 4 x --max-num-seqs")
+      ->check(CLI::NonNegativeNumber)
+      ->capture_default_str();
   rose::cli::add_request_flags(cmd, args->defaults);
   rose::cli::add_model_flags(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,

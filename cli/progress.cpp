@@ -30,7 +30,7 @@ void ProgressLine::finish_one() {
   ++done_this_run_;
   if (!enabled_) return;
   const auto now = std::chrono::steady_clock::now();
-  if (done_ < total_ && drawn_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+  if (done_ < total_ && drawn_ && now - last_draw_ < std::chrono::milliseconds(250)) return;
   last_draw_ = now;
   drawn_ = true;
   const double elapsed = std::chrono::duration<double>(now - start_).count();

@@ -1,6 +1,6 @@
 #pragma once
 // A one-line progress display on stderr for long runs: done/total, rate and ETA, redrawn at most
-// every 100 ms, and only when stderr is a terminal (a log file gets nothing).
+// every 250 ms, and only when stderr is a terminal (a log file gets nothing).
 #include <chrono>
 #include <cstdint>
 #include <string>
@@ -17,6 +17,9 @@ class ProgressLine {
 
   void finish_one();
   void clear();
+  // A streamed run learns its exact total late (lines skipped while reading).
+  void set_total(int64_t total) { total_ = total; }
+  int64_t total() const { return total_; }
 
  private:
   bool enabled_;

@@ -2,7 +2,8 @@
 # `run -o OUT` keeps every finished request in OUT.partial: a run killed with -9 at random points
 # and continued with --resume gives the same ids, token ids and text as an uninterrupted run;
 # SIGINT leaves a journal whose every line parses and says how to resume; a torn last line is
-# computed again; a journal of another input is refused (exit 2). $1 is the binary.
+# computed again; a journal of another input is refused (exit 2); stop strings survive kill and
+# resume. $1 is the binary.
 source "$(dirname "$0")/cli-common.bash"
 
 # 96 requests of 48 tokens (ignore_eos), at most 8 at a time, so the run takes many steps; every
@@ -86,5 +87,37 @@ truncate -s $((size - 10)) "$out.partial"
 check "resume after a torn line exits 0" [ $? -eq 0 ]
 check "  and says the line was dropped" grep -q "torn last line" "$TMP/torn.err"
 check "  output equals the uninterrupted one" diff <(strip "$TMP/ref.jsonl") <(strip "$out")
+
+# 5. Stop strings and --resume together: every other line has per-request stop strings, so
+# requests end at different lengths; runs killed with -9 (and resumed runs killed too), then
+# resumed, give the uninterrupted run's ids, token ids, text and finish reasons.
+for i in $(seq 0 95); do
+  extra=''
+  [ $((i % 3)) -eq 0 ] && extra=',"temperature":0.8,"top_k":40'
+  [ $((i % 2)) -eq 0 ] && extra="$extra"',"stop":["!Q","Q!","OB"]'
+  printf '{"id":"s%d","prompt":"request %d: the quick brown fox %d"%s}\n' "$i" "$i" $((i * 7)) "$extra"
+done >"$TMP/stop.jsonl"
+start=$(ms_now)
+"$BIN" run "$TMP/stop.jsonl" -o "$TMP/stopref.jsonl" "${ARGS[@]}" 2>/dev/null
+check "stop strings: uninterrupted run exits 0" [ $? -eq 0 ]
+stop_ms=$(($(ms_now) - start))
+stops=$(grep -c '"finish_reason":"stop"' "$TMP/stopref.jsonl")
+check "stop strings: some requests ($stops) end on a stop string" [ "$stops" -ge 3 ]
+for seed in 6 7 8; do
+  RANDOM=$seed
+  out="$TMP/stopkill$seed.jsonl"
+  for attempt in 1 2; do
+    resume=()
+    [ $attempt -eq 2 ] && resume=(--resume)
+    "$BIN" run "$TMP/stop.jsonl" -o "$out" "${ARGS[@]}" "${resume[@]}" 2>/dev/null &
+    pid=$!
+    sleep "$(awk -v r=$RANDOM -v d="$stop_ms" 'BEGIN { printf "%.3f", (0.15 + 0.6 * r / 32767) * d / 1000 }')"
+    kill -9 "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+  done
+  "$BIN" run "$TMP/stop.jsonl" -o "$out" "${ARGS[@]}" --resume 2>/dev/null
+  check "stop strings, seed $seed: resume after kill -9 exits 0" [ $? -eq 0 ]
+  check "stop strings, seed $seed: output equals the uninterrupted one" diff <(strip "$TMP/stopref.jsonl") <(strip "$out")
+done
 
 finish cli_journal

@@ -149,3 +149,38 @@ TEST_CASE("the engine's length limit is the backend's max_model_len") {
   }
   CHECK(engine.finish().requests.size() == 1);
 }
+
+TEST_CASE("keep_results off: finished requests are reported, dropped and their slots reused") {
+  FakeBackend backend(64, 16, kVocab);
+  EngineConfig config;
+  config.max_num_seqs = 3;
+  config.max_num_batched_tokens = 32;
+  config.keep_results = false;
+  Engine engine(backend, config, "fake");
+  FakeClock clock;
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 40; ++i) requests.push_back(make_request(5 + i % 7, 1 + i % 4, uint64_t(i)));
+  std::vector<std::vector<int32_t>> outputs(requests.size());
+  size_t finished = 0;
+  RunCallbacks callbacks;
+  callbacks.on_finish = [&](int index, const RequestResult& r) {
+    outputs[size_t(index)] = r.output_ids;
+    ++finished;
+  };
+  engine.start(callbacks, &clock);
+  // A window of 4 as `run` keeps it: add while fewer than 4 are unfinished.
+  size_t next = 0;
+  while (next < requests.size() || !engine.done()) {
+    for (; next < requests.size() && next - finished < 4; ++next) {
+      engine.add(requests[next], int(next));
+    }
+    if (!engine.step(engine.now())) engine.wait_for_arrival();
+  }
+  const RunResult result = engine.finish();
+  CHECK(finished == requests.size());
+  CHECK(result.requests.empty());  // they went to on_finish
+  CHECK(result.step_series.time.empty());
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CHECK(outputs[i] == reference_generate(requests[i], kVocab, {}));
+  }
+}

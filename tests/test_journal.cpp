@@ -156,3 +156,31 @@ TEST_CASE("the fingerprint follows the input bytes and the configuration") {
 TEST_CASE("the journal of OUT is OUT.partial") {
   CHECK(journal_path_for("runs/out.jsonl") == std::filesystem::path("runs/out.jsonl.partial"));
 }
+
+TEST_CASE("scan_journal reports each entry's offset and length, and the reader reads it back") {
+  TempDir dir("journal_scan");
+  const auto path = dir.path / "out.jsonl.partial";
+  {
+    JournalWriter writer(path, "f00", 3);
+    writer.append(entry(2, "c"));
+    writer.append(entry(0, "a"));
+    writer.append(entry(1, "b"));
+  }
+  std::vector<std::pair<uint64_t, uint32_t>> spans(3);
+  const JournalContents j =
+      scan_journal(path, [&](const JournalEntry& e, uint64_t offset, uint32_t length) {
+        spans[size_t(e.index)] = {offset, length};
+      });
+  CHECK(j.entries.empty());
+  CHECK(j.fingerprint == "f00");
+  CHECK(j.valid_bytes == std::filesystem::file_size(path));
+  JournalEntryReader reader(path);
+  for (int64_t i : {1, 0, 2}) {
+    const JournalEntry e = reader.read(spans[size_t(i)].first, spans[size_t(i)].second);
+    CHECK(e.index == i);
+    CHECK(e.id == std::string(1, char('a' + i)));
+    CHECK(e.completion.token_ids == std::vector<int32_t>{1, 2, int32_t(i)});
+  }
+  CHECK(contains(error_of([&] { reader.read(spans[0].first + 1, spans[0].second); }),
+                 "no whole entry at byte"));
+}

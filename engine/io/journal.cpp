@@ -126,7 +126,7 @@ std::string journal_entry_line(const JournalEntry& e) {
       c.error.empty() ? "null" : json_quote(c.error));
 }
 
-JournalContents read_journal(const std::filesystem::path& path) {
+JournalContents scan_journal(const std::filesystem::path& path, const JournalEntryFn& on_entry) {
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open: {}", path.string(), std::strerror(errno));
   const std::string source = path.string();
@@ -137,6 +137,7 @@ JournalContents read_journal(const std::filesystem::path& path) {
   uint64_t offset = 0;
   bool pending_bad = false;  // a bad line is damage unless it turns out to be the last one
   int bad_line = 0;
+  JournalEntry entry;
   while (std::getline(in, line)) {
     ++line_number;
     const bool has_newline = !in.eof();
@@ -146,13 +147,12 @@ JournalContents read_journal(const std::filesystem::path& path) {
       if (!has_newline) fail("{}:1: not a roseinfer journal (header line incomplete)", source);
       parse_header(parser, line, source, out);
     } else {
-      JournalEntry entry;
       if (!has_newline || !parse_entry(parser, line, entry)) {
         pending_bad = true;
         bad_line = line_number;
         continue;
       }
-      out.entries.push_back(std::move(entry));
+      on_entry(entry, offset, uint32_t(line.size()));
     }
     offset += line.size() + 1;
     out.valid_bytes = offset;
@@ -160,6 +160,51 @@ JournalContents read_journal(const std::filesystem::path& path) {
   if (line_number == 0) fail("{}: empty file, not a roseinfer journal", source);
   out.dropped_torn_line = pending_bad;
   return out;
+}
+
+JournalContents read_journal(const std::filesystem::path& path) {
+  std::vector<JournalEntry> entries;
+  JournalContents out = scan_journal(
+      path, [&](const JournalEntry& entry, uint64_t, uint32_t) { entries.push_back(entry); });
+  out.entries = std::move(entries);
+  return out;
+}
+
+struct JournalEntryReader::Impl {
+  std::filesystem::path path;
+  int fd = -1;
+  std::string line;
+  simdjson::dom::parser parser;
+};
+
+JournalEntryReader::JournalEntryReader(const std::filesystem::path& path)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->path = path;
+  impl_->fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
+  if (impl_->fd < 0) io_fail(path, "cannot open the journal", errno);
+}
+
+JournalEntryReader::~JournalEntryReader() {
+  if (impl_->fd >= 0) ::close(impl_->fd);
+}
+
+JournalEntry JournalEntryReader::read(uint64_t offset, uint32_t length) {
+  Impl& m = *impl_;
+  m.line.resize(length);
+  size_t got = 0;
+  while (got < length) {
+    const ssize_t n = ::pread(m.fd, m.line.data() + got, length - got, off_t(offset + got));
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) io_fail(m.path, "read failed", errno);
+    if (n == 0) break;
+    got += size_t(n);
+  }
+  JournalEntry entry;
+  if (got != length || !parse_entry(m.parser, m.line, entry)) {
+    fail("{}: no whole entry at byte {} (the journal changed during the run)", m.path.string(),
+         offset);
+  }
+  return entry;
 }
 
 JournalWriter::JournalWriter(const std::filesystem::path& path, const std::string& fingerprint,

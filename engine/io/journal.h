@@ -10,6 +10,8 @@
 // the middle of a write) is dropped on reading and its request computed again.
 #include <cstdint>
 #include <filesystem>
+#include <functional>
+#include <memory>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,6 +47,29 @@ std::string journal_entry_line(const JournalEntry& entry);
 // Reads a journal. A bad header, or a bad line followed by more lines, is a rose::Error naming
 // FILE:LINE (the file is not a journal, or was damaged in the middle).
 JournalContents read_journal(const std::filesystem::path& path);
+
+// read_journal without keeping the entries (a streamed run of any length): each whole entry goes
+// to `on_entry` with its line's byte offset and length (no newline); the result's `entries` stays
+// empty.
+using JournalEntryFn =
+    std::function<void(const JournalEntry& entry, uint64_t offset, uint32_t length)>;
+JournalContents scan_journal(const std::filesystem::path& path, const JournalEntryFn& on_entry);
+
+// Reads single entries back at the offsets scan_journal reported (pread: no file position, no
+// buffer beyond one line), to write the output in input order from a journal in finish order.
+class JournalEntryReader {
+ public:
+  explicit JournalEntryReader(const std::filesystem::path& path);
+  ~JournalEntryReader();
+  JournalEntryReader(const JournalEntryReader&) = delete;
+  JournalEntryReader& operator=(const JournalEntryReader&) = delete;
+  // rose::Error naming the journal and offset when the line is not a whole entry.
+  JournalEntry read(uint64_t offset, uint32_t length);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 class JournalWriter {
  public:

@@ -435,19 +435,69 @@ PromptFile parse_prompt_jsonl(std::string_view content, const std::string& sourc
   return file;
 }
 
-PromptFile read_prompt_file(const std::filesystem::path& path, bool skip_invalid) {
+namespace {
+
+// The checks every prompt file gets before it is opened.
+void check_prompt_path(const std::filesystem::path& path) {
   const std::string name = path.string();
   std::error_code ec;
   const auto status = std::filesystem::status(path, ec);
   if (ec || !std::filesystem::exists(status)) fail("{}: no such file", name);
   if (std::filesystem::is_directory(status))
     fail("{}: is a directory, expected a JSONL file", name);
+}
+
+}  // namespace
+
+PromptFile read_prompt_file(const std::filesystem::path& path, bool skip_invalid) {
+  const std::string name = path.string();
+  check_prompt_path(path);
   std::ifstream in(path, std::ios::binary);
   if (!in) fail("{}: cannot open for reading", name);
   std::ostringstream buffer;
   buffer << in.rdbuf();
   if (in.bad()) fail("{}: read error", name);
   return parse_prompt_jsonl(buffer.view(), name, skip_invalid);
+}
+
+struct PromptLineReader::Impl {
+  std::string source;
+  std::ifstream in;
+  simdjson::dom::parser parser;
+  std::string text;
+  int line = 0;
+};
+
+PromptLineReader::PromptLineReader(const std::filesystem::path& path)
+    : impl_(std::make_unique<Impl>()) {
+  impl_->source = path.string();
+  check_prompt_path(path);
+  impl_->in.open(path, std::ios::binary);
+  if (!impl_->in) fail("{}: cannot open for reading", impl_->source);
+}
+
+PromptLineReader::~PromptLineReader() = default;
+
+bool PromptLineReader::next(PromptLine& out) {
+  Impl& m = *impl_;
+  constexpr std::string_view kBom = "\xEF\xBB\xBF";
+  while (std::getline(m.in, m.text)) {
+    std::string_view text = m.text;
+    if (++m.line == 1 && text.substr(0, kBom.size()) == kBom) text.remove_prefix(kBom.size());
+    if (!text.empty() && text.back() == '\r') text.remove_suffix(1);
+    if (is_blank(text)) continue;
+    out.line = m.line;
+    out.error.clear();
+    try {
+      out.spec = parse_line(m.parser, text, m.line);
+    } catch (const LineError& e) {
+      out.spec.reset();
+      out.error = fmt::format("{}:{}: {}", m.source, m.line, e.message);
+    }
+    return true;
+  }
+  if (m.in.bad()) fail("{}: read error", m.source);
+  return false;
 }
 
 }  // namespace rose

@@ -3,6 +3,7 @@
 // or an OpenAI batch request line. Errors name the file, the line and the field.
 #include <cstdint>
 #include <filesystem>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -50,5 +51,30 @@ struct PromptFile {
 PromptFile parse_prompt_jsonl(std::string_view content, const std::string& source,
                               bool skip_invalid);
 PromptFile read_prompt_file(const std::filesystem::path& path, bool skip_invalid);
+
+// One non-blank line of a prompt file: its request, or why it is not one ("FILE:LINE: ...").
+struct PromptLine {
+  int line = 0;
+  std::optional<RequestSpec> spec;
+  std::string error;  // set when spec is empty
+};
+
+// Reads a prompt file one line at a time, so memory does not grow with the file (`run` streams
+// it). Lines parse exactly as in parse_prompt_jsonl (BOM, CRLF, blank lines), but ids are not
+// checked for repeats here: scan_prompt_file (prompt_scan.h) does that over the whole file.
+class PromptLineReader {
+ public:
+  // rose::Error naming the file when it is missing, a directory or unreadable.
+  explicit PromptLineReader(const std::filesystem::path& path);
+  ~PromptLineReader();
+  PromptLineReader(const PromptLineReader&) = delete;
+  PromptLineReader& operator=(const PromptLineReader&) = delete;
+  // The next non-blank line; false at the end of the file.
+  bool next(PromptLine& out);
+
+ private:
+  struct Impl;
+  std::unique_ptr<Impl> impl_;
+};
 
 }  // namespace rose

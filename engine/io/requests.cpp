@@ -81,6 +81,30 @@ void check_token_ids(const std::vector<int32_t>& ids, const RequestSpec& spec,
 
 }  // namespace
 
+EngineRequest prepare_request(const RequestSpec& spec, size_t index, const std::string& source,
+                              const ModelBundle& model, const RequestDefaults& defaults,
+                              uint64_t seed, int context_limit) {
+  // Synthetic workloads have no line; name the request by its id instead.
+  const std::string where = spec.line > 0 ? fmt::format("{}:{}", source, spec.line)
+                                          : fmt::format("{} request '{}'", source, spec.id);
+  EngineRequest r;
+  r.prompt = prompt_ids(spec, model, where);
+  check_token_ids(r.prompt, spec, model, where);
+  r.max_tokens = spec.max_tokens.value_or(defaults.max_tokens);
+  const int64_t needed = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
+  if (needed > context_limit) {
+    fail("{}: {} prompt tokens + max_tokens {} = {} is more than the context length {} of '{}'",
+         where, r.prompt.size(), r.max_tokens, needed, context_limit, model.name);
+  }
+  r.sampling.temperature = spec.temperature.value_or(defaults.temperature);
+  r.sampling.top_k = spec.top_k.value_or(defaults.top_k);
+  r.sampling.top_p = spec.top_p.value_or(defaults.top_p);
+  r.sampling.seed = spec.seed.value_or(seed + index);
+  r.ignore_eos = spec.ignore_eos.value_or(defaults.ignore_eos);
+  r.stop = spec.stop;
+  return r;
+}
+
 std::vector<EngineRequest> prepare_requests(const std::vector<RequestSpec>& specs,
                                             const std::string& source, const ModelBundle& model,
                                             const RequestDefaults& defaults, uint64_t seed,
@@ -88,26 +112,7 @@ std::vector<EngineRequest> prepare_requests(const std::vector<RequestSpec>& spec
   std::vector<EngineRequest> out;
   out.reserve(specs.size());
   for (size_t i = 0; i < specs.size(); ++i) {
-    const RequestSpec& spec = specs[i];
-    // Synthetic workloads have no line; name the request by its id instead.
-    const std::string where = spec.line > 0 ? fmt::format("{}:{}", source, spec.line)
-                                            : fmt::format("{} request '{}'", source, spec.id);
-    EngineRequest r;
-    r.prompt = prompt_ids(spec, model, where);
-    check_token_ids(r.prompt, spec, model, where);
-    r.max_tokens = spec.max_tokens.value_or(defaults.max_tokens);
-    const int64_t needed = static_cast<int64_t>(r.prompt.size()) + r.max_tokens;
-    if (needed > context_limit) {
-      fail("{}: {} prompt tokens + max_tokens {} = {} is more than the context length {} of '{}'",
-           where, r.prompt.size(), r.max_tokens, needed, context_limit, model.name);
-    }
-    r.sampling.temperature = spec.temperature.value_or(defaults.temperature);
-    r.sampling.top_k = spec.top_k.value_or(defaults.top_k);
-    r.sampling.top_p = spec.top_p.value_or(defaults.top_p);
-    r.sampling.seed = spec.seed.value_or(seed + i);
-    r.ignore_eos = spec.ignore_eos.value_or(defaults.ignore_eos);
-    r.stop = spec.stop;
-    out.push_back(std::move(r));
+    out.push_back(prepare_request(specs[i], i, source, model, defaults, seed, context_limit));
   }
   return out;
 }

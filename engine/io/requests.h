@@ -41,6 +41,11 @@ std::vector<EngineRequest> prepare_requests(const std::vector<RequestSpec>& spec
                                             const RequestDefaults& defaults, uint64_t seed,
                                             int context_limit);
 
+// One request of prepare_requests: `index` is its place among the requests (seed + index).
+EngineRequest prepare_request(const RequestSpec& spec, size_t index, const std::string& source,
+                              const ModelBundle& model, const RequestDefaults& defaults,
+                              uint64_t seed, int context_limit);
+
 // The completion text of a finished request: its output decoded (special tokens left out unless
 // the line set skip_special_tokens false), cut before the first stop string as OpenAI does.
 std::string completion_text(const RequestSpec& spec, const ModelBundle& model,

@@ -208,6 +208,7 @@ bool Engine::step(double now) {
     host_start = std::chrono::steady_clock::now();
     scheduler.update(m.out, sampled_at, m.callbacks);
     m.stats.schedule_time_s += seconds_since(host_start);
+    if (!m.config.keep_results) return true;  // a streamed run of any length keeps no series
     m.series.time.push_back(sampled_at);
     m.series.kv_used_blocks.push_back(m.pool.num_used());
     m.series.running.push_back(scheduler.num_running());
@@ -248,7 +249,8 @@ RunResult Engine::finish() {
   result.requests.reserve(size_t(scheduler.num_requests()));
   double first_arrival = std::numeric_limits<double>::infinity();
   double last_finish = 0.0;
-  for (int i = 0; i < scheduler.num_requests(); ++i) {
+  const int kept = m.config.keep_results ? scheduler.num_requests() : 0;
+  for (int i = 0; i < kept; ++i) {
     const Sequence& seq = scheduler.seq(i);
     RequestResult r = seq.result;
     r.output_ids.assign(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());

@@ -45,7 +45,8 @@ class Engine : public Runner {
   double next_arrival() const;
   // Sleeps until next_arrival() (which must be finite).
   void wait_for_arrival();
-  // Ends the run: per-request results in add() order and the run's stats.
+  // Ends the run: per-request results in add() order (none with config.keep_results off: they
+  // went to on_finish) and the run's stats.
   RunResult finish();
 
   // What a router sees between steps: requests waiting for admission, running, KV blocks in use,

@@ -14,6 +14,10 @@ struct EngineConfig {
   int max_concurrency = 0;  // online: requests in flight at most (0: no cap)
   bool prefix_cache = true;
   std::string cache_salt;  // extra key for block 0 (isolates caches)
+  // False for streamed runs of any length: a finished request is dropped right after its
+  // on_finish callback and its slot reused, and no per-step series is kept, so memory follows the
+  // requests in flight, not all ever added; finish() then returns no per-request results.
+  bool keep_results = true;
 };
 
 }  // namespace rose

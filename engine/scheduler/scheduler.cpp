@@ -29,6 +29,7 @@ Scheduler::Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* i
 void Scheduler::start(int max_model_len) {
   max_model_len_ = max_model_len;
   seqs_.clear();
+  free_slots_.clear();
   arrival_order_.clear();
   next_arrival_pos_ = 0;
   waiting_.clear();
@@ -37,6 +38,7 @@ void Scheduler::start(int max_model_len) {
   running_snapshot_.reserve(size_t(config_.max_num_seqs));
   in_flight_ = 0;
   num_finished_ = 0;
+  num_added_ = 0;
   step_ = 0;
   preemptions_ = 0;
 }
@@ -79,9 +81,9 @@ void Scheduler::validate(const EngineRequest& r, int i) const {
 void Scheduler::add(const EngineRequest& r, int index) {
   validate(r, index);
   const bool online = config_.mode == SchedulerMode::kOnline;
-  Sequence& s = seqs_.emplace_back();
+  Sequence& s = new_sequence();
   s.index = index;
-  s.slot = int(seqs_.size()) - 1;
+  ++num_added_;
   s.max_tokens = r.max_tokens;
   s.sampling = r.sampling;
   s.ignore_eos = r.ignore_eos;
@@ -99,13 +101,43 @@ void Scheduler::add(const EngineRequest& r, int index) {
   // Not yet visible ones stay sorted by arrival; equal arrivals keep add order.
   const auto later = std::upper_bound(
       arrival_order_.begin() + std::ptrdiff_t(next_arrival_pos_), arrival_order_.end(), s.arrival,
-      [&](double arrival, int slot) { return arrival < seqs_[size_t(slot)].arrival; });
+      [&](double arrival, int slot) { return arrival < at(slot).arrival; });
   arrival_order_.insert(later, s.slot);
+}
+
+Sequence& Scheduler::new_sequence() {
+  if (free_slots_.empty()) {
+    Sequence& s = seqs_.emplace_back();
+    s.slot = int(seqs_.size()) - 1;
+    return s;
+  }
+  const int slot = free_slots_.back();
+  free_slots_.pop_back();
+  Sequence& s = at(slot);
+  s = Sequence{};
+  s.slot = slot;
+  return s;
+}
+
+void Scheduler::forget_finished() {
+  for (int slot : just_finished_) {
+    Sequence& s = at(slot);
+    s = Sequence{};  // gives the token, block and timeline storage back
+    s.slot = slot;
+    s.status = SeqStatus::kFinished;
+    free_slots_.push_back(slot);
+  }
+  // The visible prefix of arrival_order_ is never read again; drop it once it dominates.
+  if (next_arrival_pos_ >= 1024 && next_arrival_pos_ * 2 >= arrival_order_.size()) {
+    arrival_order_.erase(arrival_order_.begin(),
+                         arrival_order_.begin() + std::ptrdiff_t(next_arrival_pos_));
+    next_arrival_pos_ = 0;
+  }
 }
 
 void Scheduler::release_all() {
   for (int index : running_) {
-    Sequence& seq = seqs_[size_t(index)];
+    Sequence& seq = at(index);
     pool_.release_all(seq.blocks);
     seq.blocks.clear();
     seq.num_computed = 0;
@@ -117,13 +149,13 @@ void Scheduler::release_all() {
 
 double Scheduler::next_arrival() const {
   if (next_arrival_pos_ >= arrival_order_.size()) return std::numeric_limits<double>::infinity();
-  return seqs_[arrival_order_[next_arrival_pos_]].arrival;
+  return at(arrival_order_[next_arrival_pos_]).arrival;
 }
 
 void Scheduler::admit_arrivals(double now) {
   while (next_arrival_pos_ < arrival_order_.size() &&
-         seqs_[arrival_order_[next_arrival_pos_]].arrival <= now) {
-    Sequence& s = seqs_[arrival_order_[next_arrival_pos_++]];
+         at(arrival_order_[next_arrival_pos_]).arrival <= now) {
+    Sequence& s = at(arrival_order_[next_arrival_pos_++]);
     s.status = SeqStatus::kWaiting;
     waiting_.push_back(s.slot);
   }
@@ -182,7 +214,7 @@ Sequence* Scheduler::pick_victim(const Sequence& seq) {
   // The most recently admitted running sequence that this step has not scheduled; `seq` itself
   // counts, and if it is the one, the caller decides what to do.
   for (size_t i = running_.size(); i-- > 0;) {
-    Sequence& candidate = seqs_[size_t(running_[i])];
+    Sequence& candidate = at(running_[i]);
     if (&candidate == &seq || candidate.scheduled_step != step_) return &candidate;
   }
   return nullptr;
@@ -247,7 +279,7 @@ bool Scheduler::try_admit(Sequence& seq, int reserve_blocks) {
 void Scheduler::admit_waiting(int reserve_blocks, int seat_limit) {
   const bool capped = config_.mode == SchedulerMode::kOnline && config_.max_concurrency > 0;
   while (!waiting_.empty() && token_budget_ > 0 && int(running_.size()) < seat_limit) {
-    Sequence& seq = seqs_[size_t(waiting_.front())];
+    Sequence& seq = at(waiting_.front());
     if (capped && !seq.admitted_once && in_flight_ >= config_.max_concurrency) break;
     // First come, first served: when the front does not fit, nothing behind it jumps the queue.
     if (!try_admit(seq, reserve_blocks)) break;
@@ -261,7 +293,7 @@ void Scheduler::schedule_running_pass(Filter filter) {
   running_snapshot_.assign(running_.begin(), running_.end());
   for (int index : running_snapshot_) {
     if (token_budget_ <= 0) break;
-    Sequence& seq = seqs_[size_t(index)];
+    Sequence& seq = at(index);
     if (seq.status != SeqStatus::kRunning || seq.scheduled_step == step_ || !filter(seq)) continue;
     schedule_running(seq, token_budget_);
   }
@@ -296,7 +328,7 @@ void Scheduler::schedule(double now, StepPlan& plan) {
       schedule_running_pass(is_prefill);
       int decode_blocks = 0;
       for (int index : running_) {
-        const Sequence& s = seqs_[size_t(index)];
+        const Sequence& s = at(index);
         if (is_decode(s) && blocks_for(s.num_computed + 1) > int(s.blocks.size())) ++decode_blocks;
       }
       if (!preempted_this_step_) admit_waiting(decode_blocks, config_.max_num_seqs);
@@ -346,7 +378,7 @@ void Scheduler::build_plan(StepPlan& plan) {
 }
 
 void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& callbacks) {
-  bool any_finished = false;
+  just_finished_.clear();
   for (size_t k = 0; k < scheduled_.size(); ++k) {
     Sequence& seq = *scheduled_[k].seq;
     if (seq.num_computed != seq.num_tokens()) continue;  // a prompt chunk short of the end
@@ -378,13 +410,12 @@ void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& ca
     seq.status = SeqStatus::kFinished;
     ++num_finished_;
     --in_flight_;
-    any_finished = true;
+    just_finished_.push_back(seq.slot);
     if (callbacks.on_finish) callbacks.on_finish(seq.index, seq.result);
   }
-  if (any_finished) {
-    std::erase_if(running_,
-                  [&](int index) { return seqs_[size_t(index)].status == SeqStatus::kFinished; });
-  }
+  if (just_finished_.empty()) return;
+  std::erase_if(running_, [&](int index) { return at(index).status == SeqStatus::kFinished; });
+  if (!config_.keep_results) forget_finished();
 }
 
 }  // namespace rose

@@ -79,10 +79,11 @@ class Scheduler {
   // Gives back every running sequence's blocks (after a failed step; the run is abandoned).
   void release_all();
 
-  bool done() const { return num_finished_ == int(seqs_.size()); }
+  bool done() const { return num_finished_ == num_added_; }
   // Arrival of the first request not yet visible, +inf when all are.
   double next_arrival() const;
 
+  // With config.keep_results off, finished slots are reused: seq() is only meaningful with it on.
   const Sequence& seq(int slot) const { return seqs_[size_t(slot)]; }
   int num_requests() const { return int(seqs_.size()); }
   int num_running() const { return int(running_.size()); }
@@ -97,6 +98,10 @@ class Scheduler {
 
  private:
   void validate(const EngineRequest& request, int index) const;
+  Sequence& new_sequence();  // a reused finished slot (keep_results off) or a new one
+  Sequence& at(int slot) { return seqs_[size_t(slot)]; }
+  const Sequence& at(int slot) const { return seqs_[size_t(slot)]; }
+  void forget_finished();  // keep_results off: frees finished sequences' storage, reuses slots
   void admit_arrivals(double now);
   // Schedules up to `max_new` tokens of a running sequence, preempting later-admitted unscheduled
   // sequences if blocks run out. Returns false when `seq` itself had to be preempted.
@@ -125,12 +130,15 @@ class Scheduler {
   int max_model_len_ = 0;
 
   std::vector<Sequence> seqs_;
+  std::vector<int> free_slots_;     // finished slots to reuse (keep_results off)
+  std::vector<int> just_finished_;  // slots finished by the last update()
   std::vector<int> arrival_order_;  // slots by (arrival, add order)
   size_t next_arrival_pos_ = 0;     // first of arrival_order_ not yet visible
   std::deque<int> waiting_;         // slots: visible, not running; preempted ones at the front
   std::vector<int> running_;        // slots, in admission order
   int in_flight_ = 0;               // admitted at least once and not finished
   int num_finished_ = 0;
+  int num_added_ = 0;
   int64_t step_ = 0;
   int64_t preemptions_ = 0;
 
