@@ -10,10 +10,12 @@
 #    host-dequantization path (results/2026-11-23-h100/real_model/ours_chat.jsonl) and with
 #    transformers bf16 (peer_chat.json of the same results); decode grid B=1 on it;
 # 4. scripts/noise_study.sh and scripts/serve_sweep.sh (issue 15).
-# Everything lands in $OUT; a summary is printed last.
+# Everything lands in $OUT/session.tgz (the device tool brings back only a few files); a summary is
+# printed last.
 set -uo pipefail
-OUT=${OUT:-/tmp/session_out}
-mkdir -p "$OUT"
+FINAL=${OUT:-/tmp/session_out}
+OUT=/tmp/session_work
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
 if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
 B=$PWD/bundle
 BIN=$B/roseinfer
@@ -74,5 +76,7 @@ fi
 
 step noise_study 300 env OUT="$OUT/noise" BUNDLE_DIR="$B" bash scripts/noise_study.sh
 step serve_sweep 240 env OUT="$OUT/sweep" BUNDLE_DIR="$B" bash scripts/serve_sweep.sh
+tar czf "$FINAL/session.tgz" -C "$OUT" .
+cp "$SUMMARY" "$FINAL/summary.txt"
 echo "== summary"
 cat "$SUMMARY"

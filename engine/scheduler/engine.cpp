@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstdio>
 #include <limits>
 #include <thread>
 
@@ -185,7 +186,16 @@ void Engine::wait_for_arrival() {
   Impl& m = *impl_;
   const double next = next_arrival();
   // With every request visible and nothing runnable the run could never finish; add() rejects
-  // the requests that could cause it, so this is a bug.
+  // the requests that could cause it, so this is a bug: say what the scheduler holds.
+  if (!std::isfinite(next)) {
+    const Scheduler& s = m.running_scheduler();
+    std::fprintf(stderr,
+                 "roseinfer: internal error: nothing runnable after %lld steps: %d waiting, %d "
+                 "running, %d of %d KV blocks free, limits %d tokens / %d seqs per step\n",
+                 static_cast<long long>(m.stats.steps), s.num_waiting(), s.num_running(),
+                 m.pool.num_free(), m.pool.num_blocks(), m.config.max_num_batched_tokens,
+                 m.config.max_num_seqs);
+  }
   ROSE_ASSERT(std::isfinite(next));
   m.clock->sleep_until(m.start_time + next);
   m.waited_until = std::max(m.waited_until, next);
