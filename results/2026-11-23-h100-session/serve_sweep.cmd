@@ -1,0 +1,1 @@
+env OUT=/tmp/session_work/sweep BUNDLE_DIR=/work/main/bundle bash scripts/serve_sweep.sh
