@@ -34,7 +34,7 @@ __device__ __forceinline__ void merge_column(const AttentionArgs& args, int toke
     o += w * __ldcg(args.partial_out + (base + s) * args.head_dim + d);
   }
   static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * args.head_dim + d] =
-      from_float<T>(total > 0.0f ? o / total : 0.0f);
+      from_float<T>(total != 0.0f ? o / total : 0.0f);  // NaN passes, as in finish_block
 }
 
 // What one block of either attention kernel computes. The grid is (query tokens, KV heads x head
@@ -76,24 +76,25 @@ __device__ __forceinline__ void finish_block(const AttentionArgs& args, const fl
     float m_max = -INFINITY;
 #pragma unroll
     for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+    // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
+    // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
+    // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
     float total = 0.0f, o = 0.0f;
-    if (m_max != -INFINITY) {
 #pragma unroll
-      for (int w = 0; w < kWarps; ++w) {
-        const float scale = exp2f(m_s[w][g] - m_max);
-        total += l_s[w][g] * scale;
-        o += o_s[w][g][d] * scale;
-      }
+    for (int w = 0; w < kWarps; ++w) {
+      const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
+      total += l_s[w][g] * scale;
+      o += o_s[w][g][d] * scale;
     }
     const int head = head_begin + g;
-    const float value = total > 0.0f ? o / total : 0.0f;
+    const float value = total != 0.0f ? o / total : 0.0f;
     if (args.num_splits == 1) {
       static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
           from_float<T>(value);
     } else {
       const int64_t part = (int64_t(token) * args.num_heads + head) * args.num_splits + split;
       args.partial_out[part * D + d] = value;
-      if (d == 0) args.partial_lse[part] = total > 0.0f ? m_max + log2f(total) : -INFINITY;
+      if (d == 0) args.partial_lse[part] = total != 0.0f ? m_max + log2f(total) : -INFINITY;
     }
   }
   if (args.num_splits > 1 && args.merge_counters) {
