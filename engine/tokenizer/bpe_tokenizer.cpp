@@ -636,7 +636,9 @@ void TokenizerJsonLoader::load_model(element e) {
   object vocab = as_object(required(model, "vocab", "model"), "model.vocab");
   t.vocab.reserve(vocab.size());
   vocab_by_id_.reserve(vocab.size());
-  for (auto [key, value] : vocab) {
+  for (auto [entry_key, value] : vocab) {
+    // clang 14 (the fuzz build's compiler) cannot capture a structured binding in a lambda.
+    const std::string_view key = entry_key;
     // Formatted only for an error, as in load_merges.
     const auto field = [&] { return fmt::format("model.vocab[\"{}\"]", shorten(key)); };
     const bool plain_id = value.is_int64() && int64_t(value) >= 0 && int64_t(value) <= kMaxTokenId;
