@@ -29,7 +29,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   simdjson::dom::parser parser;
   int index = 0;
   for (const rose::RequestSpec& r : file.requests) {
-    if (r.prompt.has_value() == r.prompt_token_ids.has_value()) __builtin_trap();
+    // Exactly one of a prompt text, token ids or chat messages.
+    const int inputs =
+        int(r.prompt.has_value()) + int(r.prompt_token_ids.has_value()) + int(!r.messages.empty());
+    if (inputs != 1) __builtin_trap();
     if (r.prompt && r.prompt->empty()) __builtin_trap();
     if (r.prompt_token_ids && r.prompt_token_ids->empty()) __builtin_trap();
     if (r.prompt_token_ids) {
