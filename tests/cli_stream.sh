@@ -43,7 +43,13 @@ check "peak RSS is reported" [ -n "$small" ] && [ -n "$large" ]
 check "20,000 lines: 20,000 output lines in input order" diff <(ids "$TMP/m20k.jsonl") <(seq 0 19999 | sed 's/^/q/')
 check "20,000 lines: the first 2,000 equal the 2,000-line run" diff <(strip "$TMP/m2k.jsonl") <(head -2000 "$TMP/m20k.jsonl" | strip /dev/stdin)
 check "peak RSS at 10x the lines is under 1.5x" [ $((large * 2)) -lt $((small * 3)) ]
-# 18,000 more requests may cost a few tables of 8-16 bytes each, not kilobytes each.
-check "peak RSS grows by less than 4 MiB for 18,000 more lines" [ $((large - small)) -lt 4096 ]
+# 18,000 more requests may cost a few tables of 8-16 bytes each, not kilobytes each. Under ASan
+# the allocator's quarantine keeps freed memory by design (CI measured +29 MiB), so only the ratio
+# above is checked there.
+if ldd "$BIN" 2>/dev/null | grep -q libasan; then
+  echo "skip peak RSS growth in MiB: an ASan build holds freed memory in its quarantine"
+else
+  check "peak RSS grows by less than 4 MiB for 18,000 more lines" [ $((large - small)) -lt 4096 ]
+fi
 
 finish cli_stream
