@@ -5,24 +5,9 @@
 #include <optional>
 #include <span>
 
-namespace rose {
+#include "kernels/common/ggml_type.h"
 
-// ggml_type ids as stored in GGUF tensor infos (ggml docs/gguf.md). Only the ones we can read.
-enum class GgmlType : uint32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ4_1 = 3,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kBF16 = 30,
-};
+namespace rose {
 
 struct GgmlTypeTraits {
   GgmlType type;

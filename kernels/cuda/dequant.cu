@@ -7,29 +7,13 @@
 // plainly correct: one thread per output element, re-reading its block's scales through the cache.
 #include <algorithm>
 
+#include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/device_utils.cuh"
 
 namespace rose {
 namespace {
-
-// ggml type ids (GgmlType in engine/model/quant.h).
-enum : uint32_t {
-  kF32 = 0,
-  kF16 = 1,
-  kQ4_0 = 2,
-  kQ4_1 = 3,
-  kQ5_0 = 6,
-  kQ5_1 = 7,
-  kQ8_0 = 8,
-  kQ2_K = 10,
-  kQ3_K = 11,
-  kQ4_K = 12,
-  kQ5_K = 13,
-  kQ6_K = 14,
-  kBF16 = 30,
-};
 
 constexpr int kThreads = 256;
 
@@ -210,32 +194,32 @@ using Launcher = void (*)(void*, DType, const uint8_t*, int64_t, int64_t, int64_
                           cudaStream_t);
 
 Launcher launcher_for(uint32_t ggml_type) {
-  switch (ggml_type) {
-    case kF32:
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::kF32:
       return launch_decoder<F32>;
-    case kF16:
+    case GgmlType::kF16:
       return launch_decoder<F16>;
-    case kBF16:
+    case GgmlType::kBF16:
       return launch_decoder<BF16>;
-    case kQ4_0:
+    case GgmlType::kQ4_0:
       return launch_decoder<Q4<false>>;
-    case kQ4_1:
+    case GgmlType::kQ4_1:
       return launch_decoder<Q4<true>>;
-    case kQ5_0:
+    case GgmlType::kQ5_0:
       return launch_decoder<Q5<false>>;
-    case kQ5_1:
+    case GgmlType::kQ5_1:
       return launch_decoder<Q5<true>>;
-    case kQ8_0:
+    case GgmlType::kQ8_0:
       return launch_decoder<Q8_0>;
-    case kQ2_K:
+    case GgmlType::kQ2_K:
       return launch_decoder<Q2_K>;
-    case kQ3_K:
+    case GgmlType::kQ3_K:
       return launch_decoder<Q3_K>;
-    case kQ4_K:
+    case GgmlType::kQ4_K:
       return launch_decoder<Q45_K<false>>;
-    case kQ5_K:
+    case GgmlType::kQ5_K:
       return launch_decoder<Q45_K<true>>;
-    case kQ6_K:
+    case GgmlType::kQ6_K:
       return launch_decoder<Q6_K>;
     default:
       return nullptr;
