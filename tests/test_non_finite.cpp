@@ -1,7 +1,7 @@
-// Non-finite logits (a NaN row in the embedding of tiny-qwen2, on the CPU backend) end only the request that
-// read it, with FinishReason::kError and a message naming the step; the others produce exactly
-// what a clean model gives; bench counts the request as failed and says why; check_weights names
-// the first bad values.
+// Non-finite logits (a NaN row in the embedding of tiny-qwen2, on the CPU backend) end only the
+// request that read it, with FinishReason::kError and a message naming the step; the others produce
+// exactly what a clean model gives; bench counts the request as failed and says why; check_weights
+// names the first bad values.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -12,61 +12,20 @@
 #include "engine/model/weight_check.h"
 #include "engine/model/weights.h"
 #include "engine/scheduler/engine.h"
+#include "tests/poisoned_model.h"
 #include "tests/test_util.h"
 
 using namespace rose;
 using rose::test::contains;
 
+using rose::test::kPoisonedToken;
+using rose::test::PoisonedEmbedding;
+using rose::test::tiny_weights;
+
 namespace {
-
-constexpr int32_t kPoisonedToken = 77;
-
-// A model with one embedding row set to NaN: only prompts holding that token go wrong. The head
-// must be untied (tiny-qwen2), or the NaN row would also be a NaN logit of every request.
-class PoisonedEmbedding : public WeightSource {
- public:
-  explicit PoisonedEmbedding(const WeightSource& base) : base_(base) {}
-  const ModelConfig& config() const override { return base_.config(); }
-  void read_f32(const std::string& name, std::span<float> dst) const override {
-    base_.read_f32(name, dst);
-    if (name != "tok_emb") return;
-    const int64_t hidden = config().hidden_size;
-    std::fill_n(dst.begin() + kPoisonedToken * hidden, hidden, NAN);
-  }
-
- private:
-  const WeightSource& base_;
-};
-
-const WeightSource& tiny_weights() {
-  static const std::unique_ptr<WeightSource> weights =
-      open_model("tests/fixtures/models/tiny-qwen2");
-  return *weights;
-}
-
 RunResult run_three(const WeightSource& weights, std::vector<EngineRequest>& requests) {
-  BackendOptions options;
-  options.num_kv_blocks = 64;
-  options.max_num_seqs = 8;
-  options.max_num_batched_tokens = 128;
-  const std::unique_ptr<Backend> backend = make_cpu_backend(weights, options);
-  EngineConfig config;
-  config.max_num_seqs = 8;
-  config.max_num_batched_tokens = 128;
-  requests.assign(3, EngineRequest{});
-  requests[0].prompt = {1, 2, 3, 4};
-  requests[1].prompt = {5, kPoisonedToken, 6};
-  requests[2].prompt = {7, 8};
-  for (EngineRequest& r : requests) {
-    r.max_tokens = 5;
-    r.ignore_eos = true;
-  }
-  requests[2].sampling.temperature = 0.7f;
-  requests[2].sampling.seed = 11;
-  Engine engine(*backend, config, "tiny-qwen2");
-  return engine.run(requests);
+  return rose::test::run_three(weights, requests, make_cpu_backend);
 }
-
 }  // namespace
 
 TEST_CASE("non-finite logits fail their request only, naming the step") {
