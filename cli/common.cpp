@@ -77,6 +77,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed
       ->capture_default_str();
   cmd->add_flag("--no-cuda-graph", flags.no_cuda_graph,
                 "CUDA: launch decode steps directly instead of replaying captured graphs");
+  cmd->add_flag("--batch-invariant", flags.batch_invariant,
+                "CUDA: kernels whose result for a request does not depend on the rest of its batch "
+                "(fixed reduction orders; costs speed, see the README)");
   cmd->add_option("--seed", flags.seed, seed_help)->capture_default_str();
 }
 
@@ -130,6 +133,7 @@ BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engin
   o.gpu_memory_utilization = engine.gpu_memory_utilization;
   o.dtype = model.dtype;
   o.cuda_graphs = !engine.no_cuda_graph;
+  o.batch_invariant = engine.batch_invariant;
   return o;
 }
 

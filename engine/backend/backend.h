@@ -75,6 +75,10 @@ struct BackendOptions {
   int64_t cpu_kv_bytes = int64_t(1) << 30;  // CPU KV pool budget when num_kv_blocks == 0
   std::string dtype = "bf16";               // GPU: bf16 or fp16; the CPU backend is fp32
   bool cuda_graphs = true;
+  // CUDA: a request's tokens do not depend on what else is in its steps (GEMMs and attention with
+  // reduction orders fixed by the weight shape and the absolute position, never by the batch).
+  // The CPU backend is batch-invariant always.
+  bool batch_invariant = false;
 };
 
 class Backend {

@@ -236,6 +236,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   } else {
     fail("--dtype {}: the CUDA backend supports bf16 and fp16", options.dtype);
   }
+  if (options.batch_invariant) fail("--batch-invariant: not implemented on CUDA yet");
   gpt2_ = c.arch == Arch::kGpt2;
   if (!attention_supports_head_dim(c.head_dim)) {
     fail("model {}: head_dim {} is not supported by the CUDA backend (8, 16, 32, 64 or 128)",
