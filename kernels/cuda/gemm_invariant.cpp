@@ -16,6 +16,7 @@
 #include <cmath>
 #include <cstring>
 #include <optional>
+#include <utility>
 
 #include "kernels/common/error.h"
 #include "kernels/cuda/check.cuh"
@@ -152,16 +153,19 @@ struct InvariantGemm::Impl {
     return out;
   }
 
+  // True when cuBLASLt runs `algo` at n rows without workspace (sets n on the layouts).
+  bool accepts(ShapePlan& p, const cublasLtMatmulAlgo_t& algo, int n) const {
+    set_rows(p, n);
+    cublasLtMatmulHeuristicResult_t check{};
+    return cublasLtMatmulAlgoCheck(lt, p.desc, p.a, p.b, p.d, p.d, &algo, &check) ==
+               CUBLAS_STATUS_SUCCESS &&
+           check.workspaceSize == 0;
+  }
+
   // y = x W^T with `algo` at n rows; false when cuBLASLt does not support the algo at this n.
   bool try_matmul(ShapePlan& p, const cublasLtMatmulAlgo_t& algo, const void* x, const void* w,
                   void* y, int n) const {
-    set_rows(p, n);
-    cublasLtMatmulHeuristicResult_t check{};
-    if (cublasLtMatmulAlgoCheck(lt, p.desc, p.a, p.b, p.d, p.d, &algo, &check) !=
-            CUBLAS_STATUS_SUCCESS ||
-        check.workspaceSize != 0) {
-      return false;
-    }
+    if (!accepts(p, algo, n)) return false;
     const float alpha = 1.0f, beta = 0.0f;
     return cublasLtMatmul(lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.d, y, p.d, &algo, nullptr,
                           0, stream) == CUBLAS_STATUS_SUCCESS;
@@ -256,6 +260,19 @@ double time_algo(InvariantGemm::Impl& impl, ShapePlan& p, CheckBuffers& b,
 }
 
 // The fastest candidate of `bucket` whose rows match the reference's; nullopt when none does.
+// True when cuBLASLt accepts `algo` at every row count of the bucket (a host-side check; run()
+// must never meet an n the algorithm rejects).
+bool supports_every_n(InvariantGemm::Impl& impl, ShapePlan& p, const cublasLtMatmulAlgo_t& algo,
+                      int bucket) {
+  const int hi = std::min(kBucketHi[bucket], p.shape.max_rows);
+  for (int n = kBucketLo[bucket]; n <= hi; ++n) {
+    if (!impl.accepts(p, algo, n)) return false;
+  }
+  return true;
+}
+
+// The fastest candidate of `bucket` whose rows match the reference's and that cuBLASLt accepts at
+// every n of the bucket; nullopt when none does.
 std::optional<cublasLtMatmulAlgo_t> pick_for_bucket(InvariantGemm::Impl& impl, ShapePlan& p,
                                                     CheckBuffers& b,
                                                     const cublasLtMatmulAlgo_t& ref, int bucket) {
@@ -264,14 +281,17 @@ std::optional<cublasLtMatmulAlgo_t> pick_for_bucket(InvariantGemm::Impl& impl, S
   if (std::none_of(cands.begin(), cands.end(), [&](auto& a) { return same_algo(a, ref); })) {
     cands.push_back(ref);
   }
-  std::optional<cublasLtMatmulAlgo_t> best;
-  double best_s = 1e30;
-  for (const cublasLtMatmulAlgo_t& algo : cands) {
-    if (!rows_match(impl, p, b, algo, bucket)) continue;
-    const double s = time_algo(impl, p, b, algo, n);
-    if (s < best_s) best_s = s, best = algo;
+  std::vector<std::pair<double, size_t>> passing;  // (seconds at n, index into cands)
+  for (size_t i = 0; i < cands.size(); ++i) {
+    if (rows_match(impl, p, b, cands[i], bucket)) {
+      passing.emplace_back(time_algo(impl, p, b, cands[i], n), i);
+    }
   }
-  return best;
+  std::sort(passing.begin(), passing.end());
+  for (const auto& [seconds, i] : passing) {
+    if (supports_every_n(impl, p, cands[i], bucket)) return cands[i];
+  }
+  return std::nullopt;
 }
 
 }  // namespace
