@@ -28,6 +28,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/gemm_invariant.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
@@ -146,6 +147,10 @@ class CudaBackend final : public Backend {
   int64_t pack(const StepPlan& plan, int padded_seqs);
   void forward(int num_tokens, int num_seqs);
   void gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
+  // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
+  // the GEMM's, so a row's bits would depend on the batch size).
+  bool use_gemv(int n, int in) const { return !invariant_gemm_ && gemv_supported(n, in); }
+  std::vector<GemmShape> gemm_shapes() const;
   template <typename T>
   T* meta(int64_t offset) const {  // a device pointer into this step's metadata
     return reinterpret_cast<T*>(static_cast<char*>(meta_device_) + offset);
@@ -170,6 +175,8 @@ class CudaBackend final : public Backend {
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
+  std::unique_ptr<InvariantGemm> invariant_gemm_;
   std::vector<void*> allocations_;
   void* pinned_meta_ = nullptr;
   int32_t* pinned_sampled_ = nullptr;
@@ -306,6 +313,11 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_sampled_), S * 4));
   std::memset(pinned_meta_, 0, static_cast<size_t>(meta_bytes_));
 
+  if (options.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
+    invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);
+    if (print_stats_) std::fprintf(stderr, "%s\n", invariant_gemm_->describe().c_str());
+  }
+
   // The KV pool last, from what is left.
   const int64_t block_bytes =
       int64_t(2) * c.num_layers * block_size_ * c.kv_dim() * int64_t(dtype_size(dtype_));
@@ -410,6 +422,7 @@ CudaBackend::~CudaBackend() {
   }
   // Destructors must not throw: errors here are ignored on purpose.
   for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
+  invariant_gemm_.reset();
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   for (void* ptr : allocations_) cudaFree(ptr);
@@ -614,10 +627,28 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
   return m.block_tables + int64_t(padded_seqs) * stride * 4;
 }
 
+// Every (out, in, f32_out) forward() passes to gemm(), with the most rows it passes.
+std::vector<GemmShape> CudaBackend::gemm_shapes() const {
+  const ModelConfig& c = config_;
+  const int H = c.hidden_size, I = c.intermediate_size;
+  const int up_rows = gpt2_ ? I : 2 * I;
+  return {
+      GemmShape{c.qkv_dim(), H, false, max_tokens_},  // qkv
+      GemmShape{H, c.q_dim(), false, max_tokens_},    // o
+      GemmShape{up_rows, H, false, max_tokens_},      // up (GPT-2) or gate|up (Llama)
+      GemmShape{H, I, false, max_tokens_},            // down
+      GemmShape{c.vocab_size, H, true, max_seqs_},    // lm_head, fp32 logits
+  };
+}
+
 void CudaBackend::gemm(const void* x, const void* w, void* y, int n, int in, int out,
                        bool f32_out) {
   // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
   // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
+  if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
+    invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
+    return;
+  }
   if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
@@ -705,7 +736,7 @@ void CudaBackend::forward(int n, int num_seqs) {
     an.weight = w.mlp_norm_w;
     an.bias = w.mlp_norm_b;
     launch_add_norm(an, stream_);
-    if (gemv_supported(n, H) && gemv_supported(n, I)) {  // small batch: activation fused
+    if (use_gemv(n, H) && use_gemv(n, I)) {  // small batch: activation fused
       void* hidden_act = gpt2_ ? mlp_ : act_;
       launch_gemv_act(normed_, w.up_w, w.up_b, hidden_act, n, H, I,
                       gpt2_ ? GemvActivation::kGeluTanhBias : GemvActivation::kSiluMul, dtype_,
