@@ -173,7 +173,11 @@ class CudaBackend final : public Backend {
   int max_table_stride_ = 0;
   int target_blocks_ = 0;
   int invariant_splits_ = 0;  // --batch-invariant: attention grid splits, for max_model_len_
-  int invariant_rows_ = 0;    // --batch-invariant: attention query rows per launch
+  int invariant_rows_ = 0;    // --batch-invariant: attention query rows per launch at that grid
+  // --batch-invariant: the attention grid's splits for the next forward(): invariant_splits_ for a
+  // graph (replayed at any context), the step's longest context for an eager step. A row's bits do
+  // not depend on the grid (splits past its keys exit), so a smaller grid only saves launches.
+  int step_splits_ = 0;
   int64_t weight_bytes_ = 0;
   std::string device_name_;
 
@@ -711,8 +715,10 @@ void CudaBackend::forward(int n, int num_seqs) {
     at.num_splits = splits;
     if (options_.batch_invariant) {  // fixed splits from position 0: see kInvariantSplitKeys
       at.split_keys = kInvariantSplitKeys;
-      at.num_splits = invariant_splits_;
-      at.rows_per_launch = invariant_rows_;
+      at.num_splits = step_splits_;
+      // The partials hold invariant_rows_ rows of invariant_splits_ splits: more rows of fewer.
+      at.rows_per_launch = int(std::min<int64_t>(
+          max_tokens_, int64_t(invariant_rows_) * invariant_splits_ / step_splits_));
     }
     at.scale = 1.0f / std::sqrt(float(c.head_dim));
     at.dtype = dtype_;
@@ -779,6 +785,9 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
 
   const bool use_graph = options_.cuda_graphs && plan.is_pure_decode();
   const int padded = use_graph ? graph_bucket(s) : s;
+  const int max_context = *std::max_element(plan.context_lens.begin(), plan.context_lens.end());
+  step_splits_ =
+      use_graph ? invariant_splits_ : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
   const double t1 = host_seconds();
   const int64_t bytes = pack(plan, padded);
   ROSE_CUDA_CHECK(
