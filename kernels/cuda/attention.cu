@@ -89,7 +89,8 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
 // result for its heads: the output (one split) or this split's partial, which the last split block
 // to finish merges (given merge_counters). Starts with the barrier that publishes the states.
 // `splits` is the row's split count (BlockWork::splits). A single split writes its value directly,
-// which is what merging one split gives bit for bit (weight exp2(0) = 1, o * 1 / 1 = o).
+// which is what merging one split gives bit for bit (weight exp2(0) = 1, o * 1 / 1 = o; only a
+// -0 would come out +0). Either way a row takes the same path whatever its batch.
 template <typename T, int D, int G>
 __device__ __forceinline__ void finish_block(const AttentionArgs& args, const float (*m_s)[G],
                                              const float (*l_s)[G], const float (*o_s)[G][D],
