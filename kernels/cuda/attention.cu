@@ -1,3 +1,4 @@
+#include <algorithm>
 #include <cmath>
 
 #include "kernels/cuda/attention.cuh"
@@ -14,19 +15,35 @@ constexpr int kMaxGroup = 8;          // query heads per block; larger GQA group
 constexpr int kTile = 32;             // keys per warp iteration: one key per lane for Q.K
 constexpr int kDeepMaxTokens = 1024;  // query rows up to which the deep-unrolled variant runs
 
-// Merges the split partials of output column d of (token, head). The partials were written by other
-// blocks of this grid (fused merge) or the previous kernel: read through L2, never a stale L1 line.
+// Query row `token` attends to keys 0..its position.
+__device__ __forceinline__ int row_num_keys(const AttentionArgs& args, int token, int seq) {
+  return args.context_lens[seq] - (args.query_start[seq + 1] - 1 - token);
+}
+
+// Splits that hold keys of a row with num_keys keys. Invariant mode: a function of the row alone,
+// so a row takes the one-split (direct write) or the partials+merge path whatever the batch.
+__device__ __forceinline__ int row_splits(const AttentionArgs& args, int num_keys) {
+  return args.split_keys > 0 ? (num_keys + args.split_keys - 1) / args.split_keys : args.num_splits;
+}
+
+// First element of (token, head)'s partials: the partial buffers hold this launch's rows only.
+__device__ __forceinline__ int64_t partial_base(const AttentionArgs& args, int token, int head) {
+  return (int64_t(token - args.token_offset) * args.num_heads + head) * args.num_splits;
+}
+
+// Merges splits 0..splits-1 (in that order) of output column d of (token, head). The partials were
+// written by other blocks of this grid (fused merge) or the previous kernel: read through L2, never
+// a stale L1 line.
 template <typename T>
-__device__ __forceinline__ void merge_column(const AttentionArgs& args, int token, int head,
-                                             int d) {
-  const int64_t base = (int64_t(token) * args.num_heads + head) * args.num_splits;
+__device__ __forceinline__ void merge_column(const AttentionArgs& args, int token, int head, int d,
+                                             int splits) {
+  const int64_t base = partial_base(args, token, head);
   float lse_max = -INFINITY;
 #pragma unroll 8
-  for (int s = 0; s < args.num_splits; ++s)
-    lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + base + s));
+  for (int s = 0; s < splits; ++s) lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + base + s));
   float total = 0.0f, o = 0.0f;
 #pragma unroll 8
-  for (int s = 0; s < args.num_splits; ++s) {
+  for (int s = 0; s < splits; ++s) {
     const float lse = __ldcg(args.partial_lse + base + s);
     if (lse == -INFINITY) continue;
     const float w = exp2f(lse - lse_max);
@@ -40,14 +57,16 @@ __device__ __forceinline__ void merge_column(const AttentionArgs& args, int toke
 // What one block of either attention kernel computes. The grid is (query tokens, KV heads x head
 // chunks of at most kMaxGroup query heads, splits); a split covers tiles [tile_begin, tile_end) of
 // the token's keys, at least one tile per warp (fewer leaves warps idle and only adds partials to
-// merge; splits past the keys stay empty and the merge skips them).
+// merge; splits past the keys stay empty and the merge skips them). In invariant mode a split is
+// split_keys / tile_keys tiles from absolute key 0 instead, and `splits` counts the row's non-empty
+// splits (blocks of the others exit at once).
 struct BlockWork {
-  int token, seq, kv_head, head_begin, heads, split, num_keys, tile_begin, tile_end;
+  int token, seq, kv_head, head_begin, heads, split, splits, num_keys, tile_begin, tile_end;
 };
 
 __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int tile_keys) {
   BlockWork w;
-  w.token = blockIdx.x;
+  w.token = blockIdx.x + args.token_offset;
   const int group = args.num_heads / args.num_kv_heads;
   const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
   w.kv_head = blockIdx.y / chunks;
@@ -55,9 +74,12 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
   w.heads = min(kMaxGroup, w.kv_head * group + group - w.head_begin);
   w.split = blockIdx.z;
   w.seq = args.token_seq[w.token];
-  w.num_keys = args.context_lens[w.seq] - (args.query_start[w.seq + 1] - 1 - w.token);
+  w.num_keys = row_num_keys(args, w.token, w.seq);
+  w.splits = row_splits(args, w.num_keys);
   const int num_tiles = (w.num_keys + tile_keys - 1) / tile_keys;
-  const int tiles_per_split = max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
+  const int tiles_per_split =
+      args.split_keys > 0 ? args.split_keys / tile_keys
+                          : max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
   w.tile_begin = w.split * tiles_per_split;
   w.tile_end = min(num_tiles, w.tile_begin + tiles_per_split);
   return w;
@@ -66,10 +88,14 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
 // Combines the 4 warps' online-softmax states (m_s, l_s, o_s, already written) into the block's
 // result for its heads: the output (one split) or this split's partial, which the last split block
 // to finish merges (given merge_counters). Starts with the barrier that publishes the states.
+// `splits` is the row's split count (BlockWork::splits). A single split writes its value directly,
+// which is what merging one split gives bit for bit (weight exp2(0) = 1, o * 1 / 1 = o; only a
+// -0 would come out +0). Either way a row takes the same path whatever its batch.
 template <typename T, int D, int G>
 __device__ __forceinline__ void finish_block(const AttentionArgs& args, const float (*m_s)[G],
                                              const float (*l_s)[G], const float (*o_s)[G][D],
-                                             int token, int head_begin, int heads, int split) {
+                                             int token, int head_begin, int heads, int split,
+                                             int splits) {
   __syncthreads();
   for (int i = threadIdx.x; i < heads * D; i += kThreads) {
     const int g = i / D, d = i % D;
@@ -88,31 +114,31 @@ __device__ __forceinline__ void finish_block(const AttentionArgs& args, const fl
     }
     const int head = head_begin + g;
     const float value = total != 0.0f ? o / total : 0.0f;
-    if (args.num_splits == 1) {
+    if (splits == 1) {
       static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
           from_float<T>(value);
     } else {
-      const int64_t part = (int64_t(token) * args.num_heads + head) * args.num_splits + split;
+      const int64_t part = partial_base(args, token, head) + split;
       args.partial_out[part * D + d] = value;
       if (d == 0) args.partial_lse[part] = total != 0.0f ? m_max + log2f(total) : -INFINITY;
     }
   }
-  if (args.num_splits > 1 && args.merge_counters) {
+  if (splits > 1 && args.merge_counters) {
     // Classic last-block reduction: publish this block's partials, count it in, and let the block
     // that completes the count merge every split of these heads.
     __shared__ int is_last;
     __threadfence();
     __syncthreads();
     if (threadIdx.x == 0) {
-      int32_t* counter = args.merge_counters + int64_t(token) * gridDim.y + blockIdx.y;
-      is_last = atomicAdd(counter, 1) == args.num_splits - 1;
+      int32_t* counter = args.merge_counters + int64_t(blockIdx.x) * gridDim.y + blockIdx.y;
+      is_last = atomicAdd(counter, 1) == splits - 1;
       if (is_last) *counter = 0;  // every split has counted in: ready for the next launch
     }
     __syncthreads();
     if (!is_last) return;
     __threadfence();
     for (int i = threadIdx.x; i < heads * D; i += kThreads) {
-      merge_column<T>(args, token, head_begin + i / D, i % D);
+      merge_column<T>(args, token, head_begin + i / D, i % D, splits);
     }
   }
 }
@@ -139,6 +165,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
   const int token = work.token, seq = work.seq, kv_head = work.kv_head;
   const int head_begin = work.head_begin, heads = work.heads, split = work.split;
   const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
+  if (split >= work.splits) return;  // invariant mode: a split past this row's keys
 
   // Queries pre-scaled so the softmax runs in base 2.
   const float qscale = args.scale * 1.4426950408889634f;
@@ -239,7 +266,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
       }
     }
   }
-  finish_block<T, D, kMaxGroup>(args, m_s, l_s, o_s, token, head_begin, heads, split);
+  finish_block<T, D, kMaxGroup>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits);
 }
 
 // Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
@@ -271,6 +298,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
   const int token = work.token, seq = work.seq, kv_head = work.kv_head;
   const int head_begin = work.head_begin, heads = work.heads, split = work.split;
   const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
+  if (split >= work.splits) return;  // invariant mode: a split past this row's keys
 
   // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
   // `heads` (a group that does not fill G) stay zero: harmless, never written out.
@@ -404,7 +432,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
       for (int e = 0; e < kVec; ++e) o_s[warp][g][col + e] = acc[g][e];
     }
   }
-  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split);
+  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits);
 }
 
 // One block per (query token, head), one thread per output column.
@@ -412,7 +440,13 @@ template <typename T>
 __global__ void merge_splits_kernel(AttentionArgs args) {
   pdl_wait();
   pdl_launch_dependents();
-  if (int(threadIdx.x) < args.head_dim) merge_column<T>(args, blockIdx.x, blockIdx.y, threadIdx.x);
+  const int token = blockIdx.x + args.token_offset;
+  const int splits = args.split_keys > 0
+                         ? row_splits(args, row_num_keys(args, token, args.token_seq[token]))
+                         : args.num_splits;
+  if (splits <= 1) return;  // invariant mode: written directly by its only split
+  if (int(threadIdx.x) < args.head_dim)
+    merge_column<T>(args, token, blockIdx.y, threadIdx.x, splits);
 }
 
 // Without merge_counters the split partials are merged by a separate kernel.
@@ -426,25 +460,58 @@ void launch_merge_if_needed(const AttentionArgs& args, cudaStream_t stream) {
   }
 }
 
-template <typename T, int D>
-void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
+// Grid of either attention kernel: (query rows, KV heads x head chunks, splits).
+dim3 attention_grid(const AttentionArgs& args) {
   const int group = args.num_heads / args.num_kv_heads;
   const int chunks = (group + kMaxGroup - 1) / kMaxGroup;
-  const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
+  return dim3(args.num_tokens, args.num_kv_heads * chunks, args.num_splits);
+}
+
+// The row-shared kernel, its G from the GQA group (a model constant, never the batch).
+template <typename T, int D>
+void launch_rows_kernel(const AttentionArgs& args, cudaStream_t stream) {
+  const dim3 grid = attention_grid(args);
+  const int group = args.num_heads / args.num_kv_heads;
+  const int heads = group < kMaxGroup ? group : kMaxGroup;  // per block
+  if (heads <= 1) {
+    launch_kernel(paged_attention_rows_kernel<T, D, 1>, grid, kThreads, 0, stream, args);
+  } else if (heads <= 2) {
+    launch_kernel(paged_attention_rows_kernel<T, D, 2>, grid, kThreads, 0, stream, args);
+  } else if (heads <= 4) {
+    launch_kernel(paged_attention_rows_kernel<T, D, 4>, grid, kThreads, 0, stream, args);
+  } else {
+    launch_kernel(paged_attention_rows_kernel<T, D, kMaxGroup>, grid, kThreads, 0, stream, args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+// Invariant mode: one kernel for every token count (which kernel, and its unrolling, could change
+// the FMA contraction, so it is never chosen by the batch), run in launches of rows_per_launch
+// query rows that share the partial buffers. A row's bits do not depend on the launch it is in.
+template <typename T, int D>
+void launch_invariant(const AttentionArgs& args, cudaStream_t stream) {
+  for (int first = 0; first < args.num_tokens; first += args.rows_per_launch) {
+    AttentionArgs part = args;
+    part.token_offset = first;
+    part.num_tokens = std::min(args.rows_per_launch, args.num_tokens - first);
+    if constexpr (D == 64 || D == 128) {
+      launch_rows_kernel<T, D>(part, stream);
+    } else {
+      launch_kernel(paged_attention_kernel<T, D, true>, attention_grid(part), kThreads, 0, stream,
+                    part);
+      ROSE_CUDA_CHECK_LAUNCH();
+    }
+    launch_merge_if_needed<T, D>(part, stream);
+  }
+}
+
+template <typename T, int D>
+void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
+  if (args.split_keys > 0) return launch_invariant<T, D>(args, stream);
+  const dim3 grid = attention_grid(args);
   if constexpr (D == 64 || D == 128) {
     if (args.num_tokens <= kDeepMaxTokens) {
-      const int heads = group < kMaxGroup ? group : kMaxGroup;  // per block
-      if (heads <= 1) {
-        launch_kernel(paged_attention_rows_kernel<T, D, 1>, grid, kThreads, 0, stream, args);
-      } else if (heads <= 2) {
-        launch_kernel(paged_attention_rows_kernel<T, D, 2>, grid, kThreads, 0, stream, args);
-      } else if (heads <= 4) {
-        launch_kernel(paged_attention_rows_kernel<T, D, 4>, grid, kThreads, 0, stream, args);
-      } else {
-        launch_kernel(paged_attention_rows_kernel<T, D, kMaxGroup>, grid, kThreads, 0, stream,
-                      args);
-      }
-      ROSE_CUDA_CHECK_LAUNCH();
+      launch_rows_kernel<T, D>(args, stream);
       launch_merge_if_needed<T, D>(args, stream);
       return;
     }
@@ -503,6 +570,10 @@ void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream) {
   if (args.num_heads % args.num_kv_heads != 0) {
     cuda_fail("num_heads must be a multiple of num_kv_heads", "launch_paged_attention", __FILE__,
               __LINE__);
+  }
+  if (args.split_keys > 0 && (args.split_keys % kTile != 0 || args.rows_per_launch < 1)) {
+    cuda_fail("invariant attention needs split_keys a multiple of 32 and rows_per_launch >= 1",
+              "launch_paged_attention", __FILE__, __LINE__);
   }
   if (args.dtype == DType::kBF16) {
     launch_dim<__nv_bfloat16>(args, stream);

@@ -37,19 +37,28 @@ struct AttentionArgs {
   int head_dim = 0;  // 8, 16, 32, 64 or 128
   int block_size = 16;
   int num_splits = 1;  // > 1 needs partial_out and partial_lse
-  float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
+  // Batch-invariant schedule when > 0 (a multiple of 32): split s of every query row covers keys
+  // [s * split_keys, (s + 1) * split_keys), aligned to absolute position 0, so a row's reduction
+  // order depends on its own key count only, never on the batch. num_splits is then the grid's
+  // split dimension, sized for the longest context (splits past a row's keys exit at once), and
+  // partial_out/partial_lse/merge_counters need rows for at most rows_per_launch query rows: the
+  // launcher runs the batch in launches of that many rows.
+  int split_keys = 0;
+  int rows_per_launch = 0;  // invariant mode: query rows per launch (bounds the partials' size)
+  int token_offset = 0;     // set by the launcher: first query row of this launch
+  float scale = 0.0f;       // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
 };
 
 void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream);
 bool attention_supports_head_dim(int head_dim);
 
-// How many key splits to use for a batch of num_tokens query rows: enough thread blocks to fill
-// the GPU (target_blocks), at most max_splits. Depends only on the shape, so a CUDA graph captured
-// for a batch size stays valid.
 // Entries merge_counters needs for num_tokens query rows.
 int64_t attention_merge_counters(int num_tokens, int num_kv_heads, int num_heads);
 
+// How many key splits to use for a batch of num_tokens query rows: enough thread blocks to fill
+// the GPU (target_blocks), at most max_splits. Depends only on the shape, so a CUDA graph captured
+// for a batch size stays valid.
 int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
                          int max_splits);
 

@@ -6,6 +6,8 @@
 namespace rose {
 namespace {
 
+// Fixed, never derived from num_rows: the block size sets each row's reduction tree, so it must not
+// change with the batch (--batch-invariant; vLLM's RMSNorm lost invariance exactly so, #48271).
 constexpr int kThreads = 256;
 // Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
 constexpr int kMaxPerThread = 32;

@@ -8,6 +8,8 @@ namespace {
 
 // At decode (few blocks) enough threads that a token's (heads + kv_heads) * head_dim / 2 pairs take
 // one or two rounds, each a dependent global-memory trip; prefill has a block per token anyway.
+// Varying with the batch is harmless to --batch-invariant: every element is one thread's pointwise
+// work (no reduction), so only which thread computes it changes, never how.
 int threads_for(int num_tokens) { return num_tokens <= 1024 ? 512 : 128; }
 
 // One block per token. Work items: q pairs, k pairs (rotated together: element j and j + half),

@@ -41,6 +41,13 @@ constexpr int64_t kAlign = 256;
 constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 constexpr int64_t kStagingFloats = int64_t(16) << 20;  // checkpoint upload chunk (64 MB)
 constexpr int kMaxSplits = 32;
+// --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
+// the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
+// pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
+// still gets 4-16 splits per KV head to spread over the SMs (2048 would leave 1-4).
+constexpr int kInvariantSplitKeys = 512;
+// Bound on the invariant attention partials: the launcher runs the rows in launches that fit.
+constexpr int64_t kInvariantPartialBytes = int64_t(128) << 20;
 
 int64_t align_up(int64_t x, int64_t a) { return (x + a - 1) / a * a; }
 
@@ -170,6 +177,12 @@ class CudaBackend final : public Backend {
   PlanLimits limits_;  // set once the KV pool is sized
   int max_table_stride_ = 0;
   int target_blocks_ = 0;
+  int invariant_splits_ = 0;  // --batch-invariant: attention grid splits, for max_model_len_
+  int invariant_rows_ = 0;    // --batch-invariant: attention query rows per launch at that grid
+  // --batch-invariant: the attention grid's splits for the next forward(): invariant_splits_ for a
+  // graph (replayed at any context), the step's longest context for an eager step. A row's bits do
+  // not depend on the grid (splits past its keys exit), so a smaller grid only saves launches.
+  int step_splits_ = 0;
   int64_t weight_bytes_ = 0;
   std::string device_name_;
 
@@ -243,7 +256,6 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   } else {
     fail("--dtype {}: the CUDA backend supports bf16 and fp16", options.dtype);
   }
-  if (options.batch_invariant) fail("--batch-invariant: not implemented on CUDA yet");
   gpt2_ = c.arch == Arch::kGpt2;
   if (!attention_supports_head_dim(c.head_dim)) {
     fail("model {}: head_dim {} is not supported by the CUDA backend (8, 16, 32, 64 or 128)",
@@ -293,7 +305,13 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   logits_ = static_cast<float*>(device_alloc(S * c.vocab_size * 4));
   sampled_ = static_cast<int32_t*>(device_alloc(S * 4));
   int64_t partial_rows = 0;  // (token, head, split) triples at the worst batch size
-  for (int n = 1; n <= T; ++n) {
+  if (options.batch_invariant) {
+    invariant_splits_ = (max_model_len_ + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
+    const int64_t row_bytes = int64_t(c.num_heads) * invariant_splits_ * (c.head_dim + 1) * 4;
+    invariant_rows_ = int(std::clamp<int64_t>(kInvariantPartialBytes / row_bytes, 1, T));
+    partial_rows = int64_t(invariant_rows_) * c.num_heads * invariant_splits_;
+  }
+  for (int n = 1; n <= T && !options.batch_invariant; ++n) {
     const int splits =
         attention_num_splits(n, c.num_kv_heads, c.num_heads, target_blocks_, kMaxSplits);
     if (splits > 1)
@@ -726,6 +744,13 @@ void CudaBackend::forward(int n, int num_seqs) {
     at.head_dim = c.head_dim;
     at.block_size = block_size_;
     at.num_splits = splits;
+    if (options_.batch_invariant) {  // fixed splits from position 0: see kInvariantSplitKeys
+      at.split_keys = kInvariantSplitKeys;
+      at.num_splits = step_splits_;
+      // The partials hold invariant_rows_ rows of invariant_splits_ splits: more rows of fewer.
+      at.rows_per_launch = int(std::min<int64_t>(
+          max_tokens_, int64_t(invariant_rows_) * invariant_splits_ / step_splits_));
+    }
     at.scale = 1.0f / std::sqrt(float(c.head_dim));
     at.dtype = dtype_;
     launch_paged_attention(at, stream_);
@@ -791,6 +816,9 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
 
   const bool use_graph = options_.cuda_graphs && plan.is_pure_decode();
   const int padded = use_graph ? graph_bucket(s) : s;
+  const int max_context = *std::max_element(plan.context_lens.begin(), plan.context_lens.end());
+  step_splits_ =
+      use_graph ? invariant_splits_ : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
   const double t1 = host_seconds();
   const int64_t bytes = pack(plan, padded);
   ROSE_CUDA_CHECK(
