@@ -25,6 +25,7 @@
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill.cuh"
@@ -152,7 +153,9 @@ class CudaBackend final : public Backend {
   // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
   // returns the bytes to copy.
   int64_t pack(const StepPlan& plan, int padded_seqs);
-  void forward(int num_tokens, int num_seqs);
+  // max_query_len: the step's longest query chunk (1 for pure decode); it picks the attention
+  // kernel and sizes the prefill kernel's grid.
+  void forward(int num_tokens, int num_seqs, int max_query_len);
   void gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
   // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
   // the GEMM's, so a row's bits would depend on the batch size).
@@ -678,7 +681,7 @@ void CudaBackend::gemm(const void* x, const void* w, void* y, int n, int in, int
                                  CUBLAS_GEMM_DEFAULT));
 }
 
-void CudaBackend::forward(int n, int num_seqs) {
+void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   const ModelConfig& c = config_;
   const int H = c.hidden_size, I = c.intermediate_size;
   const int up_rows = gpt2_ ? I : 2 * I;
@@ -753,7 +756,14 @@ void CudaBackend::forward(int n, int num_seqs) {
     }
     at.scale = 1.0f / std::sqrt(float(c.head_dim));
     at.dtype = dtype_;
-    launch_paged_attention(at, stream_);
+    // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
+    // decode keeps split-KV, which spreads few rows over the GPU. Invariant mode keeps one fixed
+    // schedule for now (not this kernel).
+    if (max_query_len > 1 && !options_.batch_invariant && prefill_attention_supported(at)) {
+      launch_prefill_attention(at, num_seqs, max_query_len, stream_);
+    } else {
+      launch_paged_attention(at, stream_);
+    }
     gemm(attn_, w.o_w, proj_, n, c.q_dim(), H, false);
 
     an.delta = proj_;
@@ -834,12 +844,12 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
     } else {
       // First use of this batch size: run it eagerly (loads kernels, picks cuBLAS algorithms),
       // then capture the same launches for the next steps.
-      forward(padded, padded);
+      forward(padded, padded, 1);
       cudaGraph_t graph = nullptr;
       cudaGraphExec_t exec = nullptr;
       ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
       try {
-        forward(padded, padded);
+        forward(padded, padded, 1);
       } catch (...) {
         cudaStreamEndCapture(stream_, &graph);
         if (graph) cudaGraphDestroy(graph);
@@ -852,7 +862,11 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
       ++stats_.captures;
     }
   } else {
-    forward(n, s);
+    int max_query_len = 0;
+    for (int i = 0; i < s; ++i) {
+      max_query_len = std::max(max_query_len, plan.query_start[i + 1] - plan.query_start[i]);
+    }
+    forward(n, s, max_query_len);
     ++stats_.eager;
   }
   ROSE_CUDA_CHECK(
