@@ -82,6 +82,8 @@ struct ShapePlan {
   std::array<std::optional<cublasLtMatmulAlgo_t>, kNumBuckets> algo;
   std::array<std::string, kNumBuckets> label;
   double choose_s = 0;
+  std::string last_query;  // the last heuristic query's outcome (for describe())
+  std::string why_fixed;   // why the shape runs on the fixed-order kernel, when it does
 };
 
 }  // namespace
@@ -139,17 +141,23 @@ struct InvariantGemm::Impl {
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
         lt, p.desc, p.a, p.b, p.d, p.d, pref, kCandidatesPerBucket, results.data(), &count);
     std::vector<cublasLtMatmulAlgo_t> out;
+    p.last_query = fmt::format("heuristic status {} count {}", int(status), count);
     if (status != CUBLAS_STATUS_SUCCESS) return out;  // none for this shape: the fixed kernel
     for (int i = 0; i < count; ++i) {
       int32_t splits = 1;
+      uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
       size_t written = 0;
       ROSE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(
           &results[i].algo, CUBLASLT_ALGO_CONFIG_SPLITK_NUM, &splits, sizeof(splits), &written));
+      ROSE_CUBLAS_CHECK(cublasLtMatmulAlgoConfigGetAttribute(
+          &results[i].algo, CUBLASLT_ALGO_CONFIG_REDUCTION_SCHEME, &reduction, sizeof(reduction),
+          &written));
       if (results[i].state == CUBLAS_STATUS_SUCCESS && results[i].workspaceSize == 0 &&
-          splits <= 1) {
+          splits <= 1 && reduction == CUBLASLT_REDUCTION_SCHEME_NONE) {
         out.push_back(results[i].algo);
       }
     }
+    p.last_query += fmt::format(", {} without split-K", out.size());
     return out;
   }
 
@@ -302,10 +310,15 @@ void InvariantGemm::Impl::choose(ShapePlan& p) {
   make_check_buffers(b, p.shape, dtype, y_size(p), stream);
   const std::vector<cublasLtMatmulAlgo_t> ref_list = candidates(p, p.shape.max_rows);
   bool fixed = ref_list.empty() || !try_matmul(p, ref_list[0], b.x, b.w, b.y_ref, p.shape.max_rows);
+  if (fixed) p.why_fixed = "no reference (" + p.last_query + ")";
   for (int bucket = 0; bucket < kNumBuckets && !fixed; ++bucket) {
     if (kBucketLo[bucket] > p.shape.max_rows) break;
     p.algo[bucket] = pick_for_bucket(*this, p, b, ref_list[0], bucket);
     fixed = !p.algo[bucket].has_value();
+    if (fixed) {
+      p.why_fixed = fmt::format("no invariant algorithm for rows {}-{} ({})", kBucketLo[bucket],
+                                kBucketHi[bucket], p.last_query);
+    }
   }
   for (int bucket = 0; bucket < kNumBuckets; ++bucket) {
     // One bucket without an invariant algorithm sends every bucket to the fixed-order kernel:
@@ -328,12 +341,12 @@ InvariantGemm::InvariantGemm(const std::vector<GemmShape>& shapes, DType dtype, 
   m.stream = stream;
   ROSE_CUBLAS_CHECK(cublasLtCreate(&m.lt));
   ROSE_CUBLAS_CHECK(cublasLtMatmulPreferenceCreate(&m.pref));
+  // Workspace 0 only. No reduction-scheme mask: the mask lists the schemes a candidate may use,
+  // and NONE is 0, so a mask of NONE filtered out every algorithm (measured on the H100: every
+  // shape fell to the fixed-order kernel). candidates() drops split-K configs itself instead.
   const uint64_t workspace = 0;
-  const uint32_t reduction = CUBLASLT_REDUCTION_SCHEME_NONE;
   ROSE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
       m.pref, CUBLASLT_MATMUL_PREF_MAX_WORKSPACE_BYTES, &workspace, sizeof(workspace)));
-  ROSE_CUBLAS_CHECK(cublasLtMatmulPreferenceSetAttribute(
-      m.pref, CUBLASLT_MATMUL_PREF_REDUCTION_SCHEME_MASK, &reduction, sizeof(reduction)));
   for (const GemmShape& s : shapes) {
     if (s.out < 1 || s.in < 1 || s.max_rows < 1) {
       throw Error(
@@ -391,6 +404,7 @@ std::string InvariantGemm::describe() const {
       line += fmt::format(" {}-{}={}", kBucketLo[b], std::min(kBucketHi[b], p.shape.max_rows),
                           p.label[b]);
     }
+    if (!p.why_fixed.empty()) line += " fixed because " + p.why_fixed;
     line += fmt::format("; {:.2f} s]", p.choose_s);
   }
   return line;
