@@ -1,5 +1,7 @@
 #include "cli/cluster_flags.h"
 
+#include "engine/cluster/placement.h"
+#include "engine/cluster/ranks.h"
 #include "engine/common/error.h"
 
 namespace rose::cli {
@@ -28,46 +30,58 @@ void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags) {
   cmd->add_option("--router-exploration", flags.router_exploration,
                   "prefix router: probability of ignoring affinity for a request (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--gpus", flags.gpus,
+                  "--device cuda with --data-parallel: the GPUs of the replicas, e.g. 0,1 "
+                  "(default 0..N-1; under mpirun each rank takes its local rank's share)");
 }
 
 void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flags) {
-  if (model_flags.device != "cuda" || flags.backend == "sim" || flags.data_parallel <= 1) return;
-  const int gpus = cuda_device_count();
-  if (flags.data_parallel > gpus) {
-    throw CLI::ValidationError(
-        "--data-parallel", fmt::format("{} replicas on --device cuda, but {} GPU(s) are present",
-                                       flags.data_parallel, gpus));
+  const RankWorld& world = rank_world();
+  if (world.size > 1) check_rank_count(flags.data_parallel, world.size);
+  if (model_flags.device != "cuda" || flags.backend == "sim") {
+    if (!flags.gpus.empty()) throw CLI::ValidationError("--gpus", "needs --device cuda");
+    return;
   }
+  if (flags.data_parallel == 1 && flags.gpus.empty()) return;  // the usual one-GPU run
+  // Each process's replicas need GPUs of its own node.
+  replica_devices(flags.gpus, flags.data_parallel / world.size, world.local_rank,
+                  cuda_device_count());
 }
 
 std::string Replicas::device_name() const {
   const std::string one = backends.front()->device_name();
-  return backends.size() == 1 ? one : fmt::format("{} x {}", backends.size(), one);
+  const int ranks = rank_world().size;
+  if (ranks > 1) return fmt::format("{} x {} over {} MPI ranks", total, one, ranks);
+  return total == 1 ? one : fmt::format("{} x {}", total, one);
 }
 
 Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
                        const EngineFlags& engine_flags, const ClusterFlags& flags) {
   Replicas replicas;
   replicas.sim = flags.backend == "sim";
-  if (!replicas.sim && model.cuda && flags.data_parallel > 1) {
-    throw CLI::ValidationError("--data-parallel",
-                               "more replicas than the one GPU a process drives today; use "
-                               "--device cpu or --backend sim");
-  }
+  replicas.total = flags.data_parallel;
+  const RankWorld& world = rank_world();
+  const int local = int(rank_replicas(world.rank, world.size, flags.data_parallel).size());
   StepTimeModel step_time;
   if (replicas.sim) {
     if (flags.sim_model.empty())
       throw CLI::ValidationError("--backend sim", "needs --sim-model FILE (roseinfer calibrate)");
     step_time = read_step_time_model(flags.sim_model);
   }
-  const BackendOptions options = backend_options(model_flags, engine_flags);
-  for (int r = 0; r < flags.data_parallel; ++r) {
+  BackendOptions options = backend_options(model_flags, engine_flags);
+  std::vector<int> devices(size_t(local), 0);
+  if (!replicas.sim && model.cuda) {
+    devices = replica_devices(flags.gpus, local, world.local_rank, cuda_device_count());
+  }
+  for (int r = 0; r < local; ++r) {
     if (replicas.sim) {
       replicas.clocks.push_back(std::make_unique<SimClock>());
       replicas.backends.push_back(
           make_sim_backend(model.config(), options, step_time, *replicas.clocks.back()));
     } else {
-      replicas.backends.push_back(make_backend(model, model_flags, engine_flags));
+      options.device = devices[size_t(r)];
+      replicas.backends.push_back(model.cuda ? make_cuda_backend(*model.weights, options)
+                                             : make_cpu_backend(*model.weights, options));
     }
   }
   return replicas;
@@ -76,15 +90,23 @@ Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
 std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& config,
                                     const std::string& model_id, const ClusterFlags& flags,
                                     const Tokenizer* stop_tokenizer) {
-  if (replicas.backends.size() == 1 && !replicas.sim) {
+  if (replicas.total == 1 && !replicas.sim) {
     auto engine = std::make_unique<Engine>(*replicas.backends[0], config, model_id);
     engine->set_stop_tokenizer(stop_tokenizer);
     return engine;
   }
-  std::vector<ClusterReplica> members;
-  for (size_t r = 0; r < replicas.backends.size(); ++r) {
-    members.push_back(
-        {replicas.backends[r].get(), replicas.sim ? replicas.clocks[r].get() : nullptr});
+  const RankWorld& world = rank_world();
+  std::vector<std::unique_ptr<ReplicaHandle>> members;
+  for (int r = 0; r < replicas.total; ++r) {
+    const int rank = replica_rank(r, world.size), local = replica_local_index(r, world.size);
+    if (rank == world.rank) {
+      members.push_back(
+          make_local_replica(*replicas.backends[size_t(local)],
+                             replicas.sim ? replicas.clocks[size_t(local)].get() : nullptr, config,
+                             model_id, stop_tokenizer, r, replicas.total));
+    } else {
+      members.push_back(make_rank_replica(rank, local, config, model_id, r, replicas.total));
+    }
   }
   ClusterConfig cluster;
   cluster.engine = config;

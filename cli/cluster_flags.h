@@ -21,27 +21,31 @@ struct ClusterFlags {
   int router_chunk_tokens = 16;
   int router_max_chunks = 256;
   double router_exploration = 0.01;
+  std::string gpus;  // --device cuda: the node's GPUs for the replicas ("0,1"); empty: 0..N-1
 };
 
 void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags);
-// Usage errors (CLI::ValidationError, exit 2) found before the model loads: --data-parallel more
-// than the GPUs present on --device cuda.
+// Usage errors (exit 2) found before the model loads: under mpirun, a --data-parallel that is not
+// a multiple of the ranks; on --device cuda, more of this process's replicas than GPUs, or a bad
+// --gpus entry.
 void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flags);
 
-// Owns the replicas' backends (and the sim backends' clocks).
+// Owns the backends of the replicas this process runs (and the sim backends' clocks): all of them
+// in one process, or under mpirun the ranks' share (placement.h: replica i on rank i % ranks).
 struct Replicas {
   std::vector<std::unique_ptr<SimClock>> clocks;
-  std::vector<std::unique_ptr<Backend>> backends;
+  std::vector<std::unique_ptr<Backend>> backends;  // (local replicas,) in replica order
   bool sim = false;
+  int total = 1;  // --data-parallel: replicas over every rank
   std::string device_name() const;
 };
 
-// Throws CLI::ValidationError (exit 2) for --data-parallel > 1 on CUDA (one GPU per process for
-// now); rose::Error for a bad --sim-model file.
+// rose::Error for a bad --sim-model file. Each CUDA replica's backend on its own GPU.
 Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
                        const EngineFlags& engine_flags, const ClusterFlags& flags);
 
-// One Engine for a single real replica, else a Cluster (a sim replica needs its virtual clock).
+// One Engine for a single real replica, else a Cluster (a sim replica needs its virtual clock);
+// replicas of other ranks are reached through MPI (ranks.h).
 // `stop_tokenizer` matches requests' stop strings (null: such requests are refused).
 std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& config,
                                     const std::string& model_id, const ClusterFlags& flags,

@@ -18,6 +18,7 @@
 #include "cli/cluster_flags.h"
 #include "cli/commands.h"
 #include "cli/common.h"
+#include "engine/cluster/ranks.h"
 #include "engine/common/error.h"
 #include "engine/io/atomic_file.h"
 #include "engine/io/prompts.h"
@@ -498,6 +499,20 @@ void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model
   cli::notice("wrote {}", b.args.json_path);
 }
 
+// An MPI rank other than 0 (ranks.h): the same flags build this rank's replicas, which serve rank
+// 0's calls; rank 0 reads the workload and writes every report.
+void serve_rank(BenchArgs& args) {
+  using namespace rose;
+  cli::LoadedModel model = cli::open_model(args.model);
+  cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
+  std::vector<ServedBackend> served;
+  for (size_t r = 0; r < replicas.backends.size(); ++r) {
+    served.push_back(
+        {replicas.backends[r].get(), replicas.sim ? replicas.clocks[r].get() : nullptr});
+  }
+  serve_rank_replicas(served, model.tokenizer.get());
+}
+
 void bench_command(BenchArgs& args) {
   using namespace rose;
   std::vector<double> percentiles;
@@ -506,6 +521,9 @@ void bench_command(BenchArgs& args) {
   if (!args.slo.empty()) parse_slo(args.slo, &slo);
   args.table_format = parse_table_format(args.format, "--format");
   cli::check_cluster_flags(args.model, args.cluster);
+  if (rank_world().rank != 0) return serve_rank(args);
+  // Under mpirun, the other ranks serve until this is destroyed (also on an error).
+  const RankPeers peers;
   if (args.prompts_path.empty() && args.workload.name.empty()) {
     throw CLI::ValidationError(
         "bench: give a prompt file or --dataset-name (random, shared-prefix, sharegpt, seed000, "

@@ -22,6 +22,15 @@ run cpu-prefix-groups --dataset-name prefix-groups:12:6:x3:32 --random-output-le
 run cpu-no-sharing --dataset-name random --num-prompts 72 --random-input-len 160 \
   --random-output-len 8 "${CPU[@]}"
 run cpu-chat --dataset-name chat:12:4:32:8:0.5 --mode online "${CPU[@]}"
+# Where placement matters (reference/routing.md W2/W4): Poisson arrivals, Zipf(0.8) group
+# popularity, prefixes totalling 2x one replica's KV (so round robin makes every replica cycle
+# through all of them) but 2/3 of the cluster's.
+run cpu-pg-online --dataset-name prefix-groups:6:12:x2:32:0.8 --random-output-len 8 \
+  --mode online --request-rate 2 "${CPU[@]}"
+SIM3=(--model tiny --backend sim --sim-model "$SIM_MODEL" --data-parallel 3 --num-kv-blocks 256
+      --block-size 16 --seed 1)
+run sim3-pg-online --dataset-name prefix-groups:24:16:x2:64:0.8 --random-output-len 32 \
+  --mode online --request-rate 60 "${SIM3[@]}"
 
 for n in 16 64; do
   SIM=(--model tiny --backend sim --sim-model "$SIM_MODEL" --data-parallel "$n" --num-kv-blocks 256

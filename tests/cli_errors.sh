@@ -45,8 +45,11 @@ expect 2 "--max-tokens" run datasets/sample.jsonl --max-tokens 0
 expect 2 "--mode" run datasets/sample.jsonl --mode fastest
 # Scale-out: an unknown router, more replicas than GPUs, a sim backend without its model.
 expect 2 "--router" bench datasets/sample.jsonl --data-parallel 2 --router random "${COMMON[@]}"
-expect 2 "3 replicas on --device cuda, but 0 GPU(s) are present" bench datasets/sample.jsonl \
+expect 2 "3 replica(s) per process need 3 GPU(s) on this node" bench datasets/sample.jsonl \
   --data-parallel 3 --model tiny --device cuda
+expect 2 "GPU 0 does not exist" bench datasets/sample.jsonl --data-parallel 2 --gpus 0,1 \
+  --model tiny --device cuda
+expect 2 "--gpus" bench datasets/sample.jsonl --data-parallel 2 --gpus 0,1 "${COMMON[@]}"
 expect 2 "needs --sim-model" bench datasets/sample.jsonl --backend sim --num-kv-blocks 8 "${COMMON[@]}"
 expect 2 "--device" info --device tpu
 expect 2 "--dtype" info --dtype int3

@@ -223,3 +223,27 @@ TEST_CASE("a replica that fails fails the run, naming it") {
   ClusterConfig bad = cluster_config(SchedulerMode::kOffline, "random");
   CHECK_THROWS_WITH_AS(Cluster({{&a, nullptr}}, bad), doctest::Contains("unknown"), Error);
 }
+
+TEST_CASE("no sharing: preempted requests re-hitting their own blocks are not delivered reuse") {
+  // 12 prompts of 24 distinct tokens on 2 replicas of 12 blocks of 4 (48 tokens): recompute
+  // preemption re-admits requests whose own blocks are still cached.
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 12; ++i) {
+    EngineRequest q;
+    for (int t = 0; t < 24; ++t) q.prompt.push_back(int32_t((i * 24 + t) % kVocab));
+    q.max_tokens = 12;
+    q.ignore_eos = true;
+    requests.push_back(q);
+  }
+  FakeBackend a(12, 4, kVocab), b(12, 4, kVocab);
+  Cluster cluster({{&a, nullptr}, {&b, nullptr}},
+                  cluster_config(SchedulerMode::kOffline, "round_robin"));
+  const RunResult result = cluster.run(requests);
+  REQUIRE(result.kv.preemptions > 0);
+  CHECK(result.cache.hit_tokens > 0);  // the engine did serve cached blocks...
+  CHECK(result.routing.available_hit_tokens == 0);
+  CHECK(result.routing.delivered_hit_tokens == 0);  // ...but none that another request left
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CHECK(result.requests[i].output_ids == reference_generate(requests[i], kVocab, {}));
+  }
+}

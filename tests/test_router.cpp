@@ -195,7 +195,8 @@ TEST_CASE("precise policy: the replicas' own indexes, plus prompts routed and no
   PreciseRouterOptions o;
   o.model_id = "m";
   o.block_size = kBlock;
-  o.replicas = {&index0, &index1};
+  o.replicas = {[&](std::span<const int32_t> p) { return index0.cached_prefix_blocks(p); },
+                [&](std::span<const int32_t> p) { return index1.cached_prefix_blocks(p); }};
   auto policy = make_precise_policy(o);
   const std::vector<ReplicaLoad> idle{load(0, 0, 0), load(0, 0, 0)};
   const std::vector<int32_t> prompt = concat(cached, {77, 78});

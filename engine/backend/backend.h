@@ -79,6 +79,9 @@ struct BackendOptions {
   // reduction orders fixed by the weight shape and the absolute position, never by the batch).
   // The CPU backend is batch-invariant always.
   bool batch_invariant = false;
+  // CUDA: the GPU this backend lives on. One thread may drive several backends (in-process
+  // replicas), so the backend selects it in its constructor, destructor and every execute().
+  int device = 0;
 };
 
 class Backend {

@@ -1,7 +1,6 @@
 #include "engine/cluster/cluster.h"
 
 #include <algorithm>
-#include <chrono>
 #include <climits>
 #include <cmath>
 #include <limits>
@@ -9,56 +8,13 @@
 #include <utility>
 
 #include "engine/common/error.h"
-#include "engine/kv/prefix_index.h"
 
 namespace rose {
 namespace {
 
-// A replica's own time (cluster.h): the sim backend's virtual clock, or a stopwatch that runs only
-// between resume() and pause() and jumps forward when the replica idles until an arrival.
-class ReplicaClock final : public Clock {
- public:
-  explicit ReplicaClock(SimClock* sim) : sim_(sim) {}
-  double now() override {
-    if (sim_) return sim_->now();
-    if (!running_) return elapsed_;
-    return elapsed_ +
-           std::chrono::duration<double>(std::chrono::steady_clock::now() - resumed_).count();
-  }
-  void sleep_until(double t) override {
-    if (sim_) {
-      sim_->sleep_until(t);
-    } else if (!running_) {
-      elapsed_ = std::max(elapsed_, t);
-    }
-  }
-  void resume() {
-    running_ = true;
-    resumed_ = std::chrono::steady_clock::now();
-  }
-  void pause() {
-    elapsed_ = now();
-    running_ = false;
-  }
-  void reset() {
-    elapsed_ = 0;
-    running_ = false;
-    if (sim_) *sim_ = SimClock{};
-  }
-
- private:
-  SimClock* sim_;
-  double elapsed_ = 0.0;
-  bool running_ = false;
-  std::chrono::steady_clock::time_point resumed_;
-};
-
 struct Replica {
-  ClusterReplica spec;
-  std::unique_ptr<ReplicaClock> clock;
-  std::unique_ptr<Engine> engine;
+  std::unique_ptr<ReplicaHandle> handle;
   std::vector<int> inputs;  // add order -> input index
-  double busy_s = 0.0;
 };
 
 double max_over_mean(const std::vector<double>& values) {
@@ -133,20 +89,21 @@ struct Cluster::Impl {
   void make_policies();
   std::vector<ReplicaLoad> loads() const;
   void route(const EngineRequest& request, int input, double now);
-  void step(int r);
   RunResult merge(const std::vector<EngineRequest>& requests);
 };
 
 void Cluster::Impl::make_policies() {
   const std::string& name = config.router;
-  std::vector<const PrefixIndex*> indexes;
-  for (const Replica& r : replicas) indexes.push_back(r.engine->prefix_index());
   const bool cached = config.engine.prefix_cache;
   PreciseRouterOptions precise;
   precise.model_id = config.model_id;
   precise.cache_salt = config.engine.cache_salt;
-  precise.block_size = replicas[0].spec.backend->block_size();
-  precise.replicas = indexes;
+  precise.block_size = replicas[0].handle->shape().block_size;
+  for (Replica& r : replicas) {
+    ReplicaHandle* handle = r.handle.get();
+    precise.replicas.push_back(
+        [handle](std::span<const int32_t> prompt) { return handle->cached_prefix_blocks(prompt); });
+  }
   if (name == "round_robin") {
     policy = make_round_robin_policy();
   } else if (name == "least_loaded") {
@@ -156,8 +113,8 @@ void Cluster::Impl::make_policies() {
     o.model_id = config.model_id;
     o.capacity_chunks.clear();
     for (const Replica& r : replicas) {
-      const int64_t tokens =
-          int64_t(r.spec.backend->num_kv_blocks()) * r.spec.backend->block_size();
+      const ReplicaShape shape = r.handle->shape();
+      const int64_t tokens = int64_t(shape.num_kv_blocks) * shape.block_size;
       o.capacity_chunks.push_back(std::max<int64_t>(1, tokens / o.chunk_tokens));
     }
     policy = make_prefix_policy(o);
@@ -178,8 +135,8 @@ void Cluster::Impl::make_policies() {
 std::vector<ReplicaLoad> Cluster::Impl::loads() const {
   std::vector<ReplicaLoad> out;
   for (const Replica& r : replicas) {
-    out.push_back({r.engine->num_waiting(), r.engine->num_running(), r.engine->kv_used_blocks(),
-                   r.spec.backend->num_kv_blocks()});
+    const ReplicaState& s = r.handle->state();
+    out.push_back({s.waiting, s.running, s.kv_used_blocks, r.handle->shape().num_kv_blocks});
   }
   return out;
 }
@@ -197,46 +154,34 @@ void Cluster::Impl::route(const EngineRequest& request, int input, double now) {
   routing.predicted_hit_tokens += choice.predicted_hit_tokens;
   routing.prompt_tokens += int64_t(request.prompt.size());
   Replica& replica = replicas[size_t(choice.replica)];
-  replica.clock->sleep_until(now);  // an idle replica waits for the request
-  replica.engine->add(request, input);
+  replica.handle->add(request, input, now);
   replica.inputs.push_back(input);
 }
 
-void Cluster::Impl::step(int r) {
-  Replica& replica = replicas[size_t(r)];
-  const double before = replica.engine->now();
-  bool ran = false;
-  replica.clock->resume();
-  try {
-    ran = replica.engine->step(before);
-  } catch (const std::exception& e) {
-    replica.clock->pause();
-    fail("replica {} of {} failed: {}", r, replicas.size(), e.what());
+namespace {
+
+std::vector<std::unique_ptr<ReplicaHandle>> local_replicas(
+    const std::vector<ClusterReplica>& replicas, const ClusterConfig& config) {
+  std::vector<std::unique_ptr<ReplicaHandle>> handles;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    handles.push_back(make_local_replica(*replicas[r].backend, replicas[r].sim_clock, config.engine,
+                                         config.model_id, config.stop_tokenizer, int(r),
+                                         int(replicas.size())));
   }
-  replica.clock->pause();
-  if (ran) {
-    replica.busy_s += replica.engine->now() - before;
-    return;
-  }
-  // Every request it holds arrived before it was added, so it can always run one.
-  const double next = replica.engine->next_arrival();
-  if (!std::isfinite(next)) fail("replica {}: has unfinished requests but cannot step", r);
-  replica.clock->sleep_until(next);
+  return handles;
 }
 
-Cluster::Cluster(std::vector<ClusterReplica> replicas, const ClusterConfig& config)
+}  // namespace
+
+Cluster::Cluster(const std::vector<ClusterReplica>& replicas, const ClusterConfig& config)
+    : Cluster(local_replicas(replicas, config), config) {}
+
+Cluster::Cluster(std::vector<std::unique_ptr<ReplicaHandle>> replicas, const ClusterConfig& config)
     : impl_(std::make_unique<Impl>()) {
   if (replicas.empty()) fail("--data-parallel must be at least 1");
   check_route_policy_name(config.router);
   impl_->config = config;
-  for (const ClusterReplica& spec : replicas) {
-    Replica r;
-    r.spec = spec;
-    r.clock = std::make_unique<ReplicaClock>(spec.sim_clock);
-    r.engine = std::make_unique<Engine>(*spec.backend, config.engine, config.model_id);
-    r.engine->set_stop_tokenizer(config.stop_tokenizer);
-    impl_->replicas.push_back(std::move(r));
-  }
+  for (auto& handle : replicas) impl_->replicas.push_back({std::move(handle), {}});
   impl_->make_policies();
 }
 
@@ -245,7 +190,7 @@ Cluster::~Cluster() = default;
 int Cluster::num_replicas() const { return int(impl_->replicas.size()); }
 
 void Cluster::reset_prefix_cache() {
-  for (Replica& r : impl_->replicas) r.engine->reset_prefix_cache();
+  for (Replica& r : impl_->replicas) r.handle->reset_prefix_cache();
   impl_->make_policies();  // the router's picture of the caches goes with them
 }
 
@@ -255,9 +200,7 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
   m.routing = {};
   for (size_t r = 0; r < m.replicas.size(); ++r) {
     Replica& replica = m.replicas[r];
-    replica.clock->reset();
     replica.inputs.clear();
-    replica.busy_s = 0;
     RunCallbacks wrapped;
     wrapped.on_token = callbacks.on_token;
     wrapped.on_finish = [&m, &callbacks, r](int input, const RequestResult& result) {
@@ -265,7 +208,7 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
       if (m.probe) m.probe->on_finished(input, int(r));
       if (callbacks.on_finish) callbacks.on_finish(input, result);
     };
-    replica.engine->start(wrapped, replica.clock.get());
+    replica.handle->start(wrapped);
   }
   // As the scheduler: only online mode replays arrivals; otherwise everything arrives at 0.
   const bool online = m.config.engine.mode == SchedulerMode::kOnline;
@@ -279,8 +222,9 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
     int busiest = -1;  // the busy replica furthest behind
     double behind = kNever;
     for (size_t r = 0; r < m.replicas.size(); ++r) {
-      if (m.replicas[r].engine->done()) continue;
-      const double t = m.replicas[r].engine->now();
+      const ReplicaState& state = m.replicas[r].handle->state();
+      if (state.done) continue;
+      const double t = state.now;
       if (t < behind) behind = t, busiest = int(r);
     }
     const double arrival = next < order.size() ? arrival_of(order[next]) : kNever;
@@ -289,7 +233,7 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
       m.route(requests[size_t(order[next])], order[next], arrival);
       ++next;
     } else {
-      m.step(busiest);
+      m.replicas[size_t(busiest)].handle->step();
     }
   }
   return m.merge(requests);
@@ -302,7 +246,8 @@ RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
   double first_arrival = std::numeric_limits<double>::infinity(), last_finish = 0;
   std::vector<StepSeries> series;
   for (Replica& replica : replicas) {
-    RunResult part = replica.engine->finish();
+    double busy_s = 0;
+    RunResult part = replica.handle->finish(&busy_s);
     series.push_back(std::move(part.step_series));
     ReplicaStats stats;
     stats.requests = int(replica.inputs.size());
@@ -310,7 +255,7 @@ RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
       RequestResult& result = part.requests[k];
       stats.prompt_tokens += int64_t(requests[size_t(replica.inputs[k])].prompt.size());
       stats.output_tokens += int64_t(result.output_ids.size());
-      routing.delivered_hit_tokens += result.cached_prompt_tokens;
+      routing.delivered_hit_tokens += result.first_cached_prompt_tokens;
       first_arrival = std::min(first_arrival, result.timeline.arrival);
       last_finish = std::max(last_finish, result.timeline.finish);
       merged.requests[size_t(replica.inputs[k])] = std::move(result);
@@ -318,7 +263,7 @@ RunResult Cluster::Impl::merge(const std::vector<EngineRequest>& requests) {
     stats.cache = part.cache;
     stats.kv_peak_used_blocks = part.kv.peak_used_blocks;
     stats.kv_total_blocks = part.kv.total_blocks;
-    stats.busy_s = replica.busy_s;
+    stats.busy_s = busy_s;
     request_counts.push_back(stats.requests);
     token_counts.push_back(double(stats.prompt_tokens + stats.output_tokens));
     merged.per_replica.push_back(stats);

@@ -7,11 +7,16 @@
 // replica's timeline is the one it would have had running beside the others, and the run is
 // deterministic. The next event is always the earliest one: a replica's next step at its own time,
 // or the next arrival, which is routed once every busy replica has caught up with it.
+//
+// The loop reaches each replica through a ReplicaHandle (replica_handle.h): an engine in this
+// process, or one on another MPI rank (ranks.h), which answers each call before the loop goes on,
+// so placement, order and results are the same wherever the replicas run.
 #include <memory>
 #include <string>
 #include <vector>
 
 #include "engine/backend/sim_backend.h"
+#include "engine/cluster/replica_handle.h"
 #include "engine/cluster/route_policy.h"
 #include "engine/scheduler/engine.h"
 #include "engine/scheduler/runner.h"
@@ -34,7 +39,9 @@ struct ClusterConfig {
 class Cluster : public Runner {
  public:
   // Throws rose::Error for an unknown router or no replicas. Backends must outlive the cluster.
-  Cluster(std::vector<ClusterReplica> replicas, const ClusterConfig& config);
+  Cluster(const std::vector<ClusterReplica>& replicas, const ClusterConfig& config);
+  // Replicas in this process or elsewhere (replica_handle.h), made with config.engine.
+  Cluster(std::vector<std::unique_ptr<ReplicaHandle>> replicas, const ClusterConfig& config);
   ~Cluster() override;
 
   // `clock` is unused: each replica keeps its own time (above). Results in input order, with

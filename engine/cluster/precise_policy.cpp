@@ -9,7 +9,6 @@
 #include "engine/cluster/route_policy.h"
 #include "engine/common/error.h"
 #include "engine/kv/block_key.h"
-#include "engine/kv/prefix_index.h"
 
 namespace rose {
 namespace {
@@ -37,7 +36,7 @@ class PrecisePolicy final : public RoutePolicy {
     std::vector<int> matched(loads.size(), 0);
     std::vector<double> scores(loads.size(), 0.0);
     for (size_t r = 0; r < loads.size(); ++r) {
-      const int cached = options_.replicas[r]->cached_prefix_blocks(query.prompt);
+      const int cached = options_.replicas[r](query.prompt);
       matched[r] = std::max(cached, pending_match(int(r), keys));
       if (max_blocks > 0) scores[r] = double(matched[r]) / max_blocks;
     }

@@ -2,14 +2,13 @@
 // Request routing across data-parallel replicas: a RoutePolicy picks the replica of each request
 // when it arrives (DESIGN.md "Scale-out", reference/routing.md); one file per policy.
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <span>
 #include <string>
 #include <vector>
 
 namespace rose {
-
-class PrefixIndex;
 
 // What the router knows of one replica when it places a request.
 struct ReplicaLoad {
@@ -70,11 +69,15 @@ struct PrefixRouterOptions {
   uint64_t seed = 0;
 };
 
+// How many leading blocks of a prompt one replica's own prefix index holds (the replica may live in
+// another process: the cluster asks through its ReplicaHandle).
+using CachedPrefixBlocks = std::function<int(std::span<const int32_t> prompt)>;
+
 struct PreciseRouterOptions {
   std::string model_id;  // and cache_salt: the replicas' own, so keys are identical
   std::string cache_salt;
   int block_size = 16;
-  std::vector<const PrefixIndex*> replicas;  // (num_replicas,) each replica's live index
+  std::vector<CachedPrefixBlocks> replicas;  // (num_replicas,) each replica's live index
   LoadGuard guard;
   ScoreWeights weights;
 };

@@ -89,6 +89,7 @@ BenchReport make_report(const RunResult& run, const std::vector<EngineRequest>& 
     const int64_t input_len = int64_t(requests[i].prompt.size());
     detail.input_lens.push_back(input_len);
     detail.cached_tokens.push_back(result.cached_prompt_tokens);
+    detail.output_ids.push_back(result.output_ids);
     detail.arrivals.push_back(timeline.arrival);
     detail.first_scheduled.push_back(timeline.first_scheduled);
 

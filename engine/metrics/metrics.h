@@ -39,6 +39,9 @@ struct RequestDetail {
   // when it was first scheduled (-1: never). Empty in files written before they were added.
   std::vector<double> arrivals, first_scheduled;
   std::vector<std::vector<double>> itls;  // seconds; (num_requests, output_len - 1)
+  // (num_requests, output_len) generated ids: written with --save-detailed (runs that must agree
+  // token for token, e.g. in-process and MPI replicas, can be compared); not read back.
+  std::vector<std::vector<int32_t>> output_ids;
 };
 
 // How a number varied over `bench --repeat N` runs (metrics of one run have none).

@@ -415,6 +415,12 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
       w.begin_array();
       for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
       w.end_array();
+      if (!d.output_ids.empty()) {
+        w.key("output_ids");
+        w.begin_array();
+        for (const std::vector<int32_t>& ids : d.output_ids) w.number_array(ids);
+        w.end_array();
+      }
       w.key("arrivals");
       w.number_array(d.arrivals);
       w.key("first_scheduled");

@@ -37,6 +37,9 @@ struct RequestResult {
   FinishReason finish_reason = FinishReason::kLength;
   Timeline timeline;
   int cached_prompt_tokens = 0;  // prompt tokens served by the prefix cache at the final admission
+  // ... at the first admission: what other requests left in the cache (a preempted request that
+  // comes back also hits its own blocks, which is no reuse; a router's "delivered" counts this).
+  int first_cached_prompt_tokens = 0;
   int preemptions = 0;
   std::string error;  // set with FinishReason::kError: what went wrong, naming the step
 };

@@ -268,6 +268,7 @@ bool Scheduler::try_admit(Sequence& seq, int reserve_blocks) {
   seq.result.cached_prompt_tokens = std::min(num_hit, seq.prompt_len);
   seq.status = SeqStatus::kRunning;
   if (!seq.admitted_once) {
+    seq.result.first_cached_prompt_tokens = seq.result.cached_prompt_tokens;
     seq.admitted_once = true;
     ++in_flight_;
   }

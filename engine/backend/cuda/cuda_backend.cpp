@@ -276,8 +276,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
   max_table_stride_ = (max_model_len_ + block_size_ - 1) / block_size_;
 
-  int device = 0;
-  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const int device = options.device;
+  ROSE_CUDA_CHECK(cudaSetDevice(device));  // the stream, cuBLAS handle and memory below live here
   cudaDeviceProp prop{};
   ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
@@ -442,6 +442,7 @@ CudaBackend::~CudaBackend() {
                  st.sync_s * per);
   }
   // Destructors must not throw: errors here are ignored on purpose.
+  cudaSetDevice(options_.device);
   for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
   invariant_gemm_.reset();
   if (cublas_) cublasDestroy(cublas_);
@@ -817,6 +818,8 @@ int CudaBackend::graph_bucket(int num_seqs) const {
 }
 
 void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
+  // Another replica's backend may have run on this thread since (cluster.h): select ours.
+  ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
   const double t0 = host_seconds();
   validate(plan);
   const int n = plan.num_tokens(), s = plan.num_seqs();
