@@ -333,11 +333,8 @@ void write_per_replica(JsonWriter& w, const BenchReport& report) {
   w.end_array();
 }
 
-}  // namespace
-
-std::string results_to_json(const BenchResults& results, bool save_detailed) {
-  JsonWriter w;
-  w.begin_object();
+// The top-level fields that say what was measured, where and by which build.
+void write_provenance(JsonWriter& w, const BenchResults& results) {
   w.key("schema");
   w.string(kResultsSchema);
   w.key("schema_version");
@@ -354,7 +351,10 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
   w.string(results.model);
   w.key("device");
   w.string(results.device);
+}
 
+// "config", "workload" and, for a sweep, "sweep": the inputs every run shares.
+void write_run_inputs(JsonWriter& w, const BenchResults& results) {
   w.key("config");
   w.begin_object();
   for (const auto& [name, value] : results.config) {
@@ -384,53 +384,66 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
     w.number_array(results.sweep_values);
     w.end_object();
   }
+}
 
+// --save-detailed: the per-request arrays and the per-step series of one run.
+void write_detail(JsonWriter& w, const BenchReport& report) {
+  const RequestDetail& d = report.detail;
+  w.key("input_lens");
+  w.number_array(d.input_lens);
+  w.key("output_lens");
+  w.number_array(d.output_lens);
+  w.key("cached_tokens");
+  w.number_array(d.cached_tokens);
+  w.key("ttfts");
+  w.number_array(d.ttfts);
+  w.key("e2els");
+  w.number_array(d.e2els);
+  w.key("itls");
+  w.begin_array();
+  for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
+  w.end_array();
+  w.key("arrivals");
+  w.number_array(d.arrivals);
+  w.key("first_scheduled");
+  w.number_array(d.first_scheduled);
+  const StepSeries& series = report.step_series;
+  w.key("step_times");
+  w.number_array(series.time);
+  w.key("step_kv_used_blocks");
+  w.number_array(series.kv_used_blocks);
+  w.key("step_running");
+  w.number_array(series.running);
+  w.key("step_waiting");
+  w.number_array(series.waiting);
+}
+
+void write_run(JsonWriter& w, const BenchReport& report, bool save_detailed) {
+  w.begin_object();
+  w.key("mode");
+  w.string(report.mode);
+  w.key("prefix_cache");
+  w.boolean(report.prefix_cache);
+  for (const auto& [name, value] : run_numbers(report)) {
+    w.key(name);
+    w.number(value);
+  }
+  if (report.repeats > 1) write_spread(w, report);
+  if (!report.per_replica.empty()) write_per_replica(w, report);
+  if (save_detailed) write_detail(w, report);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string results_to_json(const BenchResults& results, bool save_detailed) {
+  JsonWriter w;
+  w.begin_object();
+  write_provenance(w, results);
+  write_run_inputs(w, results);
   w.key("runs");
   w.begin_array();
-  for (const BenchReport& report : results.runs) {
-    w.begin_object();
-    w.key("mode");
-    w.string(report.mode);
-    w.key("prefix_cache");
-    w.boolean(report.prefix_cache);
-    for (const auto& [name, value] : run_numbers(report)) {
-      w.key(name);
-      w.number(value);
-    }
-    if (report.repeats > 1) write_spread(w, report);
-    if (!report.per_replica.empty()) write_per_replica(w, report);
-    if (save_detailed) {
-      const RequestDetail& d = report.detail;
-      w.key("input_lens");
-      w.number_array(d.input_lens);
-      w.key("output_lens");
-      w.number_array(d.output_lens);
-      w.key("cached_tokens");
-      w.number_array(d.cached_tokens);
-      w.key("ttfts");
-      w.number_array(d.ttfts);
-      w.key("e2els");
-      w.number_array(d.e2els);
-      w.key("itls");
-      w.begin_array();
-      for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
-      w.end_array();
-      w.key("arrivals");
-      w.number_array(d.arrivals);
-      w.key("first_scheduled");
-      w.number_array(d.first_scheduled);
-      const StepSeries& series = report.step_series;
-      w.key("step_times");
-      w.number_array(series.time);
-      w.key("step_kv_used_blocks");
-      w.number_array(series.kv_used_blocks);
-      w.key("step_running");
-      w.number_array(series.running);
-      w.key("step_waiting");
-      w.number_array(series.waiting);
-    }
-    w.end_object();
-  }
+  for (const BenchReport& report : results.runs) write_run(w, report, save_detailed);
   w.end_array();
   w.end_object();
   return w.take();
