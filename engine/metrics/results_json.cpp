@@ -751,19 +751,8 @@ ConfigValue read_config_value(const Reader& reader, element e, const std::string
   }
 }
 
-}  // namespace
-
-BenchResults parse_results_json(std::string_view content, const std::string& source) {
-  simdjson::dom::parser parser;
-  const simdjson::padded_string padded(content.data(), content.size());
-  element root;
-  if (const auto error = parser.parse(padded).get(root)) {
-    fail("{}: not valid JSON: {}", source, simdjson::error_message(error));
-  }
-  const Reader reader(source);
-  simdjson::dom::object top;
-  if (root.get_object().get(top)) fail("{}: expected a JSON object at the top level", source);
-
+// A roseinfer result of a version this build reads; anything else is refused before any field.
+void check_schema(const Reader& reader, simdjson::dom::object top, const std::string& source) {
   const std::optional<element> schema = reader.find(top, "schema");
   if (!schema) fail("{}: not a roseinfer bench result (no 'schema' field)", source);
   const std::string schema_name = reader.string(*schema, "schema");
@@ -778,8 +767,10 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
         source, version, kResultsSchemaVersion);
   }
   if (version < 1) fail("{}: field 'schema_version': {} is not a valid version", source, version);
+}
 
-  BenchResults results;
+// The optional provenance strings and the "config" object.
+void read_provenance(const Reader& reader, simdjson::dom::object top, BenchResults& results) {
   auto optional_string = [&](std::string_view key, std::string& out) {
     if (auto e = reader.find(top, key)) out = reader.string(*e, std::string(key));
   };
@@ -796,7 +787,11 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
       results.config.emplace_back(name, read_config_value(reader, value, "config." + name));
     }
   }
+}
 
+// "workload" (its fingerprint required: compare matches runs by it) and the optional "sweep".
+void read_workload_and_sweep(const Reader& reader, simdjson::dom::object top,
+                             BenchResults& results) {
   const simdjson::dom::object workload = reader.object(reader.at(top, "workload", ""), "workload");
   if (auto e = reader.find(workload, "name"))
     results.workload.name = reader.string(*e, "workload.name");
@@ -819,37 +814,60 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
                                                  : reader.number(v, "sweep.values"));
     }
   }
+}
 
+// runs[index]: mode and cache setting, every numeric key (in file order and by name), then the
+// detail, step series, spread and per-replica parts.
+void read_run(const Reader& reader, element run_element, size_t index, BenchResults& results) {
+  const std::string prefix = fmt::format("runs[{}].", index);
+  const simdjson::dom::object run = reader.object(run_element, prefix.substr(0, prefix.size() - 1));
+  const std::string mode = reader.string(reader.at(run, "mode", prefix), prefix + "mode");
+  const bool prefix_cache =
+      reader.boolean(reader.at(run, "prefix_cache", prefix), prefix + "prefix_cache");
+  std::vector<std::pair<std::string, double>> ordered;
+  std::map<std::string, double> values;
+  for (auto [key, value] : run) {
+    const element_type type = value.type();
+    if (type != element_type::INT64 && type != element_type::UINT64 &&
+        type != element_type::DOUBLE) {
+      continue;  // mode, prefix_cache, detail arrays, nulls, keys of later versions
+    }
+    const std::string name(key);
+    const double v = reader.number(value, prefix + name);
+    ordered.emplace_back(name, v);
+    values[name] = v;
+  }
+  BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
+  read_detail(reader, run, prefix, report.detail);
+  read_step_series(reader, run, prefix, report.step_series);
+  report.spread = read_spread(reader, run, prefix, values);
+  report.repeats =
+      std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
+  results.runs.push_back(std::move(report));
+  results.run_values.push_back(std::move(values));
+  results.run_replicas.push_back(read_per_replica(reader, run, prefix));
+}
+
+}  // namespace
+
+BenchResults parse_results_json(std::string_view content, const std::string& source) {
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(content.data(), content.size());
+  element root;
+  if (const auto error = parser.parse(padded).get(root)) {
+    fail("{}: not valid JSON: {}", source, simdjson::error_message(error));
+  }
+  const Reader reader(source);
+  simdjson::dom::object top;
+  if (root.get_object().get(top)) fail("{}: expected a JSON object at the top level", source);
+  check_schema(reader, top, source);
+
+  BenchResults results;
+  read_provenance(reader, top, results);
+  read_workload_and_sweep(reader, top, results);
   size_t index = 0;
   for (element run_element : reader.array(reader.at(top, "runs", ""), "runs")) {
-    const std::string prefix = fmt::format("runs[{}].", index++);
-    const simdjson::dom::object run =
-        reader.object(run_element, prefix.substr(0, prefix.size() - 1));
-    const std::string mode = reader.string(reader.at(run, "mode", prefix), prefix + "mode");
-    const bool prefix_cache =
-        reader.boolean(reader.at(run, "prefix_cache", prefix), prefix + "prefix_cache");
-    std::vector<std::pair<std::string, double>> ordered;
-    std::map<std::string, double> values;
-    for (auto [key, value] : run) {
-      const element_type type = value.type();
-      if (type != element_type::INT64 && type != element_type::UINT64 &&
-          type != element_type::DOUBLE) {
-        continue;  // mode, prefix_cache, detail arrays, nulls, keys of later versions
-      }
-      const std::string name(key);
-      const double v = reader.number(value, prefix + name);
-      ordered.emplace_back(name, v);
-      values[name] = v;
-    }
-    BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
-    read_detail(reader, run, prefix, report.detail);
-    read_step_series(reader, run, prefix, report.step_series);
-    report.spread = read_spread(reader, run, prefix, values);
-    report.repeats =
-        std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
-    results.runs.push_back(std::move(report));
-    results.run_values.push_back(std::move(values));
-    results.run_replicas.push_back(read_per_replica(reader, run, prefix));
+    read_run(reader, run_element, index++, results);
   }
   return results;
 }
