@@ -181,6 +181,7 @@ void CpuBackend::load_weights(const WeightSource& weights) {
 LayerWeights CpuBackend::load_layer(const WeightSource& weights, int layer) {
   const ModelConfig& c = config_;
   const int64_t H = c.hidden_size, I = c.intermediate_size, qkv_rows = c.qkv_dim();
+  const bool layer_norm = c.norm_kind() == NormKind::kLayerNorm;  // norms carry a bias
   const std::string p = "layers." + std::to_string(layer) + ".";
   LayerWeights w;
   w.attn_norm_w = load(weights, p + "attn_norm.weight", H);
@@ -189,9 +190,9 @@ LayerWeights CpuBackend::load_layer(const WeightSource& weights, int layer) {
   w.o_w = load(weights, p + "o.weight", H * c.q_dim());
   w.mlp_norm_w = load(weights, p + "mlp_norm.weight", H);
   w.down_w = load(weights, p + "down.weight", H * I);
-  if (c.norm_kind() == NormKind::kLayerNorm) w.attn_norm_b = load(weights, p + "attn_norm.bias", H);
+  if (layer_norm) w.attn_norm_b = load(weights, p + "attn_norm.bias", H);
   if (c.has_linear_biases()) w.o_b = load(weights, p + "o.bias", H);
-  if (c.norm_kind() == NormKind::kLayerNorm) w.mlp_norm_b = load(weights, p + "mlp_norm.bias", H);
+  if (layer_norm) w.mlp_norm_b = load(weights, p + "mlp_norm.bias", H);
   w.up_w = load(weights, p + "up.weight", c.mlp_up_rows() * H);
   if (c.has_linear_biases()) {
     w.up_b = load(weights, p + "up.bias", I);

@@ -6,15 +6,14 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/norm_kind.h"
+
 namespace rose {
 
 enum class Arch { kGpt2, kLlama };
 
 const char* arch_name(Arch arch);
 
-// How a block normalises its input: LayerNorm (mean and variance, weight and bias) or RMSNorm
-// (root mean square, weight only).
-enum class NormKind { kLayerNorm, kRmsNorm };
 // The MLP's shape: up (I, H) + bias then gelu-tanh, or one fused gate|up (2I, H) then
 // silu(gate) * up; both end in down (H, I).
 enum class MlpKind { kGeluTanh, kSiluGated };
