@@ -578,20 +578,16 @@ void bench_command(BenchArgs& args) {
   if (failed > 0) fail("{} request(s) failed across {} run(s)", failed, reports.size());
 }
 
-}  // namespace
+// register_bench_command's phases, one per group of flags; the groups are added in this order,
+// which is the order --help lists them in.
 
-void register_bench_command(CLI::App& app, int& exit_code) {
-  auto args = std::make_shared<BenchArgs>();
-  args->workload.name.clear();  // set only by --dataset-name
-  CLI::App* cmd = app.add_subcommand(
-      "bench",
-      "Measure TTFT, TPOT, ITL, end-to-end latency, throughput and prefix-cache hits on a prompt "
-      "file or a synthetic workload, per scheduler mode and prefix-cache setting");
-  auto* file_opt = cmd->add_option("PROMPTS", args->prompts_path,
+// What to run: a prompt file or a named synthetic workload (the two exclude each other).
+void add_input_flags(CLI::App* cmd, BenchArgs& args) {
+  auto* file_opt = cmd->add_option("PROMPTS", args.prompts_path,
                                    "JSONL prompt file (as for run; arrival_time drives online mode "
                                    "when every line has one and --request-rate is not given)");
   auto* dataset_opt =
-      cmd->add_option("--dataset-name,--dataset", args->workload.name,
+      cmd->add_option("--dataset-name,--dataset", args.workload.name,
                       "synthetic workload: random, shared-prefix, sharegpt, seed000 (64 x one "
                       "856-token prompt, 16 out), nano256 (256 x [100,1024] in and out), serve "
                       "(500 x 550 tokens, 330 shared, 150 out), grid:B:PP:TG");
@@ -610,48 +606,60 @@ void register_bench_command(CLI::App& app, int& exit_code) {
         return "";
       },
       "SPEC"));
-  cmd->add_option("--dataset-path", args->workload.dataset_path,
+  cmd->add_option("--dataset-path", args.workload.dataset_path,
                   "ShareGPT JSON file for --dataset-name sharegpt");
-  cmd->add_flag("--skip-invalid", args->skip_invalid, "skip bad prompt-file lines, reporting them");
-  cmd->add_option("--mode", args->mode,
+  cmd->add_flag("--skip-invalid", args.skip_invalid, "skip bad prompt-file lines, reporting them");
+}
+
+// Which runs: scheduler modes and prefix-cache settings.
+void add_run_selection_flags(CLI::App* cmd, BenchArgs& args) {
+  cmd->add_option("--mode", args.mode,
                   "naive (one request at a time), offline (all at t=0, throughput), online "
                   "(arrivals over time, latency) or all three")
       ->check(CLI::IsMember({"naive", "offline", "online", "all"}))
       ->capture_default_str();
   auto* no_cache =
-      cmd->add_flag("--no-prefix-cache", args->no_prefix_cache, "run with the prefix cache off");
-  cmd->add_flag("--both-cache-settings", args->both_cache_settings,
+      cmd->add_flag("--no-prefix-cache", args.no_prefix_cache, "run with the prefix cache off");
+  cmd->add_flag("--both-cache-settings", args.both_cache_settings,
                 "run every mode with the prefix cache on and off")
       ->excludes(no_cache);
-  args->num_prompts_opt =
-      cmd->add_option("--num-prompts", args->num_prompts,
+}
+
+// The synthetic workloads' sizes; the *_opt handles tell bench_command which were given.
+void add_workload_shape_flags(CLI::App* cmd, BenchArgs& args) {
+  args.num_prompts_opt =
+      cmd->add_option("--num-prompts", args.num_prompts,
                       "requests: a synthetic workload's count (default: the workload's own; random "
                       "and shared-prefix 1000), or the first N lines of a prompt file")
           ->check(CLI::PositiveNumber);
-  cmd->add_option("--random-input-len", args->workload.random_input_len,
+  cmd->add_option("--random-input-len", args.workload.random_input_len,
                   "random/shared-prefix: prompt tokens")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  args->random_output_len_opt =
-      cmd->add_option("--random-output-len", args->random_output_len,
+  args.random_output_len_opt =
+      cmd->add_option("--random-output-len", args.random_output_len,
                       "random/shared-prefix: output tokens (default 128); sharegpt: the cap "
                       "(default 1024)")
           ->check(CLI::PositiveNumber);
-  cmd->add_option("--random-range-ratio", args->workload.random_range_ratio,
+  cmd->add_option("--random-range-ratio", args.workload.random_range_ratio,
                   "random: lengths uniform in [len*(1-r), len*(1+r)]")
       ->check(CLI::Range(0.0, 0.999999))
       ->capture_default_str();
-  args->random_prefix_len_opt =
-      cmd->add_option("--random-prefix-len", args->random_prefix_len,
+  args.random_prefix_len_opt =
+      cmd->add_option("--random-prefix-len", args.random_prefix_len,
                       "random: shared prefix tokens before each prompt (default 0); "
                       "shared-prefix: shared part of the prompt (default 60%)")
           ->check(CLI::NonNegativeNumber);
-  cmd->add_option("--num-prefix-groups", args->workload.num_prefix_groups,
+  cmd->add_option("--num-prefix-groups", args.workload.num_prefix_groups,
                   "shared-prefix: distinct shared prefixes")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  args->request_rate_opt =
-      cmd->add_option("--request-rate", args->request_rate,
+}
+
+// How online requests arrive.
+void add_arrival_flags(CLI::App* cmd, BenchArgs& args) {
+  args.request_rate_opt =
+      cmd->add_option("--request-rate", args.request_rate,
                       "online: mean requests per second (inf: all at once; default inf, or the "
                       "file's arrival_time)")
           ->check(CLI::Validator(
@@ -661,56 +669,81 @@ void register_bench_command(CLI::App& app, int& exit_code) {
                 return parse_double(v, r) && r > 0 ? "" : "must be a positive number or inf";
               },
               "RATE"));
-  cmd->add_option("--burstiness", args->burstiness,
+  cmd->add_option("--burstiness", args.burstiness,
                   "online: gamma shape of the arrival gaps (1: Poisson; < 1 burstier)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--max-concurrency", args->max_concurrency,
+  cmd->add_option("--max-concurrency", args.max_concurrency,
                   "online: requests in flight at most (0: no cap)")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--warmup", args->warmup,
+}
+
+// How each run is measured and judged: warm-up, repeats, sweeps, percentiles, SLOs.
+void add_measurement_flags(CLI::App* cmd, BenchArgs& args) {
+  cmd->add_option("--warmup", args.warmup,
                   "extra requests (copies of the first ones) run before each measured run and "
                   "excluded from every number")
       ->check(CLI::NonNegativeNumber)
       ->capture_default_str();
-  cmd->add_option("--repeat", args->repeat,
+  cmd->add_option("--repeat", args.repeat,
                   "measure each mode and cache setting N times (each from a cold cache); the "
                   "results hold the median and the spread (min, max, bootstrap 95% interval)")
       ->check(CLI::PositiveNumber)
       ->capture_default_str();
-  cmd->add_option("--sweep", args->sweep,
+  cmd->add_option("--sweep", args.sweep,
                   "online runs, one per point on the same workload: request-rate=1,2,4,inf or "
                   "max-concurrency=1,4,16; prints throughput and latency per point and, with "
                   "--slo, the highest point every request of which met the SLO")
       ->check(CLI::Validator([](std::string& v) { return parse_sweep(v, nullptr); }, "PARAM=V,..."))
       ->excludes("--repeat")
       ->excludes("--both-cache-settings");
-  cmd->add_option("--percentiles", args->percentiles, "latency percentiles to report")
+  cmd->add_option("--percentiles", args.percentiles, "latency percentiles to report")
       ->check(
           CLI::Validator([](std::string& v) { return parse_percentiles(v, nullptr); }, "Q,Q,..."))
       ->capture_default_str();
-  cmd->add_option("--slo", args->slo,
+  cmd->add_option("--slo", args.slo,
                   "goodput bounds in ms, e.g. ttft=200,tpot=50,e2el=2000 (any subset)")
       ->check(CLI::Validator([](std::string& v) { return parse_slo(v, nullptr); }, "SLO"));
-  cmd->add_option("--json", args->json_path,
+}
+
+// Where the results go and what they hold.
+void add_output_flags(CLI::App* cmd, BenchArgs& args) {
+  cmd->add_option("--json", args.json_path,
                   "write the results (versioned schema, vLLM-style keys) to FILE, atomically");
-  cmd->add_option("--format", args->format,
+  cmd->add_option("--format", args.format,
                   "table (aligned text), md (markdown tables only on stdout) or csv (one table "
                   "on stdout: a row per run or sweep point, every results key); with md and csv "
                   "the header lines go to stderr")
       ->check(CLI::IsMember({"table", "text", "md", "markdown", "csv"}))
       ->capture_default_str();
-  cmd->add_flag("--save-detailed", args->save_detailed,
+  cmd->add_flag("--save-detailed", args.save_detailed,
                 "add per-request arrays (lengths, ttft, itl, e2el, cached tokens) to --json");
-  cmd->add_flag("--keep-cache-between-runs", args->keep_cache,
+  cmd->add_flag("--keep-cache-between-runs", args.keep_cache,
                 "keep what --warmup cached for the measured run (each mode and cache setting "
                 "still has its own engine, so runs never share a cache)");
-  args->copy_bandwidth_opt =
-      cmd->add_option("--copy-bandwidth-gbps", args->copy_bandwidth_gbps,
+  args.copy_bandwidth_opt =
+      cmd->add_option("--copy-bandwidth-gbps", args.copy_bandwidth_gbps,
                       "device copy bandwidth in GB/s for the decode '% of floor' figure (default "
                       "3000 on CUDA, none on the CPU)")
           ->check(CLI::PositiveNumber);
+}
+
+}  // namespace
+
+void register_bench_command(CLI::App& app, int& exit_code) {
+  auto args = std::make_shared<BenchArgs>();
+  args->workload.name.clear();  // set only by --dataset-name
+  CLI::App* cmd = app.add_subcommand(
+      "bench",
+      "Measure TTFT, TPOT, ITL, end-to-end latency, throughput and prefix-cache hits on a prompt "
+      "file or a synthetic workload, per scheduler mode and prefix-cache setting");
+  add_input_flags(cmd, *args);
+  add_run_selection_flags(cmd, *args);
+  add_workload_shape_flags(cmd, *args);
+  add_arrival_flags(cmd, *args);
+  add_measurement_flags(cmd, *args);
+  add_output_flags(cmd, *args);
   rose::cli::add_request_flags(cmd, args->defaults);
   rose::cli::add_model_flags(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,

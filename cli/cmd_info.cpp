@@ -109,7 +109,7 @@ void register_info_command(CLI::App& app, int& exit_code) {
     t.add_row({"intermediate", count_text(c.intermediate_size)});
     t.add_row({"vocab", count_text(c.vocab_size)});
     t.add_row({"max positions", count_text(c.max_position_embeddings)});
-    if (c.arch == rose::Arch::kLlama) {
+    if (c.uses_rope()) {
       std::string rope = fmt::format("theta {}", c.rope_theta);
       if (!c.rope_scaling.type.empty()) {
         rope += fmt::format(", {} scaling x{}", c.rope_scaling.type, c.rope_scaling.factor);

@@ -183,6 +183,40 @@ TEST_CASE("Qwen2 config.json: qkv bias, GQA, no head_dim field") {
   CHECK(c.num_parameters() == 494032768);  // Qwen2-0.5B's published count
 }
 
+TEST_CASE("architecture properties: GPT-2 learned positions, LayerNorm, biases, gelu MLP") {
+  const ModelConfig c = load(kGpt2, "gpt2");
+  CHECK(c.uses_learned_positions());
+  CHECK_FALSE(c.uses_rope());
+  CHECK(c.norm_kind() == NormKind::kLayerNorm);
+  CHECK(c.mlp_kind() == MlpKind::kGeluTanh);
+  CHECK(c.has_linear_biases());
+  CHECK(c.has_qkv_bias());
+  CHECK(c.mlp_up_rows() == 3072);  // up only, no gate
+}
+
+TEST_CASE("architecture properties: Llama RoPE, RMSNorm, no biases, silu-gated MLP") {
+  const ModelConfig llama = load(kLlama32, "Llama-3.2-1B");
+  CHECK(llama.uses_rope());
+  CHECK_FALSE(llama.uses_learned_positions());
+  CHECK(llama.norm_kind() == NormKind::kRmsNorm);
+  CHECK(llama.mlp_kind() == MlpKind::kSiluGated);
+  CHECK_FALSE(llama.has_linear_biases());
+  CHECK_FALSE(llama.has_qkv_bias());
+  CHECK(llama.mlp_up_rows() == 2 * 8192);  // fused gate | up
+
+  // Qwen2 is the Llama family with a qkv bias alone.
+  const ModelConfig qwen = load(kQwen2);
+  CHECK(qwen.uses_rope());
+  CHECK(qwen.norm_kind() == NormKind::kRmsNorm);
+  CHECK_FALSE(qwen.has_linear_biases());
+  CHECK(qwen.has_qkv_bias());
+
+  // Wide enough that 2 * intermediate would overflow int: the row count is 64-bit.
+  ModelConfig wide = llama;
+  wide.intermediate_size = 1 << 30;
+  CHECK(wide.mlp_up_rows() == (int64_t(1) << 31));
+}
+
 TEST_CASE("defaults and eos lists") {
   const ModelConfig c = load(small_llama(R"(, "eos_token_id": [1, 8, 9], "bos_token_id": null)"));
   CHECK(c.eos_token_ids == std::vector<int>{1, 8, 9});

@@ -55,6 +55,12 @@ class CpuBackend final : public Backend {
   }
 
  private:
+  // The constructor's phases, in order: each reads only what the ones before it set.
+  void check_model_and_options(const BackendOptions& options);
+  void load_weights(const WeightSource& weights);
+  LayerWeights load_layer(const WeightSource& weights, int layer);
+  void allocate_kv_pool(const BackendOptions& options);
+  void allocate_workspaces();
   std::vector<float> load(const WeightSource& weights, const std::string& name, int64_t numel);
   void validate(const StepPlan& plan) const;
   // residual += delta (when given); out = the architecture's norm of residual.
@@ -63,7 +69,6 @@ class CpuBackend final : public Backend {
   void mlp(const LayerWeights& layer, const float* normed, int n, float* out);
 
   ModelConfig config_;
-  bool gpt2_ = false;
   int block_size_ = 0;
   int num_kv_blocks_ = 0;
   PlanLimits limits_;  // set once the KV pool is sized
@@ -111,8 +116,16 @@ std::vector<float> CpuBackend::load(const WeightSource& weights, const std::stri
 
 CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& options)
     : config_(weights.config()), pool_(0) {
+  check_model_and_options(options);
+  load_weights(weights);
+  allocate_kv_pool(options);
+  allocate_workspaces();
+}
+
+// Rejects shapes and budgets the ops cannot run before anything is allocated, and resolves the
+// budgets into members.
+void CpuBackend::check_model_and_options(const BackendOptions& options) {
   const ModelConfig& c = config_;
-  gpt2_ = c.arch == Arch::kGpt2;
   if (c.hidden_size <= 0 || c.num_layers <= 0 || c.num_heads <= 0 || c.num_kv_heads <= 0 ||
       c.head_dim <= 0 || c.vocab_size <= 0 || c.intermediate_size <= 0) {
     fail(
@@ -138,46 +151,58 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
   max_num_tokens_ = options.max_num_batched_tokens;
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
   if (max_model_len_ <= 0) fail("model {}: max_position_embeddings must be positive", c.name);
-  if (gpt2_ && max_model_len_ > c.max_position_embeddings) {
+  // A learned position table has no row past its end; RoPE extends to any position.
+  if (c.uses_learned_positions() && max_model_len_ > c.max_position_embeddings) {
     fail("max_model_len {} exceeds model {}'s n_positions {} (GPT-2 positions are learned)",
          max_model_len_, c.name, c.max_position_embeddings);
   }
+}
 
-  // Weights, in the canonical layout of engine/model/weights.h.
-  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
-  const int64_t qkv_rows = c.qkv_dim();
+// Weights, in the canonical layout of engine/model/weights.h (absent tensors stay empty).
+void CpuBackend::load_weights(const WeightSource& weights) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, V = c.vocab_size;
   tok_emb_ = load(weights, "tok_emb", V * H);
-  if (gpt2_) pos_emb_ = load(weights, "pos_emb", int64_t(c.max_position_embeddings) * H);
-  layers_.resize(c.num_layers);
-  for (int l = 0; l < c.num_layers; ++l) {
-    LayerWeights& w = layers_[l];
-    const std::string p = "layers." + std::to_string(l) + ".";
-    w.attn_norm_w = load(weights, p + "attn_norm.weight", H);
-    w.qkv_w = load(weights, p + "qkv.weight", qkv_rows * H);
-    if (gpt2_ || c.qkv_bias) w.qkv_b = load(weights, p + "qkv.bias", qkv_rows);
-    w.o_w = load(weights, p + "o.weight", H * c.q_dim());
-    w.mlp_norm_w = load(weights, p + "mlp_norm.weight", H);
-    w.down_w = load(weights, p + "down.weight", H * I);
-    if (gpt2_) {
-      w.attn_norm_b = load(weights, p + "attn_norm.bias", H);
-      w.o_b = load(weights, p + "o.bias", H);
-      w.mlp_norm_b = load(weights, p + "mlp_norm.bias", H);
-      w.up_w = load(weights, p + "up.weight", I * H);
-      w.up_b = load(weights, p + "up.bias", I);
-      w.down_b = load(weights, p + "down.bias", H);
-    } else {
-      w.up_w = load(weights, p + "up.weight", 2 * I * H);
-    }
+  if (c.uses_learned_positions()) {
+    pos_emb_ = load(weights, "pos_emb", int64_t(c.max_position_embeddings) * H);
   }
+  layers_.clear();
+  for (int l = 0; l < c.num_layers; ++l) layers_.push_back(load_layer(weights, l));
   final_norm_w_ = load(weights, "final_norm.weight", H);
-  if (gpt2_) final_norm_b_ = load(weights, "final_norm.bias", H);
+  if (c.norm_kind() == NormKind::kLayerNorm) final_norm_b_ = load(weights, "final_norm.bias", H);
   if (!c.tie_word_embeddings) lm_head_ = load(weights, "lm_head.weight", V * H);
-  if (!gpt2_) {
+  if (c.uses_rope()) {
     inv_freq_.resize(c.head_dim / 2);
     rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq_.data());
   }
+}
 
-  // The KV pool.
+// Loads in the order the constructor always has, so the weight source is read the same way.
+LayerWeights CpuBackend::load_layer(const WeightSource& weights, int layer) {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, qkv_rows = c.qkv_dim();
+  const bool layer_norm = c.norm_kind() == NormKind::kLayerNorm;  // norms carry a bias
+  const std::string p = "layers." + std::to_string(layer) + ".";
+  LayerWeights w;
+  w.attn_norm_w = load(weights, p + "attn_norm.weight", H);
+  w.qkv_w = load(weights, p + "qkv.weight", qkv_rows * H);
+  if (c.has_qkv_bias()) w.qkv_b = load(weights, p + "qkv.bias", qkv_rows);
+  w.o_w = load(weights, p + "o.weight", H * c.q_dim());
+  w.mlp_norm_w = load(weights, p + "mlp_norm.weight", H);
+  w.down_w = load(weights, p + "down.weight", H * I);
+  if (layer_norm) w.attn_norm_b = load(weights, p + "attn_norm.bias", H);
+  if (c.has_linear_biases()) w.o_b = load(weights, p + "o.bias", H);
+  if (layer_norm) w.mlp_norm_b = load(weights, p + "mlp_norm.bias", H);
+  w.up_w = load(weights, p + "up.weight", c.mlp_up_rows() * H);
+  if (c.has_linear_biases()) {
+    w.up_b = load(weights, p + "up.bias", I);
+    w.down_b = load(weights, p + "down.bias", H);
+  }
+  return w;
+}
+
+// One K and one V slab per layer, sized by num_kv_blocks or else by the cpu_kv_bytes budget.
+void CpuBackend::allocate_kv_pool(const BackendOptions& options) {
   const int64_t block_bytes = kv_bytes_per_token() * block_size_;
   const int64_t blocks =
       options.num_kv_blocks > 0 ? options.num_kv_blocks : options.cpu_kv_bytes / block_bytes;
@@ -188,22 +213,26 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
   num_kv_blocks_ = static_cast<int>(blocks);
   limits_ = PlanLimits{max_num_tokens_, max_num_seqs_, max_model_len_,
                        num_kv_blocks_,  block_size_,   config_.vocab_size};
-  const size_t slab = size_t(num_kv_blocks_) * block_size_ * c.kv_dim();
-  for (int l = 0; l < c.num_layers; ++l) {
+  const size_t slab = size_t(num_kv_blocks_) * block_size_ * config_.kv_dim();
+  for (int l = 0; l < config_.num_layers; ++l) {
     k_cache_.emplace_back(new float[slab]);
     v_cache_.emplace_back(new float[slab]);
   }
+}
 
-  // Workspaces.
+// Sized by the token budget once, so execute() never allocates.
+void CpuBackend::allocate_workspaces() {
+  const ModelConfig& c = config_;
+  const int64_t H = c.hidden_size, I = c.intermediate_size, V = c.vocab_size;
   const size_t T = size_t(max_num_tokens_);
   residual_.resize(T * H);
   delta_.resize(T * H);
   normed_.resize(T * H);
-  qkv_.resize(T * qkv_rows);
+  qkv_.resize(T * c.qkv_dim());
   attn_.resize(T * c.q_dim());
   const size_t mlp_rows = std::min<size_t>(T, kMlpChunk);
-  mlp_up_.resize(mlp_rows * (gpt2_ ? I : 2 * I));
-  if (!gpt2_) mlp_act_.resize(mlp_rows * I);
+  mlp_up_.resize(mlp_rows * c.mlp_up_rows());
+  if (c.mlp_kind() == MlpKind::kSiluGated) mlp_act_.resize(mlp_rows * I);
   last_rows_.resize(max_num_seqs_);
   last_seqs_.resize(max_num_seqs_);
   last_residual_.resize(kLogitsChunk * H);
@@ -217,7 +246,7 @@ void CpuBackend::validate(const StepPlan& plan) const { validate_step_plan(plan,
 
 void CpuBackend::add_norm(float* residual, const float* delta, const std::vector<float>& weight,
                           const std::vector<float>& bias, int n, float* out) const {
-  if (gpt2_) {
+  if (config_.norm_kind() == NormKind::kLayerNorm) {
     cpu::add_layernorm(residual, delta, weight.data(), bias.data(), config_.norm_eps, n,
                        config_.hidden_size, out);
   } else {
@@ -231,7 +260,7 @@ void CpuBackend::mlp(const LayerWeights& w, const float* normed, int n, float* o
     const int rows = std::min(kMlpChunk, n - r0);
     const float* x = normed + int64_t(r0) * H;
     float* y = out + int64_t(r0) * H;
-    if (gpt2_) {
+    if (config_.mlp_kind() == MlpKind::kGeluTanh) {
       cpu::linear(x, w.up_w.data(), w.up_b.data(), rows, H, I, mlp_up_.data(), &pool_);
       cpu::gelu_tanh(mlp_up_.data(), int64_t(rows) * I);
       cpu::linear(mlp_up_.data(), w.down_w.data(), w.down_b.data(), rows, I, H, y, &pool_);
@@ -258,7 +287,7 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
   if (n == 0) return;
 
   cpu::embedding(plan.token_ids.data(), plan.positions.data(), tok_emb_.data(),
-                 gpt2_ ? pos_emb_.data() : nullptr, n, H, residual_.data());
+                 c.uses_learned_positions() ? pos_emb_.data() : nullptr, n, H, residual_.data());
   const float* pending = nullptr;  // the previous sublayer's output, not yet added to residual_
   const float scale = 1.0f / std::sqrt(float(c.head_dim));
   for (int l = 0; l < c.num_layers; ++l) {
@@ -267,8 +296,9 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
     cpu::linear(normed_.data(), w.qkv_w.data(), data_or_null(w.qkv_b), n, H, c.qkv_dim(),
                 qkv_.data(), &pool_);
     cpu::rope_and_write_kv(qkv_.data(), plan.positions.data(), plan.slot_mapping.data(),
-                           gpt2_ ? nullptr : inv_freq_.data(), n, c.num_heads, c.num_kv_heads,
-                           c.head_dim, block_size_, k_cache_[l].get(), v_cache_[l].get());
+                           c.uses_rope() ? inv_freq_.data() : nullptr, n, c.num_heads,
+                           c.num_kv_heads, c.head_dim, block_size_, k_cache_[l].get(),
+                           v_cache_[l].get());
     cpu::paged_attention(qkv_.data(), c.qkv_dim(), k_cache_[l].get(), v_cache_[l].get(),
                          plan.query_start.data(), plan.context_lens.data(),
                          plan.block_tables.data(), plan.block_table_stride, num_seqs, c.num_heads,

@@ -163,96 +163,126 @@ Value int_filter(const Value& input, CallArgs& args) {
   return fallback.is_undefined() ? Value(int64_t{0}) : fallback;
 }
 
+Value trim_filter(const Value& v, CallArgs& a) {
+  return call_method(Value(str_of(v)), "strip", {a.get(0, "chars")});
+}
+
+Value title_filter(const Value& v, CallArgs&) {
+  std::string s = str_of(v), out = s;
+  bool word_start = true;  // jinja2: words begin after whitespace, '-' or an opening bracket
+  for (char& c : out) {
+    if (std::isspace(static_cast<unsigned char>(c)) || c == '-' || c == '(' || c == '{' ||
+        c == '[' || c == '<') {
+      word_start = true;
+      continue;
+    }
+    c = static_cast<char>(word_start ? std::toupper(static_cast<unsigned char>(c))
+                                     : std::tolower(static_cast<unsigned char>(c)));
+    word_start = false;
+  }
+  return Value(out);
+}
+
+Value length_filter(const Value& v, CallArgs&) {
+  if (v.is_string())
+    return Value(static_cast<int64_t>(code_point_offsets(v.as_string()).size() - 1));
+  if (v.is_undefined()) return Value(int64_t{0});
+  if (!v.is_list() && !v.is_dict())
+    eval_fail(fmt::format("object of type '{}' has no len()", type_name(v)));
+  return Value(static_cast<int64_t>(v.is_list() ? v.as_list().size() : v.as_dict().size()));
+}
+
+Value join_filter(const Value& v, CallArgs& a) {
+  Value separator = a.get(0, "d"), attribute = a.get(1, "attribute");
+  std::string sep = separator.is_undefined() ? "" : str_of(separator), out;
+  bool first = true;
+  for (const Value& item : iterate(v)) {
+    out += (first ? "" : sep) +
+           str_of(attribute.is_string() ? lookup_path(item, attribute.as_string()) : item);
+    first = false;
+    if (out.size() > kMaxValueSize) eval_fail("join: result too large");
+  }
+  return Value(out);
+}
+
+Value replace_filter(const Value& v, CallArgs& a) {
+  return call_method(
+      Value(str_of(v)), "replace",
+      {Value(str_of(a.get(0, "old"))), Value(str_of(a.get(1, "new"))), a.get(2, "count")});
+}
+
+Value default_filter(const Value& v, CallArgs& a) {
+  Value fallback = a.get(0, "default_value");
+  bool use_fallback = truthy(a.get(1, "boolean")) ? !truthy(v) : v.is_undefined();
+  return use_fallback ? (fallback.is_undefined() ? Value("") : fallback) : v;
+}
+
+Value float_filter(const Value& v, CallArgs&) {
+  if (v.is_number() || v.is_bool()) return Value(v.as_number());
+  try {
+    return Value(v.is_string() ? std::stod(v.as_string()) : 0.0);
+  } catch (const std::exception&) {
+    return Value(0.0);
+  }
+}
+
+Value items_filter(const Value& v, CallArgs&) {
+  if (v.is_undefined()) return Value(ValueList{});
+  if (!v.is_dict()) eval_fail("filter 'items' expects a mapping");
+  return call_method(v, "items", {});
+}
+
+Value reverse_filter(const Value& v, CallArgs&) {
+  if (v.is_string()) return slice_value(v, Value(), Value(), Value(int64_t{-1}));
+  ValueList items = iterate(v);
+  std::reverse(items.begin(), items.end());
+  return Value(std::move(items));
+}
+
+Value unique_filter(const Value& v, CallArgs&) {
+  ValueList out;
+  for (const Value& item : iterate(v)) {
+    charge_work(static_cast<int64_t>(out.size()));
+    if (std::none_of(out.begin(), out.end(),
+                     [&](const Value& seen) { return values_equal(seen, item); }))
+      out.push_back(item);
+  }
+  return Value(std::move(out));
+}
+
+Value wordcount_filter(const Value& v, CallArgs&) {
+  return Value(static_cast<int64_t>(call_method(Value(str_of(v)), "split", {}).as_list().size()));
+}
+
 using Filter = Value (*)(const Value&, CallArgs&);
 const std::map<std::string, Filter, std::less<>>& filters() {
   static const std::map<std::string, Filter, std::less<>> table = {
-      {"trim",
-       [](const Value& v, CallArgs& a) {
-         return call_method(Value(str_of(v)), "strip", {a.get(0, "chars")});
-       }},
+      {"trim", trim_filter},
       {"upper",
        [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "upper", {}); }},
       {"lower",
        [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "lower", {}); }},
       {"capitalize",
        [](const Value& v, CallArgs&) { return call_method(Value(str_of(v)), "capitalize", {}); }},
-      {"title",
-       [](const Value& v, CallArgs&) {
-         std::string s = str_of(v), out = s;
-         bool word_start = true;  // jinja2: words begin after whitespace, '-' or an opening bracket
-         for (char& c : out) {
-           if (std::isspace(static_cast<unsigned char>(c)) || c == '-' || c == '(' || c == '{' ||
-               c == '[' || c == '<') {
-             word_start = true;
-             continue;
-           }
-           c = static_cast<char>(word_start ? std::toupper(static_cast<unsigned char>(c))
-                                            : std::tolower(static_cast<unsigned char>(c)));
-           word_start = false;
-         }
-         return Value(out);
-       }},
-      {"length",
-       [](const Value& v, CallArgs&) {
-         if (v.is_string())
-           return Value(static_cast<int64_t>(code_point_offsets(v.as_string()).size() - 1));
-         if (v.is_undefined()) return Value(int64_t{0});
-         if (!v.is_list() && !v.is_dict())
-           eval_fail(fmt::format("object of type '{}' has no len()", type_name(v)));
-         return Value(static_cast<int64_t>(v.is_list() ? v.as_list().size() : v.as_dict().size()));
-       }},
-      {"join",
-       [](const Value& v, CallArgs& a) {
-         Value separator = a.get(0, "d"), attribute = a.get(1, "attribute");
-         std::string sep = separator.is_undefined() ? "" : str_of(separator), out;
-         bool first = true;
-         for (const Value& item : iterate(v)) {
-           out += (first ? "" : sep) +
-                  str_of(attribute.is_string() ? lookup_path(item, attribute.as_string()) : item);
-           first = false;
-           if (out.size() > kMaxValueSize) eval_fail("join: result too large");
-         }
-         return Value(out);
-       }},
+      {"title", title_filter},
+      {"length", length_filter},
+      {"join", join_filter},
       {"tojson", tojson_filter},
-      {"replace",
-       [](const Value& v, CallArgs& a) {
-         return call_method(
-             Value(str_of(v)), "replace",
-             {Value(str_of(a.get(0, "old"))), Value(str_of(a.get(1, "new"))), a.get(2, "count")});
-       }},
+      {"replace", replace_filter},
       {"first", [](const Value& v, CallArgs&) { return first_or_last(v, true); }},
       {"last", [](const Value& v, CallArgs&) { return first_or_last(v, false); }},
-      {"default",
-       [](const Value& v, CallArgs& a) {
-         Value fallback = a.get(0, "default_value");
-         bool use_fallback = truthy(a.get(1, "boolean")) ? !truthy(v) : v.is_undefined();
-         return use_fallback ? (fallback.is_undefined() ? Value("") : fallback) : v;
-       }},
+      {"default", default_filter},
       {"string", [](const Value& v, CallArgs&) { return Value(str_of(v)); }},
       {"safe", [](const Value& v, CallArgs&) { return v; }},
       {"int", int_filter},
-      {"float",
-       [](const Value& v, CallArgs&) {
-         if (v.is_number() || v.is_bool()) return Value(v.as_number());
-         try {
-           return Value(v.is_string() ? std::stod(v.as_string()) : 0.0);
-         } catch (const std::exception&) {
-           return Value(0.0);
-         }
-       }},
+      {"float", float_filter},
       {"abs",
        [](const Value& v, CallArgs&) {
          return v.is_int() ? Value(v.as_int() < 0 ? -v.as_int() : v.as_int())
                            : Value(std::fabs(v.as_number()));
        }},
       {"list", [](const Value& v, CallArgs&) { return Value(iterate(v)); }},
-      {"items",
-       [](const Value& v, CallArgs&) {
-         if (v.is_undefined()) return Value(ValueList{});
-         if (!v.is_dict()) eval_fail("filter 'items' expects a mapping");
-         return call_method(v, "items", {});
-       }},
+      {"items", items_filter},
       {"indent", [](const Value& v, CallArgs& a) { return Value(indent_filter(str_of(v), a)); }},
       {"selectattr", [](const Value& v, CallArgs& a) { return filter_by_test(v, a, true, true); }},
       {"rejectattr", [](const Value& v, CallArgs& a) { return filter_by_test(v, a, true, false); }},
@@ -260,29 +290,9 @@ const std::map<std::string, Filter, std::less<>>& filters() {
       {"reject", [](const Value& v, CallArgs& a) { return filter_by_test(v, a, false, false); }},
       {"map", map_filter},
       {"sort", sort_filter},
-      {"reverse",
-       [](const Value& v, CallArgs&) {
-         if (v.is_string()) return slice_value(v, Value(), Value(), Value(int64_t{-1}));
-         ValueList items = iterate(v);
-         std::reverse(items.begin(), items.end());
-         return Value(std::move(items));
-       }},
-      {"unique",
-       [](const Value& v, CallArgs&) {
-         ValueList out;
-         for (const Value& item : iterate(v)) {
-           charge_work(static_cast<int64_t>(out.size()));
-           if (std::none_of(out.begin(), out.end(),
-                            [&](const Value& seen) { return values_equal(seen, item); }))
-             out.push_back(item);
-         }
-         return Value(std::move(out));
-       }},
-      {"wordcount",
-       [](const Value& v, CallArgs&) {
-         return Value(
-             static_cast<int64_t>(call_method(Value(str_of(v)), "split", {}).as_list().size()));
-       }},
+      {"reverse", reverse_filter},
+      {"unique", unique_filter},
+      {"wordcount", wordcount_filter},
   };
   return table;
 }

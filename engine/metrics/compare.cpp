@@ -160,22 +160,26 @@ std::optional<double> noise_percent(const BenchReport& base_run, const BenchRepo
 
 }  // namespace
 
-CompareResult compare_results(const BenchResults& base, const BenchResults& next,
-                              const CompareOptions& options, const std::string& base_name,
-                              const std::string& next_name) {
-  CompareResult result;
-  if (base.workload.fingerprint != next.workload.fingerprint) {
-    const std::string why = fmt::format(
-        "{} and {} measured different workloads (workload '{}' fingerprint {} vs '{}' fingerprint "
-        "{}): prompts, lengths, sampling, arrivals or model differ, so their numbers are not "
-        "comparable",
-        base_name, next_name, base.workload.name, base.workload.fingerprint, next.workload.name,
-        next.workload.fingerprint);
-    if (!options.force) fail("{}; pass --force to compare them anyway", why);
-    result.notes.push_back("warning (--force): " + why);
-  }
+namespace {
 
-  // The metrics to check and their thresholds, defaults first, in a stable order.
+// Different workloads make every comparison meaningless: an error, or with --force a warning note.
+void check_same_workload(const BenchResults& base, const BenchResults& next,
+                         const CompareOptions& options, const std::string& base_name,
+                         const std::string& next_name, CompareResult& result) {
+  if (base.workload.fingerprint == next.workload.fingerprint) return;
+  const std::string why = fmt::format(
+      "{} and {} measured different workloads (workload '{}' fingerprint {} vs '{}' fingerprint "
+      "{}): prompts, lengths, sampling, arrivals or model differ, so their numbers are not "
+      "comparable",
+      base_name, next_name, base.workload.name, base.workload.fingerprint, next.workload.name,
+      next.workload.fingerprint);
+  if (!options.force) fail("{}; pass --force to compare them anyway", why);
+  result.notes.push_back("warning (--force): " + why);
+}
+
+// The metrics to check and their thresholds, defaults first, in a stable order; a --metric
+// naming a default replaces its threshold in place.
+std::vector<std::pair<std::string, double>> metrics_to_check(const CompareOptions& options) {
   std::vector<std::pair<std::string, double>> metrics;
   auto set_metric = [&](const std::string& name, double threshold) {
     for (auto& [existing, existing_threshold] : metrics) {
@@ -197,17 +201,87 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
     set_metric(spec.name, spec.threshold_percent.value_or(options.max_regression_percent));
   }
   if (metrics.empty()) fail("compare: no metric to compare (--metrics-only with no --metric)");
+  return metrics;
+}
 
+// Runs are matched by mode and prefix-cache setting; the first match, or -1.
+int find_run(const BenchResults& results, const BenchReport& run) {
+  for (size_t i = 0; i < results.runs.size(); ++i) {
+    if (results.runs[i].mode == run.mode && results.runs[i].prefix_cache == run.prefix_cache) {
+      return int(i);
+    }
+  }
+  return -1;
+}
+
+// Fills the row's change in percent of |base| and its verdict: a regression only past the
+// threshold and, for repeated results, past the runs' noise.
+void judge(CompareRow& row, const BenchReport& base_run, const BenchReport& next_run) {
+  if (std::isnan(row.base) || std::isnan(row.next)) {
+    row.change_percent = std::nan("");
+    row.verdict = Verdict::kNotANumber;
+    return;
+  }
+  const double delta = row.next - row.base;
+  if (row.base != 0.0) {
+    row.change_percent = delta / std::fabs(row.base) * 100.0;
+  } else {
+    row.change_percent = delta == 0.0 ? 0.0 : std::copysign(INFINITY, delta);
+  }
+  const double worse_percent =
+      row.direction == MetricDirection::kHigherIsBetter ? -row.change_percent : row.change_percent;
+  // The tolerance keeps a change of exactly the threshold (5% written as 512 -> 486.4) from
+  // failing on the last bit of a double.
+  constexpr double kTolerancePercent = 1e-9;
+  row.noise_percent = noise_percent(base_run, next_run, row.metric, row.base);
+  if (worse_percent > row.threshold_percent + kTolerancePercent) {
+    row.verdict = row.noise_percent && worse_percent <= *row.noise_percent + kTolerancePercent
+                      ? Verdict::kWithinNoise
+                      : Verdict::kRegression;
+  } else if (worse_percent < -kTolerancePercent) {
+    row.verdict = Verdict::kImproved;
+  } else {
+    row.verdict = Verdict::kOk;
+  }
+}
+
+// Appends one row per metric for the matched runs base.runs[b] and next.runs[n].
+void compare_run_pair(const BenchResults& base, size_t b, const BenchResults& next, size_t n,
+                      const std::vector<std::pair<std::string, double>>& metrics,
+                      const std::string& base_name, const std::string& next_name,
+                      CompareResult& result) {
+  const std::string label = run_label(base.runs[b].mode, base.runs[b].prefix_cache);
+  for (const auto& [metric, threshold] : metrics) {
+    const auto base_value = base.run_values[b].find(metric);
+    const auto next_value = next.run_values[n].find(metric);
+    if (base_value == base.run_values[b].end() || next_value == next.run_values[n].end()) {
+      fail("metric '{}' is not in run '{}' of {} (was it measured, e.g. --slo for goodput?)",
+           metric, label, base_value == base.run_values[b].end() ? base_name : next_name);
+    }
+    CompareRow row;
+    row.run = label;
+    row.metric = metric;
+    row.direction = *metric_direction(metric);
+    row.base = base_value->second;
+    row.next = next_value->second;
+    row.threshold_percent = threshold;
+    judge(row, base.runs[b], next.runs[n]);
+    if (row.verdict == Verdict::kWithinNoise) ++result.within_noise;
+    if (row.verdict == Verdict::kRegression) ++result.regressions;
+    result.rows.push_back(row);
+  }
+}
+
+}  // namespace
+
+CompareResult compare_results(const BenchResults& base, const BenchResults& next,
+                              const CompareOptions& options, const std::string& base_name,
+                              const std::string& next_name) {
+  CompareResult result;
+  check_same_workload(base, next, options, base_name, next_name, result);
+  const std::vector<std::pair<std::string, double>> metrics = metrics_to_check(options);
   ROSE_ASSERT(base.runs.size() == base.run_values.size());
   ROSE_ASSERT(next.runs.size() == next.run_values.size());
-  auto find_run = [](const BenchResults& results, const BenchReport& run) -> int {
-    for (size_t i = 0; i < results.runs.size(); ++i) {
-      if (results.runs[i].mode == run.mode && results.runs[i].prefix_cache == run.prefix_cache) {
-        return int(i);
-      }
-    }
-    return -1;
-  };
 
   int common_runs = 0;
   for (size_t b = 0; b < base.runs.size(); ++b) {
@@ -224,55 +298,7 @@ CompareResult compare_results(const BenchResults& base, const BenchResults& next
       continue;
     }
     ++common_runs;
-    for (const auto& [metric, threshold] : metrics) {
-      const auto base_value = base.run_values[b].find(metric);
-      const auto next_value = next.run_values[size_t(n)].find(metric);
-      if (base_value == base.run_values[b].end() ||
-          next_value == next.run_values[size_t(n)].end()) {
-        fail("metric '{}' is not in run '{}' of {} (was it measured, e.g. --slo for goodput?)",
-             metric, label, base_value == base.run_values[b].end() ? base_name : next_name);
-      }
-      CompareRow row;
-      row.run = label;
-      row.metric = metric;
-      row.direction = *metric_direction(metric);
-      row.base = base_value->second;
-      row.next = next_value->second;
-      row.threshold_percent = threshold;
-      if (std::isnan(row.base) || std::isnan(row.next)) {
-        row.change_percent = std::nan("");
-        row.verdict = Verdict::kNotANumber;
-        result.rows.push_back(row);
-        continue;
-      }
-      const double delta = row.next - row.base;
-      if (row.base != 0.0) {
-        row.change_percent = delta / std::fabs(row.base) * 100.0;
-      } else {
-        row.change_percent = delta == 0.0 ? 0.0 : std::copysign(INFINITY, delta);
-      }
-      const double worse_percent = row.direction == MetricDirection::kHigherIsBetter
-                                       ? -row.change_percent
-                                       : row.change_percent;
-      // The tolerance keeps a change of exactly the threshold (5% written as 512 -> 486.4) from
-      // failing on the last bit of a double.
-      constexpr double kTolerancePercent = 1e-9;
-      row.noise_percent = noise_percent(base.runs[b], next.runs[size_t(n)], metric, row.base);
-      if (worse_percent > threshold + kTolerancePercent) {
-        if (row.noise_percent && worse_percent <= *row.noise_percent + kTolerancePercent) {
-          row.verdict = Verdict::kWithinNoise;
-          ++result.within_noise;
-        } else {
-          row.verdict = Verdict::kRegression;
-          ++result.regressions;
-        }
-      } else if (worse_percent < -kTolerancePercent) {
-        row.verdict = Verdict::kImproved;
-      } else {
-        row.verdict = Verdict::kOk;
-      }
-      result.rows.push_back(row);
-    }
+    compare_run_pair(base, b, next, size_t(n), metrics, base_name, next_name, result);
   }
   for (const BenchReport& next_run : next.runs) {
     if (find_run(base, next_run) < 0) {

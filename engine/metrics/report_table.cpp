@@ -180,30 +180,23 @@ std::optional<double> chosen_percentile(const Distribution& d, double q) {
   return std::nullopt;
 }
 
-}  // namespace
-
-std::string render_report_table(const BenchReport& r, TableFormat format) {
-  const std::string title =
-      fmt::format("{}, {}: {} completed, {} failed, {} s", r.mode, cache_label(r.prefix_cache),
-                  format_count(r.completed), format_count(r.failed), format_number(r.duration_s));
-  std::string out = section_heading(title, format);
-  // Names the first failed request, so a failed bench says why without rerunning it with run.
-  if (r.failed > 0) {
-    const std::string line = fmt::format("first failure: {}", r.first_failure);
-    switch (format) {
-      case TableFormat::kMarkdown:  // a bold line: md output is headings, tables and bold notes
-        out.append("**").append(markdown_cell(line)).append("**\n\n");
-        break;
-      case TableFormat::kCsv:
-        out += csv_cell("# " + line) + '\n';
-        break;
-      case TableFormat::kText:
-        out += "  " + line + '\n';
-        break;
-    }
+// Names the first failed request, so a failed bench says why without rerunning it with run.
+std::string first_failure_line(const BenchReport& r, TableFormat format) {
+  const std::string line = fmt::format("first failure: {}", r.first_failure);
+  switch (format) {
+    case TableFormat::kMarkdown:  // a bold line: md output is headings, tables and bold notes
+      return "**" + markdown_cell(line) + "**\n\n";
+    case TableFormat::kCsv:
+      return csv_cell("# " + line) + '\n';
+    case TableFormat::kText:
+      break;
   }
+  return "  " + line + '\n';
+}
 
-  // The percentile columns come from the report itself, so --percentiles changes the table.
+// Mean, the chosen percentiles and max of each latency. The percentile columns come from the
+// report itself, so --percentiles changes the table.
+std::string latency_table(const BenchReport& r, TableFormat format) {
   std::vector<double> qs;
   for (const auto& [q, value] : r.ttft_ms.percentiles) qs.push_back(q);
   TextTable latency;
@@ -224,8 +217,11 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
     cells.push_back(format_number(dist->max));
     latency.add_row(std::move(cells));
   }
-  out += latency.render_as(format, 2);
+  return latency.render_as(format, 2);
+}
 
+// Throughputs, token counts, cache and KV use, bandwidth and step counts, one figure a row.
+std::string totals_table(const BenchReport& r, TableFormat format) {
   TextTable totals(/*left_aligned_columns=*/2);
   // Markdown and CSV need a header row; the aligned text reads better without one.
   if (format != TableFormat::kText) totals.add_row({"figure", "value"});
@@ -264,7 +260,19 @@ std::string render_report_table(const BenchReport& r, TableFormat format) {
       {"steps",
        fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),
                    format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens))});
-  out += (format == TableFormat::kText ? "" : "\n") + totals.render_as(format, 2);
+  return totals.render_as(format, 2);
+}
+
+}  // namespace
+
+std::string render_report_table(const BenchReport& r, TableFormat format) {
+  const std::string title =
+      fmt::format("{}, {}: {} completed, {} failed, {} s", r.mode, cache_label(r.prefix_cache),
+                  format_count(r.completed), format_count(r.failed), format_number(r.duration_s));
+  std::string out = section_heading(title, format);
+  if (r.failed > 0) out += first_failure_line(r, format);
+  out += latency_table(r, format);
+  out += (format == TableFormat::kText ? "" : "\n") + totals_table(r, format);
   if (!r.per_replica.empty()) out += render_cluster_table(r, format);
   return out;
 }

@@ -333,11 +333,8 @@ void write_per_replica(JsonWriter& w, const BenchReport& report) {
   w.end_array();
 }
 
-}  // namespace
-
-std::string results_to_json(const BenchResults& results, bool save_detailed) {
-  JsonWriter w;
-  w.begin_object();
+// The top-level fields that say what was measured, where and by which build.
+void write_provenance(JsonWriter& w, const BenchResults& results) {
   w.key("schema");
   w.string(kResultsSchema);
   w.key("schema_version");
@@ -354,7 +351,10 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
   w.string(results.model);
   w.key("device");
   w.string(results.device);
+}
 
+// "config", "workload" and, for a sweep, "sweep": the inputs every run shares.
+void write_run_inputs(JsonWriter& w, const BenchResults& results) {
   w.key("config");
   w.begin_object();
   for (const auto& [name, value] : results.config) {
@@ -384,59 +384,72 @@ std::string results_to_json(const BenchResults& results, bool save_detailed) {
     w.number_array(results.sweep_values);
     w.end_object();
   }
+}
 
+// --save-detailed: the per-request arrays and the per-step series of one run.
+void write_detail(JsonWriter& w, const BenchReport& report) {
+  const RequestDetail& d = report.detail;
+  w.key("input_lens");
+  w.number_array(d.input_lens);
+  w.key("output_lens");
+  w.number_array(d.output_lens);
+  w.key("cached_tokens");
+  w.number_array(d.cached_tokens);
+  w.key("ttfts");
+  w.number_array(d.ttfts);
+  w.key("e2els");
+  w.number_array(d.e2els);
+  w.key("itls");
+  w.begin_array();
+  for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
+  w.end_array();
+  if (!d.output_ids.empty()) {
+    w.key("output_ids");
+    w.begin_array();
+    for (const std::vector<int32_t>& ids : d.output_ids) w.number_array(ids);
+    w.end_array();
+  }
+  w.key("arrivals");
+  w.number_array(d.arrivals);
+  w.key("first_scheduled");
+  w.number_array(d.first_scheduled);
+  const StepSeries& series = report.step_series;
+  w.key("step_times");
+  w.number_array(series.time);
+  w.key("step_kv_used_blocks");
+  w.number_array(series.kv_used_blocks);
+  w.key("step_running");
+  w.number_array(series.running);
+  w.key("step_waiting");
+  w.number_array(series.waiting);
+}
+
+void write_run(JsonWriter& w, const BenchReport& report, bool save_detailed) {
+  w.begin_object();
+  w.key("mode");
+  w.string(report.mode);
+  w.key("prefix_cache");
+  w.boolean(report.prefix_cache);
+  for (const auto& [name, value] : run_numbers(report)) {
+    w.key(name);
+    w.number(value);
+  }
+  if (report.repeats > 1) write_spread(w, report);
+  if (!report.per_replica.empty()) write_per_replica(w, report);
+  if (save_detailed) write_detail(w, report);
+  w.end_object();
+}
+
+}  // namespace
+
+std::string results_to_json(const BenchResults& results, bool save_detailed) {
+  JsonWriter w;
+  w.begin_object();
+  write_provenance(w, results);
+  write_run_inputs(w, results);
   w.key("runs");
   w.begin_array();
-  for (const BenchReport& report : results.runs) {
-    w.begin_object();
-    w.key("mode");
-    w.string(report.mode);
-    w.key("prefix_cache");
-    w.boolean(report.prefix_cache);
-    for (const auto& [name, value] : run_numbers(report)) {
-      w.key(name);
-      w.number(value);
-    }
-    if (report.repeats > 1) write_spread(w, report);
-    if (!report.per_replica.empty()) write_per_replica(w, report);
-    if (save_detailed) {
-      const RequestDetail& d = report.detail;
-      w.key("input_lens");
-      w.number_array(d.input_lens);
-      w.key("output_lens");
-      w.number_array(d.output_lens);
-      w.key("cached_tokens");
-      w.number_array(d.cached_tokens);
-      w.key("ttfts");
-      w.number_array(d.ttfts);
-      w.key("e2els");
-      w.number_array(d.e2els);
-      w.key("itls");
-      w.begin_array();
-      for (const std::vector<double>& gaps : d.itls) w.number_array(gaps);
-      w.end_array();
-      if (!d.output_ids.empty()) {
-        w.key("output_ids");
-        w.begin_array();
-        for (const std::vector<int32_t>& ids : d.output_ids) w.number_array(ids);
-        w.end_array();
-      }
-      w.key("arrivals");
-      w.number_array(d.arrivals);
-      w.key("first_scheduled");
-      w.number_array(d.first_scheduled);
-      const StepSeries& series = report.step_series;
-      w.key("step_times");
-      w.number_array(series.time);
-      w.key("step_kv_used_blocks");
-      w.number_array(series.kv_used_blocks);
-      w.key("step_running");
-      w.number_array(series.running);
-      w.key("step_waiting");
-      w.number_array(series.waiting);
-    }
-    w.end_object();
-  }
+  for (const BenchReport& report : results.runs) write_run(w, report, save_detailed);
   w.end_array();
   w.end_object();
   return w.take();
@@ -744,19 +757,8 @@ ConfigValue read_config_value(const Reader& reader, element e, const std::string
   }
 }
 
-}  // namespace
-
-BenchResults parse_results_json(std::string_view content, const std::string& source) {
-  simdjson::dom::parser parser;
-  const simdjson::padded_string padded(content.data(), content.size());
-  element root;
-  if (const auto error = parser.parse(padded).get(root)) {
-    fail("{}: not valid JSON: {}", source, simdjson::error_message(error));
-  }
-  const Reader reader(source);
-  simdjson::dom::object top;
-  if (root.get_object().get(top)) fail("{}: expected a JSON object at the top level", source);
-
+// A roseinfer result of a version this build reads; anything else is refused before any field.
+void check_schema(const Reader& reader, simdjson::dom::object top, const std::string& source) {
   const std::optional<element> schema = reader.find(top, "schema");
   if (!schema) fail("{}: not a roseinfer bench result (no 'schema' field)", source);
   const std::string schema_name = reader.string(*schema, "schema");
@@ -771,8 +773,10 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
         source, version, kResultsSchemaVersion);
   }
   if (version < 1) fail("{}: field 'schema_version': {} is not a valid version", source, version);
+}
 
-  BenchResults results;
+// The optional provenance strings and the "config" object.
+void read_provenance(const Reader& reader, simdjson::dom::object top, BenchResults& results) {
   auto optional_string = [&](std::string_view key, std::string& out) {
     if (auto e = reader.find(top, key)) out = reader.string(*e, std::string(key));
   };
@@ -789,7 +793,11 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
       results.config.emplace_back(name, read_config_value(reader, value, "config." + name));
     }
   }
+}
 
+// "workload" (its fingerprint required: compare matches runs by it) and the optional "sweep".
+void read_workload_and_sweep(const Reader& reader, simdjson::dom::object top,
+                             BenchResults& results) {
   const simdjson::dom::object workload = reader.object(reader.at(top, "workload", ""), "workload");
   if (auto e = reader.find(workload, "name"))
     results.workload.name = reader.string(*e, "workload.name");
@@ -812,37 +820,60 @@ BenchResults parse_results_json(std::string_view content, const std::string& sou
                                                  : reader.number(v, "sweep.values"));
     }
   }
+}
 
+// runs[index]: mode and cache setting, every numeric key (in file order and by name), then the
+// detail, step series, spread and per-replica parts.
+void read_run(const Reader& reader, element run_element, size_t index, BenchResults& results) {
+  const std::string prefix = fmt::format("runs[{}].", index);
+  const simdjson::dom::object run = reader.object(run_element, prefix.substr(0, prefix.size() - 1));
+  const std::string mode = reader.string(reader.at(run, "mode", prefix), prefix + "mode");
+  const bool prefix_cache =
+      reader.boolean(reader.at(run, "prefix_cache", prefix), prefix + "prefix_cache");
+  std::vector<std::pair<std::string, double>> ordered;
+  std::map<std::string, double> values;
+  for (auto [key, value] : run) {
+    const element_type type = value.type();
+    if (type != element_type::INT64 && type != element_type::UINT64 &&
+        type != element_type::DOUBLE) {
+      continue;  // mode, prefix_cache, detail arrays, nulls, keys of later versions
+    }
+    const std::string name(key);
+    const double v = reader.number(value, prefix + name);
+    ordered.emplace_back(name, v);
+    values[name] = v;
+  }
+  BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
+  read_detail(reader, run, prefix, report.detail);
+  read_step_series(reader, run, prefix, report.step_series);
+  report.spread = read_spread(reader, run, prefix, values);
+  report.repeats =
+      std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
+  results.runs.push_back(std::move(report));
+  results.run_values.push_back(std::move(values));
+  results.run_replicas.push_back(read_per_replica(reader, run, prefix));
+}
+
+}  // namespace
+
+BenchResults parse_results_json(std::string_view content, const std::string& source) {
+  simdjson::dom::parser parser;
+  const simdjson::padded_string padded(content.data(), content.size());
+  element root;
+  if (const auto error = parser.parse(padded).get(root)) {
+    fail("{}: not valid JSON: {}", source, simdjson::error_message(error));
+  }
+  const Reader reader(source);
+  simdjson::dom::object top;
+  if (root.get_object().get(top)) fail("{}: expected a JSON object at the top level", source);
+  check_schema(reader, top, source);
+
+  BenchResults results;
+  read_provenance(reader, top, results);
+  read_workload_and_sweep(reader, top, results);
   size_t index = 0;
   for (element run_element : reader.array(reader.at(top, "runs", ""), "runs")) {
-    const std::string prefix = fmt::format("runs[{}].", index++);
-    const simdjson::dom::object run =
-        reader.object(run_element, prefix.substr(0, prefix.size() - 1));
-    const std::string mode = reader.string(reader.at(run, "mode", prefix), prefix + "mode");
-    const bool prefix_cache =
-        reader.boolean(reader.at(run, "prefix_cache", prefix), prefix + "prefix_cache");
-    std::vector<std::pair<std::string, double>> ordered;
-    std::map<std::string, double> values;
-    for (auto [key, value] : run) {
-      const element_type type = value.type();
-      if (type != element_type::INT64 && type != element_type::UINT64 &&
-          type != element_type::DOUBLE) {
-        continue;  // mode, prefix_cache, detail arrays, nulls, keys of later versions
-      }
-      const std::string name(key);
-      const double v = reader.number(value, prefix + name);
-      ordered.emplace_back(name, v);
-      values[name] = v;
-    }
-    BenchReport report = report_from_values(mode, prefix_cache, ordered, values);
-    read_detail(reader, run, prefix, report.detail);
-    read_step_series(reader, run, prefix, report.step_series);
-    report.spread = read_spread(reader, run, prefix, values);
-    report.repeats =
-        std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
-    results.runs.push_back(std::move(report));
-    results.run_values.push_back(std::move(values));
-    results.run_replicas.push_back(read_per_replica(reader, run, prefix));
+    read_run(reader, run_element, index++, results);
   }
   return results;
 }

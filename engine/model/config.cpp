@@ -48,6 +48,7 @@ void ModelConfig::validate(const std::string& source) const {
     fail("{}: num_attention_heads ({}) must be a multiple of num_key_value_heads ({})", source,
          num_heads, num_kv_heads);
   }
+  // GPT-2's config has no head_dim or kv-head count of its own; these are its format's rules.
   if (arch == Arch::kGpt2) {
     if (num_heads * head_dim != hidden_size) {
       fail("{}: n_head ({}) must divide n_embd ({})", source, num_heads, hidden_size);
@@ -55,7 +56,8 @@ void ModelConfig::validate(const std::string& source) const {
     if (num_kv_heads != num_heads) {
       fail("{}: GPT-2 has one key/value head per query head", source);
     }
-  } else if (head_dim % 2 != 0) {
+  }
+  if (uses_rope() && head_dim % 2 != 0) {
     fail("{}: head_dim ({}) must be even for rotary embeddings", source, head_dim);
   }
   // The backends size rows with int (qkv_dim, 2 * intermediate); keep those from overflowing.
@@ -66,7 +68,7 @@ void ModelConfig::validate(const std::string& source) const {
   if (!(norm_eps > 0.0f) || !std::isfinite(norm_eps)) {
     fail("{}: the norm epsilon must be a positive number, got {}", source, norm_eps);
   }
-  if (arch == Arch::kLlama && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))) {
+  if (uses_rope() && (!(rope_theta > 0.0f) || !std::isfinite(rope_theta))) {
     fail("{}: rope_theta must be a positive number, got {}", source, rope_theta);
   }
   if (!rope_scaling.type.empty()) {

@@ -6,11 +6,17 @@
 #include <string>
 #include <vector>
 
+#include "kernels/common/norm_kind.h"
+
 namespace rose {
 
 enum class Arch { kGpt2, kLlama };
 
 const char* arch_name(Arch arch);
+
+// The MLP's shape: up (I, H) + bias then gelu-tanh, or one fused gate|up (2I, H) then
+// silu(gate) * up; both end in down (H, I).
+enum class MlpKind { kGeluTanh, kSiluGated };
 
 struct RopeScaling {
   std::string type;  // "" (none) or "llama3"; other types are rejected at load time
@@ -35,10 +41,32 @@ struct ModelConfig {
   float rope_theta = 10000.0f;
   RopeScaling rope_scaling;
   bool tie_word_embeddings = true;
-  bool qkv_bias = false;  // GPT-2 always has biases everywhere; Llama only with attention_bias (Qwen2)
+  bool qkv_bias =
+      false;  // GPT-2 always has biases everywhere; Llama only with attention_bias (Qwen2)
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
   bool synthetic_weights = false;  // a preset: deterministic random weights, meaningless text
+
+  // The model properties that follow from the architecture. Code asks these instead of testing
+  // `arch`, so adding an architecture means answering them here, not finding every branch.
+  // Positions: a learned (max_position_embeddings, hidden) table added to the token embedding
+  // (GPT-2), else rotary embeddings applied to q and k (Llama family); exactly one holds.
+  bool uses_learned_positions() const { return arch == Arch::kGpt2; }
+  bool uses_rope() const { return !uses_learned_positions(); }
+  NormKind norm_kind() const {
+    return arch == Arch::kGpt2 ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+  }
+  MlpKind mlp_kind() const {
+    return arch == Arch::kGpt2 ? MlpKind::kGeluTanh : MlpKind::kSiluGated;
+  }
+  // Biases on the o, up and down projections (GPT-2 has them on every linear layer).
+  bool has_linear_biases() const { return arch == Arch::kGpt2; }
+  // A qkv bias: with the other linear biases, or alone (Qwen2's attention_bias).
+  bool has_qkv_bias() const { return has_linear_biases() || qkv_bias; }
+  // Rows of the up projection: I, or 2I for the fused gate|up of a gated MLP.
+  int64_t mlp_up_rows() const {
+    return (mlp_kind() == MlpKind::kSiluGated ? 2 : 1) * int64_t(intermediate_size);
+  }
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }
@@ -46,7 +74,8 @@ struct ModelConfig {
   // Elements of K plus V that one token occupies across all layers.
   int64_t kv_elements_per_token() const { return int64_t(2) * num_layers * kv_dim(); }
   int64_t num_parameters() const;
-  // Throws rose::Error naming `source` when a field is inconsistent (head_dim * heads, GQA ratio...).
+  // Throws rose::Error naming `source` when a field is inconsistent (head_dim * heads, GQA
+  // ratio...).
   void validate(const std::string& source) const;
 };
 

@@ -246,10 +246,11 @@ SafetensorsFile SafetensorsFile::open(const std::filesystem::path& path) {
   return file;
 }
 
-SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, std::string source) {
-  SafetensorsFile file;
-  file.source_ = std::move(source);
-  const std::string& src = file.source_;
+namespace {
+
+// The 8-byte little-endian length that opens the file, checked against the file's size and the
+// header limit before any of the header is read.
+uint64_t checked_header_length(std::span<const uint8_t> bytes, const std::string& src) {
   if (bytes.size() < 8) {
     fail("{}: not a safetensors file: {} bytes, too short for the 8-byte header length", src,
          bytes.size());
@@ -264,114 +265,128 @@ SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, std::stri
   if (header_len > kMaxHeaderBytes) {
     fail("{}: header length {} exceeds the {} byte limit", src, header_len, kMaxHeaderBytes);
   }
-  const simdjson::padded_string header(reinterpret_cast<const char*>(bytes.data() + 8),
-                                       size_t(header_len));
-  simdjson::dom::parser parser;
+  return header_len;
+}
+
+// The header as a JSON object; the DOM lives in `parser` (it copies what it keeps, so the padded
+// copy of the header can go when this returns).
+simdjson::dom::object parse_header_json(simdjson::dom::parser& parser,
+                                        std::span<const uint8_t> header, const std::string& src) {
+  const simdjson::padded_string text(reinterpret_cast<const char*>(header.data()), header.size());
   simdjson::dom::element root;
-  if (auto err = parser.parse(header).get(root)) {
+  if (auto err = parser.parse(text).get(root)) {
     fail("{}: header is not valid JSON: {}", src, simdjson::error_message(err));
   }
   simdjson::dom::object entries;
   if (root.get_object().get(entries)) fail("{}: header is not a JSON object", src);
-  file.data_buffer_ = bytes.subspan(8 + size_t(header_len));
-  const uint64_t buffer_size = file.data_buffer_.size();
+  return entries;
+}
 
-  bool seen_metadata = false;
-  for (simdjson::dom::key_value_pair field : entries) {
-    std::string name(field.key);
-    if (name == "__metadata__") {
-      if (seen_metadata) fail("{}: __metadata__ appears twice", src);
-      seen_metadata = true;
-      simdjson::dom::object metadata;
-      if (field.value.get_object().get(metadata)) {
-        fail("{}: __metadata__ must be an object of strings", src);
-      }
-      for (simdjson::dom::key_value_pair item : metadata) {
-        std::string_view value;
-        if (item.value.get_string().get(value)) {
-          fail("{}: __metadata__ field '{}' must be a string", src, item.key);
-        }
-        file.metadata_[std::string(item.key)] = std::string(value);
-      }
-      continue;
+// __metadata__: an object of strings, nothing else.
+void read_metadata(simdjson::dom::element value, const std::string& src,
+                   std::map<std::string, std::string>& metadata) {
+  simdjson::dom::object fields;
+  if (value.get_object().get(fields)) fail("{}: __metadata__ must be an object of strings", src);
+  for (simdjson::dom::key_value_pair item : fields) {
+    std::string_view text;
+    if (item.value.get_string().get(text)) {
+      fail("{}: __metadata__ field '{}' must be a string", src, item.key);
     }
-    if (file.index_.count(name)) fail("{}: tensor '{}' appears twice in the header", src, name);
-    simdjson::dom::object entry;
-    if (field.value.get_object().get(entry)) {
-      fail("{}: tensor '{}': entry must be an object with dtype, shape, data_offsets", src, name);
-    }
-    TensorInfo info;
-    info.name = name;
-
-    std::string_view dtype_text;
-    if (entry["dtype"].get_string().get(dtype_text)) {
-      fail("{}: tensor '{}': missing or non-string 'dtype'", src, name);
-    }
-    if (!parse_dtype(dtype_text, &info.dtype)) {
-      fail("{}: tensor '{}': unknown dtype '{}'", src, name, dtype_text);
-    }
-
-    simdjson::dom::array shape;
-    if (entry["shape"].get_array().get(shape)) {
-      fail("{}: tensor '{}': missing or non-array 'shape'", src, name);
-    }
-    // Overflow-checked: a hostile shape must not wrap around to a small byte count.
-    uint64_t numel = 1;
-    for (simdjson::dom::element dim : shape) {
-      uint64_t extent;
-      if (dim.get_uint64().get(extent) || extent > uint64_t(std::numeric_limits<int64_t>::max())) {
-        fail("{}: tensor '{}': shape entries must be non-negative integers", src, name);
-      }
-      if (__builtin_mul_overflow(numel, extent, &numel)) {
-        fail("{}: tensor '{}': shape overflows", src, name);
-      }
-      info.shape.push_back(int64_t(extent));
-    }
-    uint64_t expected_bytes;
-    if (__builtin_mul_overflow(numel, uint64_t(dtype_size(info.dtype)), &expected_bytes) ||
-        expected_bytes > uint64_t(std::numeric_limits<int64_t>::max())) {
-      fail("{}: tensor '{}': shape {} overflows", src, name, shape_string(info.shape));
-    }
-
-    simdjson::dom::array offsets;
-    if (entry["data_offsets"].get_array().get(offsets)) {
-      fail("{}: tensor '{}': missing or non-array 'data_offsets'", src, name);
-    }
-    uint64_t bounds[2];
-    size_t count = 0;
-    for (simdjson::dom::element offset : offsets) {
-      if (count < 2 && offset.get_uint64().get(bounds[count])) {
-        fail("{}: tensor '{}': data_offsets must be non-negative integers", src, name);
-      }
-      ++count;
-    }
-    if (count != 2) {
-      fail("{}: tensor '{}': data_offsets must be [begin, end], got {} values", src, name, count);
-    }
-    info.data_begin = bounds[0];
-    info.data_end = bounds[1];
-    if (info.data_end < info.data_begin) {
-      fail("{}: tensor '{}': data_offsets [{}, {}] end before they begin", src, name,
-           info.data_begin, info.data_end);
-    }
-    if (info.data_end > buffer_size) {
-      fail(
-          "{}: tensor '{}': data_offsets [{}, {}] run past the end of the data buffer ({} "
-          "bytes): truncated file?",
-          src, name, info.data_begin, info.data_end, buffer_size);
-    }
-    if (info.nbytes() != expected_bytes) {
-      fail("{}: tensor '{}': data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", src, name,
-           info.data_begin, info.data_end, info.nbytes(), dtype_name(info.dtype),
-           shape_string(info.shape), expected_bytes);
-    }
-    file.index_.emplace(name, file.tensors_.size());
-    file.tensors_.push_back(std::move(info));
+    metadata[std::string(item.key)] = std::string(text);
   }
+}
 
-  // No two tensors may share bytes: sort the non-empty ranges and compare neighbours.
+// Reads 'shape' into info.shape and returns the bytes dtype x shape needs. Overflow-checked: a
+// hostile shape must not wrap around to a small byte count.
+uint64_t read_shape(simdjson::dom::object entry, TensorInfo& info, const std::string& src) {
+  const std::string& name = info.name;
+  simdjson::dom::array shape;
+  if (entry["shape"].get_array().get(shape)) {
+    fail("{}: tensor '{}': missing or non-array 'shape'", src, name);
+  }
+  uint64_t numel = 1;
+  for (simdjson::dom::element dim : shape) {
+    uint64_t extent;
+    if (dim.get_uint64().get(extent) || extent > uint64_t(std::numeric_limits<int64_t>::max())) {
+      fail("{}: tensor '{}': shape entries must be non-negative integers", src, name);
+    }
+    if (__builtin_mul_overflow(numel, extent, &numel)) {
+      fail("{}: tensor '{}': shape overflows", src, name);
+    }
+    info.shape.push_back(int64_t(extent));
+  }
+  uint64_t expected_bytes;
+  if (__builtin_mul_overflow(numel, uint64_t(dtype_size(info.dtype)), &expected_bytes) ||
+      expected_bytes > uint64_t(std::numeric_limits<int64_t>::max())) {
+    fail("{}: tensor '{}': shape {} overflows", src, name, shape_string(info.shape));
+  }
+  return expected_bytes;
+}
+
+// Reads 'data_offsets' into info and checks that the range lies inside the data buffer and holds
+// exactly the bytes the dtype and shape need.
+void read_data_offsets(simdjson::dom::object entry, TensorInfo& info, uint64_t expected_bytes,
+                       uint64_t buffer_size, const std::string& src) {
+  const std::string& name = info.name;
+  simdjson::dom::array offsets;
+  if (entry["data_offsets"].get_array().get(offsets)) {
+    fail("{}: tensor '{}': missing or non-array 'data_offsets'", src, name);
+  }
+  uint64_t bounds[2];
+  size_t count = 0;
+  for (simdjson::dom::element offset : offsets) {
+    if (count < 2 && offset.get_uint64().get(bounds[count])) {
+      fail("{}: tensor '{}': data_offsets must be non-negative integers", src, name);
+    }
+    ++count;
+  }
+  if (count != 2) {
+    fail("{}: tensor '{}': data_offsets must be [begin, end], got {} values", src, name, count);
+  }
+  info.data_begin = bounds[0];
+  info.data_end = bounds[1];
+  if (info.data_end < info.data_begin) {
+    fail("{}: tensor '{}': data_offsets [{}, {}] end before they begin", src, name, info.data_begin,
+         info.data_end);
+  }
+  if (info.data_end > buffer_size) {
+    fail(
+        "{}: tensor '{}': data_offsets [{}, {}] run past the end of the data buffer ({} "
+        "bytes): truncated file?",
+        src, name, info.data_begin, info.data_end, buffer_size);
+  }
+  if (info.nbytes() != expected_bytes) {
+    fail("{}: tensor '{}': data_offsets [{}, {}] hold {} bytes, but {} {} needs {}", src, name,
+         info.data_begin, info.data_end, info.nbytes(), dtype_name(info.dtype),
+         shape_string(info.shape), expected_bytes);
+  }
+}
+
+// One tensor's header entry: {dtype, shape, data_offsets}, each field checked in that order.
+TensorInfo read_tensor_entry(const std::string& name, simdjson::dom::element value,
+                             uint64_t buffer_size, const std::string& src) {
+  simdjson::dom::object entry;
+  if (value.get_object().get(entry)) {
+    fail("{}: tensor '{}': entry must be an object with dtype, shape, data_offsets", src, name);
+  }
+  TensorInfo info;
+  info.name = name;
+  std::string_view dtype_text;
+  if (entry["dtype"].get_string().get(dtype_text)) {
+    fail("{}: tensor '{}': missing or non-string 'dtype'", src, name);
+  }
+  if (!parse_dtype(dtype_text, &info.dtype)) {
+    fail("{}: tensor '{}': unknown dtype '{}'", src, name, dtype_text);
+  }
+  const uint64_t expected_bytes = read_shape(entry, info, src);
+  read_data_offsets(entry, info, expected_bytes, buffer_size, src);
+  return info;
+}
+
+// No two tensors may share bytes: sort the non-empty ranges and compare neighbours.
+void check_no_overlap(const std::vector<TensorInfo>& tensors, const std::string& src) {
   std::vector<const TensorInfo*> by_offset;
-  for (const TensorInfo& t : file.tensors_) {
+  for (const TensorInfo& t : tensors) {
     if (t.nbytes() > 0) by_offset.push_back(&t);
   }
   std::sort(by_offset.begin(), by_offset.end(),
@@ -384,6 +399,36 @@ SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, std::stri
            cur.data_begin, cur.data_end, prev.name, prev.data_begin, prev.data_end);
     }
   }
+}
+
+}  // namespace
+
+SafetensorsFile SafetensorsFile::parse(std::span<const uint8_t> bytes, std::string source) {
+  SafetensorsFile file;
+  file.source_ = std::move(source);
+  const std::string& src = file.source_;
+  const uint64_t header_len = checked_header_length(bytes, src);
+  simdjson::dom::parser parser;
+  const simdjson::dom::object entries =
+      parse_header_json(parser, bytes.subspan(8, size_t(header_len)), src);
+  file.data_buffer_ = bytes.subspan(8 + size_t(header_len));
+  const uint64_t buffer_size = file.data_buffer_.size();
+
+  bool seen_metadata = false;
+  for (simdjson::dom::key_value_pair field : entries) {
+    std::string name(field.key);
+    if (name == "__metadata__") {
+      if (seen_metadata) fail("{}: __metadata__ appears twice", src);
+      seen_metadata = true;
+      read_metadata(field.value, src, file.metadata_);
+      continue;
+    }
+    if (file.index_.count(name)) fail("{}: tensor '{}' appears twice in the header", src, name);
+    TensorInfo info = read_tensor_entry(name, field.value, buffer_size, src);
+    file.index_.emplace(name, file.tensors_.size());
+    file.tensors_.push_back(std::move(info));
+  }
+  check_no_overlap(file.tensors_, src);
   return file;
 }
 

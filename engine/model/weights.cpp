@@ -22,7 +22,8 @@ int64_t TensorSpec::numel() const {
 }
 
 std::vector<TensorSpec> canonical_tensors(const ModelConfig& config) {
-  const bool gpt2 = config.arch == Arch::kGpt2;
+  const bool layer_norm = config.norm_kind() == NormKind::kLayerNorm;  // norms carry a bias
+  const bool biases = config.has_linear_biases();
   const int64_t hidden = config.hidden_size;
   const int64_t inter = config.intermediate_size;
   const int64_t qkv = config.qkv_dim();
@@ -31,24 +32,24 @@ std::vector<TensorSpec> canonical_tensors(const ModelConfig& config) {
     specs.push_back({std::move(name), std::move(shape)});
   };
   add("tok_emb", {config.vocab_size, hidden});
-  if (gpt2) add("pos_emb", {config.max_position_embeddings, hidden});
+  if (config.uses_learned_positions()) add("pos_emb", {config.max_position_embeddings, hidden});
   for (int layer = 0; layer < config.num_layers; ++layer) {
     const std::string prefix = "layers." + std::to_string(layer) + ".";
     add(prefix + "attn_norm.weight", {hidden});
-    if (gpt2) add(prefix + "attn_norm.bias", {hidden});
+    if (layer_norm) add(prefix + "attn_norm.bias", {hidden});
     add(prefix + "qkv.weight", {qkv, hidden});
-    if (gpt2 || config.qkv_bias) add(prefix + "qkv.bias", {qkv});
+    if (config.has_qkv_bias()) add(prefix + "qkv.bias", {qkv});
     add(prefix + "o.weight", {hidden, config.q_dim()});
-    if (gpt2) add(prefix + "o.bias", {hidden});
+    if (biases) add(prefix + "o.bias", {hidden});
     add(prefix + "mlp_norm.weight", {hidden});
-    if (gpt2) add(prefix + "mlp_norm.bias", {hidden});
-    add(prefix + "up.weight", {gpt2 ? inter : 2 * inter, hidden});
-    if (gpt2) add(prefix + "up.bias", {inter});
+    if (layer_norm) add(prefix + "mlp_norm.bias", {hidden});
+    add(prefix + "up.weight", {config.mlp_up_rows(), hidden});
+    if (biases) add(prefix + "up.bias", {inter});
     add(prefix + "down.weight", {hidden, inter});
-    if (gpt2) add(prefix + "down.bias", {hidden});
+    if (biases) add(prefix + "down.bias", {hidden});
   }
   add("final_norm.weight", {hidden});
-  if (gpt2) add("final_norm.bias", {hidden});
+  if (layer_norm) add("final_norm.bias", {hidden});
   if (!config.tie_word_embeddings) add("lm_head.weight", {config.vocab_size, hidden});
   return specs;
 }

@@ -1,6 +1,8 @@
 #include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace rose {
@@ -16,8 +18,7 @@ __global__ void gelu_tanh_bias_kernel(T* x, const T* bias, int width) {
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) {
     float v = to_float(row[i]);
     if (bias) v += to_float(bias[i]);
-    const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi)
-    row[i] = from_float<T>(0.5f * v * (1.0f + tanhf(inner)));
+    row[i] = from_float<T>(gelu_tanh(v));
   }
 }
 
@@ -30,7 +31,7 @@ __global__ void silu_and_mul_kernel(T* out, const T* gate_up, int width) {
   T* dst = out + int64_t(blockIdx.y) * width;
   for (int i = blockIdx.x * blockDim.x + threadIdx.x; i < width; i += gridDim.x * blockDim.x) {
     const float g = to_float(gate[i]);
-    dst[i] = from_float<T>(g / (1.0f + expf(-g)) * to_float(up[i]));
+    dst[i] = from_float<T>(silu(g) * to_float(up[i]));
   }
 }
 
@@ -45,27 +46,22 @@ dim3 grid_for(int rows, int width) {
 void launch_gelu_tanh_bias(void* x, const void* bias, int rows, int width, DType dtype,
                            cudaStream_t stream) {
   if (rows <= 0) return;
-  if (dtype == DType::kBF16) {
-    launch_kernel(gelu_tanh_bias_kernel<__nv_bfloat16>, grid_for(rows, width), kThreads, 0, stream,
-                  static_cast<__nv_bfloat16*>(x), static_cast<const __nv_bfloat16*>(bias), width);
-  } else {
-    launch_kernel(gelu_tanh_bias_kernel<__half>, grid_for(rows, width), kThreads, 0, stream,
-                  static_cast<__half*>(x), static_cast<const __half*>(bias), width);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel(gelu_tanh_bias_kernel<T>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<T*>(x), static_cast<const T*>(bias), width);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_silu_and_mul(void* out, const void* gate_up, int rows, int width, DType dtype,
                          cudaStream_t stream) {
   if (rows <= 0) return;
-  if (dtype == DType::kBF16) {
-    launch_kernel(silu_and_mul_kernel<__nv_bfloat16>, grid_for(rows, width), kThreads, 0, stream,
-                  static_cast<__nv_bfloat16*>(out), static_cast<const __nv_bfloat16*>(gate_up),
-                  width);
-  } else {
-    launch_kernel(silu_and_mul_kernel<__half>, grid_for(rows, width), kThreads, 0, stream,
-                  static_cast<__half*>(out), static_cast<const __half*>(gate_up), width);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel(silu_and_mul_kernel<T>, grid_for(rows, width), kThreads, 0, stream,
+                  static_cast<T*>(out), static_cast<const T*>(gate_up), width);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

@@ -11,6 +11,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 
 namespace rose {
 namespace {
@@ -179,14 +180,11 @@ void launch_decoder(void* dst, DType dtype, const uint8_t* src, int64_t row_begi
                     int64_t part_rows, int64_t cols, int unpermute_heads, cudaStream_t stream) {
   const int64_t n = num_rows * cols;
   const int grid = static_cast<int>(std::min<int64_t>((n + kThreads - 1) / kThreads, 65536));
-  if (dtype == DType::kBF16) {
-    dequantize_rows_kernel<D><<<grid, kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src,
-                                                             row_begin, num_rows, part_rows, cols,
-                                                             unpermute_heads);
-  } else {
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
     dequantize_rows_kernel<D><<<grid, kThreads, 0, stream>>>(
-        static_cast<__half*>(dst), src, row_begin, num_rows, part_rows, cols, unpermute_heads);
-  }
+        static_cast<T*>(dst), src, row_begin, num_rows, part_rows, cols, unpermute_heads);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

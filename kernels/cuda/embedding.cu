@@ -1,5 +1,6 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -28,15 +29,12 @@ void launch_embedding(float* residual, const void* tok_emb, const void* pos_emb,
                       const int32_t* token_ids, const int32_t* positions, int num_tokens,
                       int hidden, DType dtype, cudaStream_t stream) {
   if (num_tokens <= 0) return;
-  if (dtype == DType::kBF16) {
-    launch_kernel(embedding_kernel<__nv_bfloat16>, num_tokens, 256, 0, stream, residual,
-                  static_cast<const __nv_bfloat16*>(tok_emb),
-                  static_cast<const __nv_bfloat16*>(pos_emb), token_ids, positions, hidden);
-  } else {
-    launch_kernel(embedding_kernel<__half>, num_tokens, 256, 0, stream, residual,
-                  static_cast<const __half*>(tok_emb), static_cast<const __half*>(pos_emb),
-                  token_ids, positions, hidden);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel(embedding_kernel<T>, num_tokens, 256, 0, stream, residual,
+                  static_cast<const T*>(tok_emb), static_cast<const T*>(pos_emb), token_ids,
+                  positions, hidden);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

@@ -1,6 +1,7 @@
 #include "kernels/common/counter_rng.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/fill.cuh"
 
 namespace rose {
@@ -42,35 +43,29 @@ __global__ void convert_kernel(T* dst, const float* src, int64_t n) {
 void launch_fill_uniform(void* dst, DType dtype, int64_t n, uint64_t seed, float scale,
                          cudaStream_t stream) {
   if (n <= 0) return;
-  if (dtype == DType::kBF16) {
-    fill_uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n,
-                                                              seed, scale);
-  } else {
-    fill_uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__half*>(dst), n, seed,
-                                                              scale);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_uniform_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, seed, scale);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_fill_constant(void* dst, DType dtype, int64_t n, float value, cudaStream_t stream) {
   if (n <= 0) return;
-  if (dtype == DType::kBF16) {
-    fill_constant_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), n,
-                                                               value);
-  } else {
-    fill_constant_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__half*>(dst), n, value);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    fill_constant_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), n, value);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
 void launch_convert_from_f32(void* dst, DType dtype, const float* src, int64_t n,
                              cudaStream_t stream) {
   if (n <= 0) return;
-  if (dtype == DType::kBF16) {
-    convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__nv_bfloat16*>(dst), src, n);
-  } else {
-    convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<__half*>(dst), src, n);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    convert_kernel<<<grid_for(n), kThreads, 0, stream>>>(static_cast<T*>(dst), src, n);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

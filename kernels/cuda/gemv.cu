@@ -1,8 +1,10 @@
 #include <algorithm>
 #include <cstdlib>
 
+#include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/launch.cuh"
 
@@ -92,11 +94,10 @@ __global__ void __launch_bounds__(kWarps * 32)
       } else if constexpr (E == Epilogue::kGeluBias) {
         float v = acc[0][row];
         if (bias) v += to_float(bias[o]);
-        const float inner = 0.7978845608028654f * (v + 0.044715f * v * v * v);  // sqrt(2/pi)
-        static_cast<T*>(y)[at] = from_float<T>(0.5f * v * (1.0f + tanhf(inner)));
+        static_cast<T*>(y)[at] = from_float<T>(gelu_tanh(v));
       } else {
         const float g = acc[0][row];
-        static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
+        static_cast<T*>(y)[at] = from_float<T>(silu(g) * acc[kWeightRows - 1][row]);
       }
     }
   }
@@ -137,11 +138,9 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
     cuda_fail("unsupported shape (n > 4 or in not a multiple of 8)", "launch_gemv", __FILE__,
               __LINE__);
   }
-  if (dtype == DType::kBF16) {
-    launch_typed<__nv_bfloat16, E>(x, w, bias, y, n, in, out, stream);
-  } else {
-    launch_typed<__half, E>(x, w, bias, y, n, in, out, stream);
-  }
+  dispatch_dtype(dtype, [&](auto tag) {
+    launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, stream);
+  });
 }
 
 }  // namespace

@@ -1,5 +1,6 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.cuh"
 
@@ -71,11 +72,10 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
     cuda_fail("hidden size above 8192 is not supported by the norm kernel", "launch_add_norm",
               __FILE__, __LINE__);
   }
-  if (args.dtype == DType::kBF16) {
-    launch_kernel(add_norm_kernel<__nv_bfloat16>, args.num_rows, kThreads, 0, stream, args);
-  } else {
-    launch_kernel(add_norm_kernel<__half>, args.num_rows, kThreads, 0, stream, args);
-  }
+  dispatch_dtype(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel(add_norm_kernel<T>, args.num_rows, kThreads, 0, stream, args);
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

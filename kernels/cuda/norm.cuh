@@ -4,11 +4,10 @@
 
 #include <cstdint>
 
+#include "kernels/common/norm_kind.h"
 #include "kernels/cuda/dtype.cuh"
 
 namespace rose {
-
-enum class NormKind { kLayerNorm, kRmsNorm };
 
 struct AddNormArgs {
   float* residual = nullptr;         // (rows_in, hidden) fp32 stream

@@ -1,5 +1,6 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 
@@ -68,13 +69,11 @@ __global__ void rope_kv_kernel(RopeKvArgs args) {
 
 void launch_rope_kv_write(const RopeKvArgs& args, cudaStream_t stream) {
   if (args.num_tokens <= 0) return;
-  if (args.dtype == DType::kBF16) {
-    launch_kernel(rope_kv_kernel<__nv_bfloat16>, args.num_tokens, threads_for(args.num_tokens), 0,
-                  stream, args);
-  } else {
-    launch_kernel(rope_kv_kernel<__half>, args.num_tokens, threads_for(args.num_tokens), 0, stream,
+  dispatch_dtype(args.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    launch_kernel(rope_kv_kernel<T>, args.num_tokens, threads_for(args.num_tokens), 0, stream,
                   args);
-  }
+  });
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
