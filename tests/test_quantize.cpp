@@ -43,7 +43,7 @@ float half_field(const uint8_t* p) {
 }
 
 // Random normal rows at several magnitudes (weights are ~0.02; activations and outliers larger).
-std::vector<float> random_data(size_t count, uint32_t seed) {
+std::vector<float> normal_rows(size_t count, uint32_t seed) {
   std::mt19937 rng(seed);
   std::normal_distribution<float> normal(0.0f, 1.0f);
   std::vector<float> x(count);
@@ -77,7 +77,7 @@ TEST_CASE("Q8_0 and Q4_0 write the gguf package's bytes (ggml's reference quanti
 }
 
 TEST_CASE("Q8_0 round trip: |error| < 0.57 d per block, d = amax / 127") {
-  const std::vector<float> x = random_data(4096, 1);
+  const std::vector<float> x = normal_rows(4096, 1);
   const std::vector<float> y = round_trip(GgmlType::kQ8_0, x);
   for (size_t b = 0; b < x.size() / 32; ++b) {
     float amax = 0.0f;
@@ -91,7 +91,7 @@ TEST_CASE("Q8_0 round trip: |error| < 0.57 d per block, d = amax / 127") {
 }
 
 TEST_CASE("Q4_0 round trip: |error| <= d (a full step only where -max clips), d = |max| / 8") {
-  const std::vector<float> x = random_data(4096, 2);
+  const std::vector<float> x = normal_rows(4096, 2);
   const std::vector<float> y = round_trip(GgmlType::kQ4_0, x);
   double sum_error = 0.0, sum_step = 0.0;
   for (size_t b = 0; b < x.size() / 32; ++b) {
@@ -159,7 +159,7 @@ void check_q4_k(const std::vector<float>& x) {
 }  // namespace
 
 TEST_CASE("Q4_K round trip: within half a coded step of each sub-block") {
-  check_q4_k(random_data(8192, 3));
+  check_q4_k(normal_rows(8192, 3));
   // Sub-blocks of very different ranges in one block, all-negative, all-positive, constant and
   // zero sub-blocks, and values small enough for subnormal fp16 steps.
   std::vector<float> x(256 * 4);
