@@ -9,8 +9,9 @@
 // scales folded per block, a 32-lane tree, up to 4 warps); each partial sum is at most ~50
 // roundings deep (in = 8192, one warp per feature), so |y - ref| <= 50 * 2^-24 * sum|w x|
 // = 3e-6 sum|w x|; the check allows 1e-5 sum|w x| (plus half an ulp of the output dtype where y
-// is bf16/fp16). The activations are multiples of 1/128 in [-1, 1], exact in both bf16 and fp16,
-// so one reference serves both dtypes and their fp32 outputs must be equal bit for bit.
+// is bf16/fp16). For Q4_1 and Q4_K, |w| there is |scale part| + |offset part| (magnitudes()). The
+// activations are multiples of 1/128 in [-1, 1], exact in both bf16 and fp16, so one reference
+// serves both dtypes and their fp32 outputs must be equal bit for bit.
 #include <doctest/doctest.h>
 
 #include <cmath>
@@ -64,9 +65,24 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t rows, int64_t cols, st
 }
 
 struct Reference {
-  std::vector<double> y;        // (rows, out)
-  std::vector<double> abs_sum;  // (rows, out): sum |w x|, the scale of the rounding error
+  std::vector<double> y;  // (rows, out)
+  std::vector<double>
+      abs_sum;  // (rows, out): sum |w x| (see magnitudes), the rounding error's scale
 };
+
+// The same blocks with every term of a value made positive: |d| for the scales, and for the types
+// with an offset (Q4_1: d q + m, Q4_K: dl q - ml) the offset's sign flipped to add, so the
+// dequantized value is |scale part| + |offset part|. The kernel sums the two parts separately
+// (d sum(q x) + m sum(x)), so its rounding error scales with these, not with |w| (which may
+// cancel).
+std::vector<uint8_t> magnitudes(GgmlType type, std::vector<uint8_t> bytes) {
+  const GgmlTypeTraits& traits = ggml_type_traits(type);
+  for (size_t at = 0; at < bytes.size(); at += size_t(traits.block_bytes)) {
+    for (int offset : half_offsets(type)) bytes[at + size_t(offset) + 1] &= 0x7F;
+    if (type == GgmlType::kQ4_K) bytes[at + 3] |= 0x80;  // dmin -> -|dmin|: dl q + |dmin| m
+  }
+  return bytes;
+}
 
 // y = x W^T in double from the dequantized weights; x (kMaxRows, in), W (out, in) blocks.
 Reference reference(GgmlType type, const std::vector<uint8_t>& w, const std::vector<float>& x,
@@ -75,15 +91,17 @@ Reference reference(GgmlType type, const std::vector<uint8_t>& w, const std::vec
   const int64_t row_bytes = in / traits.block_elems * traits.block_bytes;
   Reference ref{std::vector<double>(size_t(kMaxRows) * out),
                 std::vector<double>(size_t(kMaxRows) * out)};
-  std::vector<float> row(static_cast<size_t>(in));
+  const std::vector<uint8_t> w_magnitude = magnitudes(type, w);
+  std::vector<float> row(static_cast<size_t>(in)), row_magnitude(static_cast<size_t>(in));
   for (int o = 0; o < out; ++o) {
     dequantize(type, w.data() + o * row_bytes, row);
+    dequantize(type, w_magnitude.data() + o * row_bytes, row_magnitude);
     for (int r = 0; r < kMaxRows; ++r) {
       double sum = 0.0, abs_sum = 0.0;
       for (int i = 0; i < in; ++i) {
-        const double p = double(row[size_t(i)]) * double(x[size_t(r) * in + i]);
-        sum += p;
-        abs_sum += std::fabs(p);
+        const double xi = x[size_t(r) * in + i];
+        sum += double(row[size_t(i)]) * xi;
+        abs_sum += std::fabs(double(row_magnitude[size_t(i)]) * xi);
       }
       ref.y[size_t(r) * out + o] = sum;
       ref.abs_sum[size_t(r) * out + o] = abs_sum;
