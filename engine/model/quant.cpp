@@ -1,5 +1,7 @@
 #include "engine/model/quant.h"
 
+#include <algorithm>
+#include <cmath>
 #include <cstring>
 
 #include "engine/common/error.h"
@@ -208,7 +210,136 @@ void dequantize_q6_k(const uint8_t* block, float* y) {
   }
 }
 
+// ---- fp32 -> blocks ----
+
+void put_half(uint8_t* p, uint16_t bits) {
+  p[0] = uint8_t(bits);
+  p[1] = uint8_t(bits >> 8);
+}
+
+float half_value(uint16_t bits) {
+  const uint8_t bytes[2] = {uint8_t(bits), uint8_t(bits >> 8)};
+  return half_at(bytes);
+}
+
+// The smallest fp16 not below v (v >= 0), so a scale chosen from it never falls short of v.
+uint16_t half_at_least(float v) {
+  uint16_t bits = f32_to_f16(v);
+  if (half_value(bits) < v && bits < 0x7C00u) ++bits;  // positive halves are ordered by their bits
+  return bits;
+}
+
+// ggml's quantize_row_q8_0_ref: d = amax / 127, q = roundf(x / d). The clamp changes no finite
+// result (|x id| <= 127 up to rounding) but keeps a NaN from reaching the int conversion.
+void quantize_q8_0(const float* x, uint8_t* block) {
+  float amax = 0.0f;
+  for (int j = 0; j < 32; ++j) amax = std::max(amax, std::fabs(x[j]));
+  const float d = amax / 127;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_half(block, f32_to_f16(d));
+  for (int j = 0; j < 32; ++j) {
+    const float t = std::fmin(std::fmax(x[j] * id, -127.0f), 127.0f);
+    block[2 + j] = uint8_t(int8_t(std::round(t)));
+  }
+}
+
+// ggml's quantize_row_q4_0_ref: d = (the value of largest magnitude, first one on ties) / -8 and
+// q = min(15, trunc(x / d + 8.5)), so that value codes as 0 and its negation clips at 15.
+void quantize_q4_0(const float* x, uint8_t* block) {
+  float amax = 0.0f, max = 0.0f;
+  for (int j = 0; j < 32; ++j) {
+    if (amax < std::fabs(x[j])) {
+      amax = std::fabs(x[j]);
+      max = x[j];
+    }
+  }
+  const float d = max / -8;
+  const float id = d != 0.0f ? 1.0f / d : 0.0f;
+  put_half(block, f32_to_f16(d));
+  auto code = [id](float v) {
+    return uint8_t(std::fmin(std::fmax(v * id + 8.5f, 0.0f), 15.0f));  // truncates, as ggml's cast
+  };
+  for (int j = 0; j < 16; ++j) block[2 + j] = uint8_t(code(x[j]) | code(x[j + 16]) << 4);
+}
+
+// Q4_K, our own fit (quant.h): each 32-element sub-block j spans [lo_j, hi_j] = [min(0, min x),
+// max(0, max x)]; its min offset -lo_j is coded as m_j dmin (to nearest), then its step as sc_j d,
+// rounded up from (hi_j + m_j dmin) / 15 so the top element needs no clipping. dmin and d are the
+// smallest fp16 values that let the largest offset / step fit in 6 bits.
+void quantize_q4_k(const float* x, uint8_t* block) {
+  float offset[8], top[8];
+  for (int j = 0; j < 8; ++j) {
+    float lo = 0.0f, hi = 0.0f;
+    for (int l = 0; l < 32; ++l) {
+      lo = std::min(lo, x[32 * j + l]);  // NaN compares false and is skipped
+      hi = std::max(hi, x[32 * j + l]);
+    }
+    offset[j] = -lo;
+    top[j] = hi;
+  }
+  const uint16_t dmin_bits = half_at_least(*std::max_element(offset, offset + 8) / 63);
+  const float dmin = half_value(dmin_bits);
+  int min_code[8], scale_code[8];
+  float ml[8], step[8];
+  for (int j = 0; j < 8; ++j) {
+    min_code[j] = dmin > 0.0f ? int(std::fmin(std::round(offset[j] / dmin), 63.0f)) : 0;
+    ml[j] = dmin * float(min_code[j]);  // as the decoder computes it
+    step[j] = std::max(0.0f, (top[j] + ml[j]) / 15);
+  }
+  const uint16_t d_bits = half_at_least(*std::max_element(step, step + 8) / 63);
+  const float d = half_value(d_bits);
+  for (int j = 0; j < 8; ++j) {
+    const float ratio = d > 0.0f ? std::ceil(step[j] / d) : 0.0f;
+    scale_code[j] = int(std::fmin(std::fmax(ratio, 0.0f), 63.0f));
+  }
+  put_half(block, d_bits);
+  put_half(block + 2, dmin_bits);
+  // The packing get_scale_min_k4 reads (scale_min_k4 above): sub-blocks 0-3 in the low 6 bits of
+  // bytes 0-3 (scale) and 4-7 (min); 4-7 in the nibbles of bytes 8-11 plus the top 2 bits of 0-7.
+  uint8_t* packed = block + 4;
+  for (int j = 0; j < 4; ++j) {
+    packed[j] = uint8_t(scale_code[j] | (scale_code[j + 4] >> 4) << 6);
+    packed[j + 4] = uint8_t(min_code[j] | (min_code[j + 4] >> 4) << 6);
+    packed[j + 8] = uint8_t((scale_code[j + 4] & 0x0F) | (min_code[j + 4] & 0x0F) << 4);
+  }
+  uint8_t q[256];
+  for (int j = 0; j < 8; ++j) {
+    const float dl = d * float(scale_code[j]);
+    for (int l = 0; l < 32; ++l) {
+      const float t = dl > 0.0f ? (x[32 * j + l] + ml[j]) / dl : 0.0f;
+      q[32 * j + l] = uint8_t(std::round(std::fmin(std::fmax(t, 0.0f), 15.0f)));
+    }
+  }
+  // Chunk c's 32 bytes: sub-block 2c in the low nibbles, 2c + 1 in the high ones.
+  for (int c = 0; c < 4; ++c) {
+    for (int l = 0; l < 32; ++l)
+      block[16 + 32 * c + l] = uint8_t(q[64 * c + l] | q[64 * c + 32 + l] << 4);
+  }
+}
+
 }  // namespace
+
+bool quantize_supported(GgmlType type) {
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K;
+}
+
+void quantize(GgmlType type, std::span<const float> src, uint8_t* dst) {
+  ROSE_ASSERT(quantize_supported(type));
+  const GgmlTypeTraits& traits = ggml_type_traits(type);
+  ROSE_ASSERT(int64_t(src.size()) % traits.block_elems == 0);
+  const int64_t blocks = int64_t(src.size()) / traits.block_elems;
+  for (int64_t b = 0; b < blocks; ++b) {
+    const float* x = src.data() + b * traits.block_elems;
+    uint8_t* block = dst + b * traits.block_bytes;
+    if (type == GgmlType::kQ8_0) {
+      quantize_q8_0(x, block);
+    } else if (type == GgmlType::kQ4_0) {
+      quantize_q4_0(x, block);
+    } else {
+      quantize_q4_k(x, block);
+    }
+  }
+}
 
 std::optional<GgmlTypeTraits> ggml_type_traits(uint32_t type_id) {
   for (const GgmlTypeTraits& traits : kTraits) {

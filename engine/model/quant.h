@@ -26,4 +26,23 @@ const char* ggml_type_name(uint32_t type_id);
 // dst.size() / block_elems blocks of `type`.
 void dequantize(GgmlType type, const uint8_t* src, std::span<float> dst);
 
+// Whether `quantize` writes this type: Q8_0, Q4_0 and Q4_K.
+bool quantize_supported(GgmlType type);
+
+// Quantizes src.size() elements (a multiple of the block size) into src.size() / block_elems
+// blocks of `type` at `dst` (for --quantize on presets and safetensors models, and tests).
+//   Q8_0, Q4_0: ggml's reference quantizers (quantize_row_q8_0_ref / q4_0_ref), reproduced bit for
+//     bit (tests/fixtures/gguf/quantize_ref.gguf, written by the gguf package): d = amax / 127 and
+//     q = round(x / d) half away from zero (|error| <= d/2 + 127 |d - fp16(d)| < 0.57 d while d is
+//     a normal fp16); Q4_0 takes d = the signed value of largest magnitude / -8 and q = min(15,
+//     trunc(x / d + 8.5))
+//     (|error| <= d/2, but a full step d for elements near -max, which clip at q = 15).
+//   Q4_K: our own fit, simpler than ggml's iterative search: per 32-element sub-block, the min is
+//     min(0, min x) and the step (max x + min') / 15; the eight mins and steps are coded as 6-bit
+//     multiples of fp16 dmin and d chosen so the largest fits (rounded up), mins to nearest and
+//     steps up, so no element clips beyond rounding. |error| <= max(dl/2, dmin/2) per element, dl =
+//     d sc the sub-block's coded step (a little over range/15).
+// Non-finite inputs give blocks with unspecified but finite-or-not values; no UB.
+void quantize(GgmlType type, std::span<const float> src, uint8_t* dst);
+
 }  // namespace rose

@@ -12,16 +12,15 @@
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/dtype_dispatch.cuh"
+#include "kernels/cuda/ggml_block.cuh"
 
 namespace rose {
 namespace {
 
 constexpr int kThreads = 256;
 
-// Blocks are byte-packed (22-, 34-, 110-byte blocks...), so multi-byte fields are read bytewise.
-__device__ __forceinline__ float half_at(const uint8_t* p) {
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(p[0] | p[1] << 8)));
-}
+// Blocks are byte-packed (22-, 34-, 110-byte blocks...), so multi-byte fields are read bytewise
+// (half_at in ggml_block.cuh).
 __device__ __forceinline__ uint32_t u32_at(const uint8_t* p) {
   return uint32_t(p[0]) | uint32_t(p[1]) << 8 | uint32_t(p[2]) << 16 | uint32_t(p[3]) << 24;
 }
@@ -119,13 +118,7 @@ struct Q45_K {
     const int sub = e / 32, l = e % 32;
     const uint8_t* packed = b + 4;
     int scale, min;
-    if (sub < 4) {
-      scale = packed[sub] & 63;
-      min = packed[sub + 4] & 63;
-    } else {
-      scale = (packed[sub + 4] & 0x0F) | ((packed[sub - 4] >> 6) << 4);
-      min = (packed[sub + 4] >> 4) | ((packed[sub] >> 6) << 4);
-    }
+    k4_scale_min(sub, packed, &scale, &min);
     const uint8_t byte = b[(kFiveBit ? 48 : 16) + 32 * (sub / 2) + l];
     int q = sub % 2 ? byte >> 4 : byte & 0x0F;
     if (kFiveBit && ((b[16 + l] >> sub) & 1)) q += 16;
