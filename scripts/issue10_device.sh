@@ -6,6 +6,7 @@
 #   bash scripts/issue10_device.sh bench    # base vs new vs new --batch-invariant, same call
 #   bash scripts/issue10_device.sh study    # scripts/invariance_study.sh on llama-1b
 #   bash scripts/issue10_device.sh memcheck # compute-sanitizer on the new kernels' tests
+#   bash scripts/issue10_device.sh final    # tests, then this commit with and without --batch-invariant
 # Outputs land in $OUT/<phase>.tgz with a summary printed last.
 set -uo pipefail
 PHASE=${1:?phase: tests, bench, study or memcheck}
@@ -91,6 +92,32 @@ case $PHASE in
       --device cuda --dataset-name grid:1:16:4 --batch-invariant --max-model-len 4096
     step bench_prefill_attention 120 "$B/gpu_bench_prefill_attention"
     step bench_gemm_invariant 120 "$B/gpu_bench_gemm_invariant"
+    ;;
+  final)
+    # After the fixes: every GPU test, then this commit with and without --batch-invariant.
+    for t in "$B"/gpu_test_*; do step "$(basename "$t")" 200 "$t"; done
+    ROSEINFER_CUDA_STATS=1 step invariant_gemm_choice 120 "$B/roseinfer" bench --model llama-1b \
+      --device cuda --dataset-name grid:1:16:4 --batch-invariant --max-model-len 4096
+    grep "invariant gemm" "$OUT/invariant_gemm_choice.txt" | head -2
+    declare -A WORK=(
+      [grid_llama1b_b256]="--model llama-1b --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096"
+      [nano256_llama1b]="--model llama-1b --dataset-name nano256 --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096"
+      [grid_llama1b_b1]="--model llama-1b --dataset-name grid:1:512:128 --max-model-len 4096"
+      [grid_gpt2_b256]="--model gpt2 --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384"
+      [seed000_gpt2]="--model gpt2 --dataset-name seed000"
+    )
+    for name in grid_llama1b_b256 nano256_llama1b grid_llama1b_b1 grid_gpt2_b256 seed000_gpt2; do
+      for variant in new invariant; do
+        extra=()
+        [[ $variant == invariant ]] && extra=(--batch-invariant)
+        # shellcheck disable=SC2086
+        step "${name}_$variant" 60 "$B/roseinfer" bench ${WORK[$name]} --device cuda \
+          --mode offline "${extra[@]}" --json "$OUT/${name}_$variant.json"
+        bench_line "${name}_$variant" "$OUT/${name}_$variant.json"
+      done
+    done
+    step bench_gemm_invariant 60 "$B/gpu_bench_gemm_invariant"
+    step bench_gemv_quant 60 "$B/gpu_bench_gemv_quant" --no-skip
     ;;
   study)
     step invariance_study 560 env OUT="$OUT/study" BIN="$B/roseinfer" MODEL=llama-1b \
