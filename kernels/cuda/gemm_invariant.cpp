@@ -82,8 +82,9 @@ struct ShapePlan {
   std::array<std::optional<cublasLtMatmulAlgo_t>, kNumBuckets> algo;
   std::array<std::string, kNumBuckets> label;
   double choose_s = 0;
-  std::string last_query;  // the last heuristic query's outcome (for describe())
-  std::string why_fixed;   // why the shape runs on the fixed-order kernel, when it does
+  std::string last_query;    // the last heuristic query's outcome (for describe())
+  std::string why_fixed;     // why the shape runs on the fixed-order kernel, when it does
+  std::string last_failure;  // the last cuBLASLt call that refused an algorithm
 };
 
 }  // namespace
@@ -162,12 +163,17 @@ struct InvariantGemm::Impl {
   }
 
   // True when cuBLASLt runs `algo` at n rows without workspace (sets n on the layouts).
+  // (The heuristic was asked for workspace-0 algorithms only, so the check's own workspace
+  // figure is not tested again: a matmul that needed workspace would fail and say so.)
   bool accepts(ShapePlan& p, const cublasLtMatmulAlgo_t& algo, int n) const {
     set_rows(p, n);
     cublasLtMatmulHeuristicResult_t check{};
-    return cublasLtMatmulAlgoCheck(lt, p.desc, p.a, p.b, p.d, p.d, &algo, &check) ==
-               CUBLAS_STATUS_SUCCESS &&
-           check.workspaceSize == 0;
+    const cublasStatus_t status =
+        cublasLtMatmulAlgoCheck(lt, p.desc, p.a, p.b, p.d, p.d, &algo, &check);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      p.last_failure = fmt::format("algo check at n={}: status {}", n, int(status));
+    }
+    return status == CUBLAS_STATUS_SUCCESS;
   }
 
   // y = x W^T with `algo` at n rows; false when cuBLASLt does not support the algo at this n.
@@ -175,8 +181,12 @@ struct InvariantGemm::Impl {
                   void* y, int n) const {
     if (!accepts(p, algo, n)) return false;
     const float alpha = 1.0f, beta = 0.0f;
-    return cublasLtMatmul(lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.d, y, p.d, &algo, nullptr,
-                          0, stream) == CUBLAS_STATUS_SUCCESS;
+    const cublasStatus_t status = cublasLtMatmul(lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.d,
+                                                 y, p.d, &algo, nullptr, 0, stream);
+    if (status != CUBLAS_STATUS_SUCCESS) {
+      p.last_failure = fmt::format("matmul at n={}: status {}", n, int(status));
+    }
+    return status == CUBLAS_STATUS_SUCCESS;
   }
 
   void choose(ShapePlan& p);
@@ -308,16 +318,20 @@ void InvariantGemm::Impl::choose(ShapePlan& p) {
   const auto start = std::chrono::steady_clock::now();
   CheckBuffers b;
   make_check_buffers(b, p.shape, dtype, y_size(p), stream);
-  const std::vector<cublasLtMatmulAlgo_t> ref_list = candidates(p, p.shape.max_rows);
-  bool fixed = ref_list.empty() || !try_matmul(p, ref_list[0], b.x, b.w, b.y_ref, p.shape.max_rows);
-  if (fixed) p.why_fixed = "no reference (" + p.last_query + ")";
+  // The reference: the best candidate at the largest n that actually runs there.
+  std::vector<cublasLtMatmulAlgo_t> ref_list = candidates(p, p.shape.max_rows);
+  while (!ref_list.empty() && !try_matmul(p, ref_list[0], b.x, b.w, b.y_ref, p.shape.max_rows)) {
+    ref_list.erase(ref_list.begin());
+  }
+  bool fixed = ref_list.empty();
+  if (fixed) p.why_fixed = "no reference (" + p.last_query + "; " + p.last_failure + ")";
   for (int bucket = 0; bucket < kNumBuckets && !fixed; ++bucket) {
     if (kBucketLo[bucket] > p.shape.max_rows) break;
     p.algo[bucket] = pick_for_bucket(*this, p, b, ref_list[0], bucket);
     fixed = !p.algo[bucket].has_value();
     if (fixed) {
-      p.why_fixed = fmt::format("no invariant algorithm for rows {}-{} ({})", kBucketLo[bucket],
-                                kBucketHi[bucket], p.last_query);
+      p.why_fixed = fmt::format("no invariant algorithm for rows {}-{} ({}; {})", kBucketLo[bucket],
+                                kBucketHi[bucket], p.last_query, p.last_failure);
     }
   }
   for (int bucket = 0; bucket < kNumBuckets; ++bucket) {

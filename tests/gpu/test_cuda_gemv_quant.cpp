@@ -287,7 +287,12 @@ TEST_CASE("quantized GEMV: fused gate|up SiLU against the reference, rows invari
                   (dtype == DType::kBF16 ? 1.0 / 256 : 1.0 / 2048) * std::fabs(want) +
                   1e-6 * (std::fabs(silu) + std::fabs(up));
               const double got = from_bits(y[size_t(r) * shape.out + o], dtype);
-              if (!(std::fabs(got - want) <= bound) && misses++ < 5)
+              // gate * up can pass fp16's largest finite value (65504): rounding then gives inf of
+              // the same sign, which is the right answer (seen on the H100 with random scales).
+              const bool fp16_overflow = dtype == DType::kFP16 && std::isinf(got) &&
+                                         (got > 0) == (want > 0) &&
+                                         std::fabs(want) + bound >= 65520.0;
+              if (!(std::fabs(got - want) <= bound) && !fp16_overflow && misses++ < 5)
                 MESSAGE(dtype_name(dtype)
                         << " row " << r << " feature " << o << " got " << got << " want " << want);
             }
