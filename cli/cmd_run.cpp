@@ -390,7 +390,8 @@ void register_run_command(CLI::App& app, int& exit_code) {
       ->check(CLI::IsMember({"naive", "offline", "online"}))
       ->capture_default_str();
   cmd->add_flag("--no-prefix-cache", args->no_prefix_cache,
-                "do not reuse KV blocks of shared prompt prefixes (outputs do not change)");
+                "do not reuse KV blocks of shared prompt prefixes (outputs stay the same on the "
+                "CPU and with --batch-invariant)");
   cmd->add_flag("--skip-invalid", args->skip_invalid,
                 "report bad lines on stderr, run the rest and put an error record in the "
                 "output where each bad line was, instead of stopping at the first");

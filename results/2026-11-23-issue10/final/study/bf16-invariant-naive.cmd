@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer run /tmp/study/prompts.jsonl --model llama-1b --device cuda --dtype bf16 --mode naive --batch-invariant --num-kv-blocks 400 --max-num-batched-tokens 2048 -o /tmp/study/bf16-invariant-naive.jsonl
