@@ -3,6 +3,7 @@
 # `scripts/model_parts.sh stage1` carrying .model-part1). Carry [".model-part2", "bundle-pack"] and
 # run from the repository root:
 #   bash scripts/session_device.sh
+# (With .model-part2 the bundle archive must stay under ~12 MB: see scripts/model_parts.sh.)
 # 1. the real SmolLM2 GGUF joined in /tmp (scripts/model_parts.sh stage2);
 # 2. every GPU test in the bundle, and compute-sanitizer memcheck on the device dequantization;
 # 3. the real model: the 14 chat prompts greedy, loading through the device dequantization, with
