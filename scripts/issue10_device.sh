@@ -19,20 +19,8 @@ export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
 SUMMARY="$OUT/summary.txt"
 : >"$SUMMARY"
 
-step() {  # NAME LIMIT_S COMMAND...: output to $OUT/NAME.txt, the command to NAME.cmd
-  local name=$1 limit=$2
-  shift 2
-  echo "$*" >"$OUT/$name.cmd"
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
-  local rc=$?
-  local status=PASS
-  [[ $rc == 77 ]] && status=SKIP
-  [[ $rc != 0 && $rc != 77 ]] && status="FAIL(rc=$rc)"
-  printf '%-40s %-12s %4ss\n' "$name" "$status" "$((SECONDS - start))" | tee -a "$SUMMARY"
-  [[ $status == FAIL* ]] && tail -n 25 "$OUT/$name.txt"
-  return 0
-}
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
 
 {
   date -u +%Y-%m-%dT%H:%M:%SZ
