@@ -217,7 +217,7 @@ enum class Epilogue { kStore, kStoreF32, kSiluMul };
 // gate | up, rows o and o + out).
 template <typename B, typename T, Epilogue E, int kSplit>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out) {
+    gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride) {
   pdl_wait();
   pdl_launch_dependents();
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
@@ -275,7 +275,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
   for (int row = 0; row < kMaxRows; ++row) {
     if (row < n) {
-      const int64_t at = int64_t(row) * out + o;
+      const int64_t at = int64_t(row) * y_stride + o;
       if constexpr (E == Epilogue::kStoreF32) {
         static_cast<float*>(y)[at] = acc[0][row];
       } else if constexpr (E == Epilogue::kStore) {
@@ -300,7 +300,7 @@ int split_for(int in, int out) {
 }
 
 template <typename B, typename T, Epilogue E>
-void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out,
+void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   cudaStream_t stream) {
   const T* xt = static_cast<const T*>(x);
   const int split = split_for<B>(in, out);
@@ -308,23 +308,23 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
   const int blocks = (out + per_block - 1) / per_block;
   if (split == 4) {
     launch_kernel(gemv_quant_kernel<B, T, E, 4>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out);
+                  out, y_stride);
   } else if (split == 2) {
     launch_kernel(gemv_quant_kernel<B, T, E, 2>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out);
+                  out, y_stride);
   } else {
     launch_kernel(gemv_quant_kernel<B, T, E, 1>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out);
+                  out, y_stride);
   }
 }
 
 template <typename B, Epilogue E>
-void launch_dtype(const void* x, const uint8_t* w, void* y, int n, int in, int out, DType dtype,
-                  cudaStream_t stream) {
+void launch_dtype(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                  DType dtype, cudaStream_t stream) {
   if (dtype == DType::kBF16) {
-    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, stream);
+    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, y_stride, stream);
   } else {
-    launch_typed<B, __half, E>(x, w, y, n, in, out, stream);
+    launch_typed<B, __half, E>(x, w, y, n, in, out, y_stride, stream);
   }
 }
 
@@ -342,8 +342,8 @@ int weight_alignment(uint32_t ggml_type) {
 
 template <Epilogue E>
 void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                    int out, DType dtype, cudaStream_t stream, const char* what) {
-  if (!gemv_quant_supported(ggml_type, n, in) || out < 1) {
+                    int out, int y_stride, DType dtype, cudaStream_t stream, const char* what) {
+  if (!gemv_quant_supported(ggml_type, n, in) || out < 1 || y_stride < out) {
     cuda_fail("unsupported type or shape (n > 4, or in not a multiple of the block size)", what,
               __FILE__, __LINE__);
   }
@@ -353,15 +353,15 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
   }
   switch (static_cast<GgmlType>(ggml_type)) {
     case GgmlType::kQ8_0:
-      return launch_dtype<BlockQ8_0, E>(x, w, y, n, in, out, dtype, stream);
+      return launch_dtype<BlockQ8_0, E>(x, w, y, n, in, out, y_stride, dtype, stream);
     case GgmlType::kQ4_0:
-      return launch_dtype<BlockQ4<false>, E>(x, w, y, n, in, out, dtype, stream);
+      return launch_dtype<BlockQ4<false>, E>(x, w, y, n, in, out, y_stride, dtype, stream);
     case GgmlType::kQ4_1:
-      return launch_dtype<BlockQ4<true>, E>(x, w, y, n, in, out, dtype, stream);
+      return launch_dtype<BlockQ4<true>, E>(x, w, y, n, in, out, y_stride, dtype, stream);
     case GgmlType::kQ4_K:
-      return launch_dtype<BlockQ4_K, E>(x, w, y, n, in, out, dtype, stream);
+      return launch_dtype<BlockQ4_K, E>(x, w, y, n, in, out, y_stride, dtype, stream);
     default:
-      return launch_dtype<BlockQ6_K, E>(x, w, y, n, in, out, dtype, stream);
+      return launch_dtype<BlockQ6_K, E>(x, w, y, n, in, out, y_stride, dtype, stream);
   }
 }
 
@@ -413,19 +413,20 @@ int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in) {
 }
 
 void launch_gemv_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream) {
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride) {
+  if (y_stride == 0) y_stride = out;
   if (f32_out) {
-    launch_checked<Epilogue::kStoreF32>(x, w, ggml_type, y, n, in, out, dtype, stream,
+    launch_checked<Epilogue::kStoreF32>(x, w, ggml_type, y, n, in, out, y_stride, dtype, stream,
                                         "launch_gemv_quant");
   } else {
-    launch_checked<Epilogue::kStore>(x, w, ggml_type, y, n, in, out, dtype, stream,
+    launch_checked<Epilogue::kStore>(x, w, ggml_type, y, n, in, out, y_stride, dtype, stream,
                                      "launch_gemv_quant");
   }
 }
 
 void launch_gemv_quant_silu_mul(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
                                 int in, int out, DType dtype, cudaStream_t stream) {
-  launch_checked<Epilogue::kSiluMul>(x, w, ggml_type, y, n, in, out, dtype, stream,
+  launch_checked<Epilogue::kSiluMul>(x, w, ggml_type, y, n, in, out, out, dtype, stream,
                                      "launch_gemv_quant_silu_mul");
 }
 

@@ -37,10 +37,13 @@ int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in);
 //   w:    (out, in) stored as `out` rows of in / block_elems ggml blocks of ggml_type, each row
 //         right after the previous one (gemv_quant_row_bytes(ggml_type, in) bytes per row); aligned
 //         to 16 bytes for Q4_K, 4 for Q4_1, 2 for the others
-//   y:    (n, out) in fp32 when f32_out, else in dtype
+//   y:    (n, y_stride) in fp32 when f32_out, else in dtype; columns [0, out) of each row are
+//         written, so a matrix stored as row ranges of different types (GGUF q | k | v) fills one
+//         output through one launch per range at y + range start
 //   n:    1..kGemvQuantMaxRows; in: a multiple of the block size; out >= 1
+//   y_stride: elements from one row of y to the next, >= out; 0 means out
 void launch_gemv_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream);
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride = 0);
 
 // The gated MLP's first projection: y (n, out) = silu(x G^T) * (x U^T) in dtype.
 //   x: (n, in) in dtype;  w: (2 * out, in) blocks as above, rows gate (0..out-1) | up (out..)

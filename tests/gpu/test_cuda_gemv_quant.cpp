@@ -312,3 +312,39 @@ TEST_CASE("quantized GEMV: the shape checks") {
   CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ4_K), 1, 576));
   CHECK(gemv_quant_row_bytes(uint32_t(GgmlType::kQ6_K), 2048) == 8 * 210);
 }
+
+TEST_CASE("quantized GEMV: row ranges of different types fill one output through y_stride") {
+  // A GGUF q | k | v (or gate | up) may mix types, e.g. Q4_K_M's Q4_K q and k beside a Q6_K v: each
+  // range runs as its own launch into its columns of the shared output, whose rows are y_stride
+  // apart. The result equals each range's own reference, and columns outside a range are left
+  // alone.
+  std::mt19937 rng(5);
+  const int in = 512, out_a = 24, out_b = 40, total = out_a + out_b;
+  const GgmlType type_a = GgmlType::kQ4_K, type_b = GgmlType::kQ6_K;
+  const std::vector<uint8_t> w_a = random_blocks(type_a, out_a, in, rng);
+  const std::vector<uint8_t> w_b = random_blocks(type_b, out_b, in, rng);
+  const std::vector<float> x = random_activations(size_t(kMaxRows) * in, rng);
+  const Reference ref_a = reference(type_a, w_a, x, in, out_a);
+  const Reference ref_b = reference(type_b, w_b, x, in, out_b);
+  gputest::DeviceArray<uint8_t> w_a_dev(w_a), w_b_dev(w_b);
+  gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
+  gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * total);
+  for (int n = 1; n <= kMaxRows; ++n) {
+    CAPTURE(n);
+    y_dev.poison();
+    launch_gemv_quant(x_dev.get(), w_a_dev.get(), uint32_t(type_a), y_dev.get(), n, in, out_a, true,
+                      DType::kBF16, nullptr, total);
+    launch_gemv_quant(x_dev.get(), w_b_dev.get(), uint32_t(type_b), y_dev.get() + out_a, n, in,
+                      out_b, true, DType::kBF16, nullptr, total);
+    const std::vector<float> y = y_dev.download();
+    std::vector<float> got_a(size_t(n) * out_a), got_b(size_t(n) * out_b);
+    for (int r = 0; r < n; ++r) {
+      for (int o = 0; o < out_a; ++o) got_a[size_t(r) * out_a + o] = y[size_t(r) * total + o];
+      for (int o = 0; o < out_b; ++o)
+        got_b[size_t(r) * out_b + o] = y[size_t(r) * total + out_a + o];
+    }
+    check_rows(got_a, ref_a, n, out_a, 0.0f, "Q4_K range");
+    check_rows(got_b, ref_b, n, out_b, 0.0f, "Q6_K range");
+    if (n < kMaxRows) CHECK(std::isnan(y[size_t(n) * total]));  // row n was not written
+  }
+}
