@@ -415,6 +415,16 @@ std::string render_sweep(const SweepSpec& spec, const std::vector<rose::BenchRep
   return out + (md ? fmt::format("\n**{}**\n", verdict) : verdict + "\n");
 }
 
+// What besides the requests changes the computed tokens. Weights kept quantized add their types;
+// otherwise the text is what earlier results files hold, so they still compare.
+std::string fingerprint_config(const rose::cli::LoadedModel& model, const rose::Backend& backend,
+                               const std::string& dtype) {
+  const std::string compute_dtype = model.cuda ? dtype : std::string("fp32");
+  std::string text = fmt::format("model={};dtype={}", model.config().name, compute_dtype);
+  if (backend.weight_types() != compute_dtype) text += ";weights=" + backend.weight_types();
+  return text;
+}
+
 // The "config" object of the results file: every flag that shaped the numbers.
 std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
     const BenchContext& b, const rose::cli::LoadedModel& model, const rose::Backend& backend,
@@ -425,6 +435,7 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("model", model.name);
   c.emplace_back("device", model.cuda ? "cuda" : "cpu");
   c.emplace_back("dtype", model.cuda ? args.model.dtype : std::string("fp32"));
+  c.emplace_back("weights", backend.weight_types());
   c.emplace_back("mode", args.mode);
   c.emplace_back("prefix_cache", args.both_cache_settings
                                      ? std::string("both")
@@ -489,9 +500,8 @@ void write_bench_json(const BenchContext& b, const rose::cli::LoadedModel& model
   results.workload.num_requests = static_cast<int64_t>(b.in.base.size());
   results.workload.total_input_tokens = b.in.input_tokens;
   // What changes the computed tokens besides the requests themselves.
-  results.workload.fingerprint = workload_fingerprint(
-      b.in.base, fmt::format("model={};dtype={}", model.config().name,
-                             model.cuda ? b.args.model.dtype : std::string("fp32")));
+  results.workload.fingerprint =
+      workload_fingerprint(b.in.base, fingerprint_config(model, backend, b.args.model.dtype));
   results.runs = reports;
   results.sweep_parameter = sweep.parameter;
   results.sweep_values = sweep.values;

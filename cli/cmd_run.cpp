@@ -50,15 +50,24 @@ struct RunInterrupted {
   int signal_number;
 };
 
+// The weight flags that change the tokens: none by default (so existing journals still resume).
+std::string weights_config(const rose::cli::ModelFlags& flags,
+                           const rose::cli::LoadedModel& model) {
+  std::string text;
+  if (!flags.quantize.empty()) text += ";quantize=" + flags.quantize;
+  if (model.cuda && model.format == "gguf" && flags.dtype_given) text += ";dequantize=1";
+  return text;
+}
+
 // Everything besides the input file's bytes that changes the tokens a run produces.
 std::string result_config(const RunArgs& args, const rose::cli::LoadedModel& model) {
   const rose::cli::RequestDefaults& d = args.defaults;
   return fmt::format(
       "model={};cuda={};dtype={};chat_template={};max_tokens={};temperature={};top_k={};top_p={};"
-      "ignore_eos={};seed={};skip_invalid={}",
+      "ignore_eos={};seed={};skip_invalid={}{}",
       model.name, model.cuda, model.cuda ? args.model.dtype : "fp32", args.model.chat_template,
       d.max_tokens, d.temperature, d.top_k, d.top_p, d.ignore_eos, args.engine.seed,
-      args.skip_invalid);
+      args.skip_invalid, weights_config(args.model, model));
 }
 
 // The journal's finished requests, 8 bytes per request of the file: request index -> id hash | 1

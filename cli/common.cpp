@@ -6,6 +6,7 @@
 #include "engine/common/shell_quote.h"
 #include "engine/metrics/results_json.h"
 #include "engine/model/presets.h"
+#include "engine/model/quantized_source.h"
 
 namespace rose::cli {
 namespace {
@@ -47,9 +48,15 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
       ->check(CLI::IsMember({"auto", "cpu", "cuda"}))
       ->capture_default_str();
   cmd->add_option("--dtype", flags.dtype,
-                  "GPU weights and KV cache type (the CPU computes in fp32)")
+                  "GPU activations, KV cache and dense weights (the CPU computes in fp32); given "
+                  "for a GGUF, its quantized blocks are dequantized to it instead of kept")
       ->check(CLI::IsMember({"bf16", "fp16"}))
+      ->each([&flags](const std::string&) { flags.dtype_given = true; })
       ->capture_default_str();
+  cmd->add_option("--quantize", flags.quantize,
+                  "quantize a preset's or safetensors model's linear layers at load (a GGUF keeps "
+                  "its own types); the GPU keeps them in ggml blocks, the CPU dequantizes them")
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
 }
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed_help) {
@@ -117,6 +124,9 @@ LoadedModel open_model(ModelFlags& flags) {
     notice("no --model given; using the preset '{}'", flags.model);
   }
   static_cast<ModelBundle&>(m) = open_model_bundle(flags.model, {flags.chat_template});
+  if (!flags.quantize.empty()) {
+    m.weights = quantize_weights(std::move(m.weights), *parse_quantize_type(flags.quantize));
+  }
   if (m.config().synthetic_weights) {
     notice("'{}' has synthetic weights: output text is meaningless; speed is real", m.name);
   }
@@ -132,6 +142,7 @@ BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engin
   o.max_model_len = engine.max_model_len;
   o.gpu_memory_utilization = engine.gpu_memory_utilization;
   o.dtype = model.dtype;
+  o.dequantize_weights = model.dtype_given;
   o.cuda_graphs = !engine.no_cuda_graph;
   o.batch_invariant = engine.batch_invariant;
   return o;

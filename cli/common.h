@@ -33,6 +33,8 @@ struct ModelFlags {
   std::string model;  // "" until resolved: tiny on the CPU, gpt2 on CUDA
   std::string device = "auto";
   std::string dtype = "bf16";
+  bool dtype_given = false;   // --dtype on the command line: a GGUF's blocks are then dequantized
+  std::string quantize;       // --quantize q8_0|q4_0|q4_k ("": the checkpoint's own types)
   std::string chat_template;  // --chat-template FILE: overrides the model's own template
 };
 

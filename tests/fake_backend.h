@@ -164,6 +164,7 @@ class FakeBackend : public Backend {
   std::string device_name() const override { return "fake"; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return 1000; }
+  std::string weight_types() const override { return "fake"; }
   int64_t kv_bytes_per_token() const override { return 10; }
 
   std::vector<StepLog> steps;

@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
-#include "kernels/common/sampling_rule.h"
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
+#include "kernels/common/sampling_rule.h"
 
 namespace rose {
 
@@ -62,7 +62,7 @@ struct StepOutput {
   // (num_seqs,) the sampled id, -1 where do_sample was false, kSampledNonFinite (sampling.h) where
   // the logits were not all finite.
   std::vector<int32_t> sampled;
-  std::vector<float> logits;     // (num_seqs, vocab) fp32 when return_logits; rows of unsampled: 0
+  std::vector<float> logits;  // (num_seqs, vocab) fp32 when return_logits; rows of unsampled: 0
 };
 
 struct BackendOptions {
@@ -74,6 +74,9 @@ struct BackendOptions {
   double gpu_memory_utilization = 0.9;
   int64_t cpu_kv_bytes = int64_t(1) << 30;  // CPU KV pool budget when num_kv_blocks == 0
   std::string dtype = "bf16";               // GPU: bf16 or fp16; the CPU backend is fp32
+  // CUDA: linear-layer weights stored as ggml blocks (a GGUF, --quantize) are kept in their blocks
+  // on the device (decode reads them directly) unless this asks for them decoded into `dtype`.
+  bool dequantize_weights = false;
   bool cuda_graphs = true;
   // CUDA: a request's tokens do not depend on what else is in its steps (GEMMs and attention with
   // reduction orders fixed by the weight shape and the absolute position, never by the batch).
@@ -93,8 +96,12 @@ class Backend {
   int block_size() const { return limits().block_size; }
   virtual std::string device_name() const = 0;  // e.g. "cpu (2 threads)" or "NVIDIA H100 80GB HBM3"
   virtual const ModelConfig& config() const = 0;
-  // Bytes read from weights per forward pass (for the achieved-bandwidth figure).
+  // Bytes read from weights per forward pass (for the achieved-bandwidth figure): quantized
+  // matrices count their blocks' bytes.
   virtual int64_t weight_bytes() const = 0;
+  // The formats the linear layers ran in, for reports: "bf16", "fp32", or "Q4_1 x 210, Q8_0 x 1"
+  // when ggml blocks are kept on the device.
+  virtual std::string weight_types() const = 0;
   virtual int64_t kv_bytes_per_token() const = 0;
 };
 

@@ -12,6 +12,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/quantized_source.h"
 #include "engine/model/rope.h"
 #include "kernels/cpu/ops.h"
 
@@ -50,6 +51,7 @@ class CpuBackend final : public Backend {
   }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  std::string weight_types() const override { return weight_types_; }
   int64_t kv_bytes_per_token() const override {
     return config_.kv_elements_per_token() * int64_t(sizeof(float));
   }
@@ -76,6 +78,7 @@ class CpuBackend final : public Backend {
   int max_num_tokens_ = 0;
   int max_model_len_ = 0;
   int64_t weight_bytes_ = 0;
+  std::string weight_types_;  // "fp32", or "fp32 (dequantized from Q4_1 x 210, ...)"
   mutable cpu::ThreadPool pool_;
 
   std::vector<float> tok_emb_;                      // (V, H)
@@ -118,6 +121,9 @@ CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& option
     : config_(weights.config()), pool_(0) {
   check_model_and_options(options);
   load_weights(weights);
+  weight_types_ = has_quantized_linear(weights)
+                      ? "fp32 (dequantized from " + linear_weight_types(weights) + ")"
+                      : "fp32";
   allocate_kv_pool(options);
   allocate_workspaces();
 }

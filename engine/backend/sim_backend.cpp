@@ -99,6 +99,7 @@ class SimBackend final : public Backend {
   std::string device_name() const override { return "sim (step-time model, virtual clock)"; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return 0; }
+  std::string weight_types() const override { return "none (step-time model)"; }
   int64_t kv_bytes_per_token() const override {
     return 2 * int64_t(config_.num_layers) * config_.kv_dim() * 2;  // K and V, bf16
   }

@@ -141,6 +141,7 @@ class CudaBackend final : public Backend {
   std::string device_name() const override { return device_name_; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return weight_bytes_; }
+  std::string weight_types() const override { return options_.dtype; }
   int64_t kv_bytes_per_token() const override { return config_.kv_elements_per_token() * 2; }
 
  private:

@@ -1,0 +1,35 @@
+#pragma once
+// --quantize: a WeightSource whose linear-layer matrices are quantized to one ggml type at load
+// (presets and safetensors models), so their quantized speed can be measured like a GGUF's.
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/model/weights.h"
+
+namespace rose {
+
+// The canonical tensors a linear layer multiplies by (qkv, o, up, down, lm_head; tok_emb when it
+// is the tied lm_head): what --quantize quantizes and what a GPU may keep in ggml blocks. The
+// embedding of an untied model and the norms and biases are not (a gather and per-element ops).
+bool is_linear_matrix(const ModelConfig& config, const std::string& canonical_name);
+
+// The --quantize spelling of a type ("q8_0", "q4_0", "q4_k") or nullopt for any other text.
+std::optional<GgmlType> parse_quantize_type(const std::string& text);
+
+// `inner` with every linear matrix whose rows are a whole number of `type` blocks stored as
+// quantize(type) of its values (engine/model/quant.h): stored_parts() gives those blocks and
+// read_f32() their dequantization, so the CPU backend computes with exactly the weights the GPU
+// keeps quantized. The blocks are made on first use (several threads per tensor) and kept.
+// Throws rose::UsageError when `type` has no quantizer or `inner` already has stored ggml blocks (a
+// GGUF keeps its own types).
+std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner, GgmlType type);
+
+// What a model's linear matrices are stored as, e.g. "Q4_1 x 210, Q8_0 x 1": the stored parts'
+// types (a fused q | k | v counts each part), or the checkpoint's dense type for the rest
+// ("dense x 5" for presets and safetensors, which have no ggml type).
+std::string linear_weight_types(const WeightSource& weights);
+// Whether any linear matrix is stored in quantized ggml blocks (block size > 1).
+bool has_quantized_linear(const WeightSource& weights);
+
+}  // namespace rose

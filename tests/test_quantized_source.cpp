@@ -1,0 +1,140 @@
+// --quantize (engine/model/quantized_source.h): which tensors are quantized, that the stored
+// blocks are quantize() of the original values and read_f32() their dequantization (so the CPU
+// backend computes with exactly what the GPU keeps), and the usage errors.
+#include <doctest/doctest.h>
+
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/model/gguf_model.h"
+#include "engine/model/presets.h"
+#include "engine/model/quant.h"
+#include "engine/model/quantized_source.h"
+
+using namespace rose;
+
+namespace {
+
+std::vector<float> read_all(const WeightSource& source, const TensorSpec& spec) {
+  std::vector<float> values(size_t(spec.numel()));
+  source.read_f32(spec.name, values);
+  return values;
+}
+
+}  // namespace
+
+TEST_CASE("is_linear_matrix: projections and the lm_head; tok_emb only when tied") {
+  ModelConfig config = open_model("tiny")->config();
+  REQUIRE(config.tie_word_embeddings);
+  for (const char* name : {"layers.0.qkv.weight", "layers.3.o.weight", "layers.1.up.weight",
+                           "layers.2.down.weight", "lm_head.weight", "tok_emb"}) {
+    CAPTURE(name);
+    CHECK(is_linear_matrix(config, name));
+  }
+  for (const char* name : {"layers.0.qkv.bias", "layers.0.attn_norm.weight", "final_norm.weight",
+                           "pos_emb", "layers.0.up.bias"}) {
+    CAPTURE(name);
+    CHECK_FALSE(is_linear_matrix(config, name));
+  }
+  config.tie_word_embeddings = false;
+  CHECK_FALSE(is_linear_matrix(config, "tok_emb"));
+}
+
+TEST_CASE("parse_quantize_type: the three --quantize spellings") {
+  CHECK(parse_quantize_type("q8_0") == GgmlType::kQ8_0);
+  CHECK(parse_quantize_type("q4_0") == GgmlType::kQ4_0);
+  CHECK(parse_quantize_type("q4_k") == GgmlType::kQ4_K);
+  CHECK_FALSE(parse_quantize_type("Q4_K"));
+  CHECK_FALSE(parse_quantize_type("q6_k"));
+}
+
+TEST_CASE("quantize_weights: blocks are quantize() of the preset's values, read_f32 decodes them") {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    const GgmlTypeTraits& traits = ggml_type_traits(type);
+    const std::string type_name = traits.name;
+    CAPTURE(type_name);
+    const std::unique_ptr<WeightSource> plain = open_model("tiny");
+    const std::unique_ptr<WeightSource> quantized = quantize_weights(open_model("tiny"), type);
+    const ModelConfig& config = quantized->config();
+    int blocks_checked = 0, dense = 0;
+    for (const TensorSpec& spec : canonical_tensors(config)) {
+      CAPTURE(spec.name);
+      const std::vector<float> original = read_all(*plain, spec);
+      const std::vector<float> got = read_all(*quantized, spec);
+      const std::optional<std::vector<StoredPart>> parts = quantized->stored_parts(spec.name);
+      // tiny's intermediate size 688 is not a whole number of 32- or 256-element blocks, so the
+      // down projection (in = 688) stays dense, as do the norms.
+      const bool expect_quantized =
+          is_linear_matrix(config, spec.name) && spec.shape.back() % traits.block_elems == 0;
+      CHECK(parts.has_value() == expect_quantized);
+      if (!expect_quantized) {
+        CHECK(std::memcmp(got.data(), original.data(), got.size() * 4) == 0);
+        CHECK(quantized->synthetic(spec.name).has_value());  // still generated on the device
+        ++dense;
+        continue;
+      }
+      CHECK_FALSE(quantized->synthetic(spec.name).has_value());
+      REQUIRE(parts->size() == 1);
+      const StoredPart& part = parts->front();
+      CHECK(part.type == type);
+      CHECK(part.rows == spec.shape[0]);
+      CHECK(part.cols == spec.shape[1]);
+      CHECK(part.unpermute_heads == 0);
+      std::vector<uint8_t> want(size_t(spec.numel() / traits.block_elems * traits.block_bytes));
+      quantize(type, original, want.data());
+      REQUIRE(part.bytes.size() == want.size());
+      CHECK(std::memcmp(part.bytes.data(), want.data(), want.size()) == 0);
+      std::vector<float> decoded(original.size());
+      dequantize(type, want.data(), decoded);
+      CHECK(std::memcmp(got.data(), decoded.data(), got.size() * 4) == 0);
+      // Quantized, so not the original values (a uniform preset has no exactly representable
+      // rows), but close: well inside the largest element.
+      CHECK(std::memcmp(got.data(), original.data(), got.size() * 4) != 0);
+      ++blocks_checked;
+    }
+    // tok_emb (tied lm_head) and qkv, o, up of 4 layers; down of 4 layers stays dense.
+    CHECK(blocks_checked == 1 + 3 * config.num_layers);
+    CHECK(dense > config.num_layers);
+    CHECK(linear_weight_types(*quantized) == std::string(traits.name) + " x " +
+                                                 std::to_string(1 + 3 * config.num_layers) +
+                                                 ", dense x " + std::to_string(config.num_layers));
+    CHECK(has_quantized_linear(*quantized));
+    CHECK_FALSE(has_quantized_linear(*plain));
+    CHECK(linear_weight_types(*plain) == "dense x " + std::to_string(1 + 4 * config.num_layers));
+  }
+}
+
+TEST_CASE("quantize_weights: the blocks stay valid and are made once") {
+  const std::unique_ptr<WeightSource> quantized =
+      quantize_weights(open_model("tiny"), GgmlType::kQ8_0);
+  const auto first = quantized->stored_parts("layers.0.qkv.weight");
+  const auto again = quantized->stored_parts("layers.0.qkv.weight");
+  REQUIRE(first);
+  REQUIRE(again);
+  CHECK(first->front().bytes.data() == again->front().bytes.data());
+}
+
+TEST_CASE("quantize_weights: a GGUF keeps its own types; unsupported types are refused") {
+  CHECK_THROWS_WITH_AS(
+      quantize_weights(open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf"),
+                       GgmlType::kQ8_0),
+      doctest::Contains("a GGUF keeps its own types"), Error);
+  CHECK_THROWS_WITH_AS(quantize_weights(open_model("tiny"), GgmlType::kQ6_K),
+                       doctest::Contains("no quantizer"), Error);
+}
+
+TEST_CASE("CPU backend on --quantize weights: says what it dequantized") {
+  const std::unique_ptr<WeightSource> quantized =
+      quantize_weights(open_model("tiny"), GgmlType::kQ4_0);
+  BackendOptions options;
+  options.max_num_seqs = 4;
+  options.max_num_batched_tokens = 64;
+  options.num_kv_blocks = 16;
+  const std::unique_ptr<Backend> backend = make_cpu_backend(*quantized, options);
+  CHECK(backend->weight_types() == "fp32 (dequantized from Q4_0 x 13, dense x 4)");
+  const std::unique_ptr<Backend> plain = make_cpu_backend(*open_model("tiny"), options);
+  CHECK(plain->weight_types() == "fp32");
+}
