@@ -1,0 +1,79 @@
+// Linear layers kept in ggml blocks on the device (quantized_weights.h).
+#include "engine/backend/cuda/quantized_weights.h"
+
+#include <map>
+
+#include "engine/model/quant.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemv_quant.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int64_t kRangeAlign = 256;  // covers every type's load alignment (gemv_quant.cuh)
+
+int64_t align_range(int64_t bytes) { return (bytes + kRangeAlign - 1) / kRangeAlign * kRangeAlign; }
+
+int64_t row_bytes(const StoredPart& part) {
+  return gemv_quant_row_bytes(uint32_t(part.type), int(part.cols));
+}
+
+}  // namespace
+
+bool can_keep_quantized(const std::vector<StoredPart>& parts) {
+  if (parts.empty()) return false;
+  for (const StoredPart& part : parts) {
+    if (part.cols != parts.front().cols || part.cols > INT32_MAX) return false;
+    if (!gemv_quant_supported(uint32_t(part.type), 1, int(part.cols))) return false;
+    if (int64_t(part.bytes.size()) != part.rows * row_bytes(part)) return false;
+    if (part.unpermute_heads > 0 &&
+        (part.rows % part.unpermute_heads != 0 || (part.rows / part.unpermute_heads) % 2 != 0)) {
+      return false;
+    }
+  }
+  return true;
+}
+
+int64_t quantized_upload_bytes(const std::vector<StoredPart>& parts) {
+  int64_t total = 0;
+  for (const StoredPart& part : parts) total += align_range(int64_t(part.bytes.size()));
+  return total;
+}
+
+std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, char* dst) {
+  std::vector<QuantRange> ranges;
+  std::vector<uint8_t> reordered;
+  int64_t row_begin = 0;
+  for (const StoredPart& part : parts) {
+    const int64_t stride = row_bytes(part);
+    const uint8_t* src = part.bytes.data();
+    if (part.unpermute_heads > 0) {  // whole rows move: the blocks of a row stay together
+      reordered.resize(part.bytes.size());
+      for (int64_t row = 0; row < part.rows; ++row) {
+        const int64_t to = unpermuted_row(row, part.rows, part.unpermute_heads);
+        std::copy_n(src + row * stride, stride, reordered.data() + to * stride);
+      }
+      src = reordered.data();
+    }
+    ROSE_CUDA_CHECK(cudaMemcpy(dst, src, part.bytes.size(), cudaMemcpyHostToDevice));
+    ranges.push_back(QuantRange{reinterpret_cast<const uint8_t*>(dst), part.type, row_begin,
+                                part.rows});
+    dst += align_range(int64_t(part.bytes.size()));
+    row_begin += part.rows;
+  }
+  return ranges;
+}
+
+std::string quant_range_counts(const std::vector<const std::vector<QuantRange>*>& matrices) {
+  std::map<std::string, int> counts;
+  for (const std::vector<QuantRange>* ranges : matrices) {
+    for (const QuantRange& range : *ranges) ++counts[ggml_type_traits(range.type).name];
+  }
+  std::string text;
+  for (const auto& [name, count] : counts) {
+    text += (text.empty() ? "" : ", ") + name + " x " + std::to_string(count);
+  }
+  return text;
+}
+
+}  // namespace rose
