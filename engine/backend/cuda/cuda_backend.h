@@ -105,6 +105,10 @@ class CudaBackend final : public Backend {
   void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step);
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
   void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out);
+  // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
+  // with out = w.rows, or w.rows / 2 for the gated kSiluMul (rows gate | up).
+  void gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
+                GemvActivation act);
   // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
   // the GEMM's, so a row's bits would depend on the batch size).
   bool use_gemv(int n, int in) const { return !invariant_gemm_ && gemv_supported(n, in); }

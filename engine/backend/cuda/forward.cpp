@@ -193,11 +193,8 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
   if (use_gemv(n, H) && use_gemv(n, I)) {  // small batch: activation fused
-    // Quantized formats: the fused kernel for w.up.format goes here (gemv_quant.cuh).
-    ROSE_ASSERT(w.up.format == dense_format(dtype_));
-    launch_gemv_act(normed_, w.up.data, w.up_b, hidden_act, n, int(w.up.cols), I,
-                    gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias, dtype_,
-                    stream_);
+    gemv_act(normed_, w.up, w.up_b, hidden_act, n,
+             gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias);
   } else {
     gemm(normed_, w.up, mlp_, n, false);
     if (gated) {
@@ -243,6 +240,14 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
   ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w.data, t,
                                  in, x, t, in, &beta, y, f32_out ? CUDA_R_32F : t, out,
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
+                           GemvActivation act) {
+  // Quantized formats: the fused kernel for w.format goes here (gemv_quant.cuh has the gated one).
+  ROSE_ASSERT(w.format == dense_format(dtype_));
+  const int64_t out = act == GemvActivation::kSiluMul ? w.rows / 2 : w.rows;  // gate | up: 2 * out
+  launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_);
 }
 
 }  // namespace rose
