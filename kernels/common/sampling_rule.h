@@ -24,6 +24,19 @@ struct SamplingParams {
   uint64_t seed = 0;
 };
 
+// Per-row sampling parameters as the GPU kernel reads them (kernels/cuda/sampling.cuh), filled on
+// the host. Here, not in the kernel's header, so the CUDA backend's metadata layout
+// (engine/backend/cuda/workspace_plan.h) is plain C++ that CPU-only builds compile and test.
+struct SampleRowParams {
+  float temperature;
+  int32_t top_k;
+  float top_p;
+  int32_t do_sample;  // 0: write -1
+  uint64_t seed;
+  uint64_t sample_index;
+};
+static_assert(sizeof(SampleRowParams) == 32, "the metadata layout packs 32-byte rows");
+
 // The sampled id reported for a sequence whose logits held a NaN or an infinity: both backends'
 // per-sequence flag, carried in the id so it costs no extra copy or synchronisation.
 constexpr int32_t kSampledNonFinite = -2;

@@ -11,7 +11,8 @@ namespace {
 
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
-constexpr int kMaxGroup = 8;          // query heads per block; larger GQA groups use several blocks
+// Query heads per block; larger GQA groups use several blocks (kernels/common/attention_split.h).
+constexpr int kMaxGroup = kAttentionMaxGroup;
 constexpr int kTile = 32;             // keys per warp iteration: one key per lane for Q.K
 constexpr int kDeepMaxTokens = 1024;  // query rows up to which the deep-unrolled variant runs
 
@@ -548,21 +549,6 @@ void launch_dim(const AttentionArgs& args, cudaStream_t stream) {
 
 bool attention_supports_head_dim(int head_dim) {
   return head_dim == 8 || head_dim == 16 || head_dim == 32 || head_dim == 64 || head_dim == 128;
-}
-
-int64_t attention_merge_counters(int num_tokens, int num_kv_heads, int num_heads) {
-  const int group = num_heads / num_kv_heads;
-  return int64_t(num_tokens) * num_kv_heads * ((group + kMaxGroup - 1) / kMaxGroup);
-}
-
-int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
-                         int max_splits) {
-  const int group = num_heads / num_kv_heads;
-  const int blocks = num_tokens * num_kv_heads * ((group + kMaxGroup - 1) / kMaxGroup);
-  int splits = blocks > 0 ? target_blocks / blocks : 1;
-  if (splits < 1) splits = 1;
-  if (splits > max_splits) splits = max_splits;
-  return splits;
 }
 
 void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream) {

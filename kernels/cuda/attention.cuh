@@ -11,6 +11,7 @@
 
 #include <cstdint>
 
+#include "kernels/common/attention_split.h"  // attention_num_splits, attention_merge_counters
 #include "kernels/cuda/dtype.cuh"
 
 namespace rose {
@@ -52,14 +53,5 @@ struct AttentionArgs {
 
 void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream);
 bool attention_supports_head_dim(int head_dim);
-
-// Entries merge_counters needs for num_tokens query rows.
-int64_t attention_merge_counters(int num_tokens, int num_kv_heads, int num_heads);
-
-// How many key splits to use for a batch of num_tokens query rows: enough thread blocks to fill
-// the GPU (target_blocks), at most max_splits. Depends only on the shape, so a CUDA graph captured
-// for a batch size stays valid.
-int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads, int target_blocks,
-                         int max_splits);
 
 }  // namespace rose

@@ -1,0 +1,179 @@
+#pragma once
+// The CUDA backend: bf16 (or fp16) weights and KV cache, fp32 accumulation and residual stream.
+// Everything is allocated at construction (weights, the KV pool, workspaces sized by the token and
+// sequence budgets); execute() copies the plan's small arrays in with one cudaMemcpyAsync, runs the
+// forward pass (eagerly, or as a CUDA graph for pure-decode steps), samples on the GPU and copies
+// only the sampled ids back: one synchronisation per step.
+//
+// The parts: cuda_backend.cpp (construction, execute), device_weights (upload and binding),
+// workspace_plan (buffer sizes, plain C++), graph_cache (decode graphs), forward.cpp (the layers).
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/backend/cuda/device_arena.h"
+#include "engine/backend/cuda/device_weights.h"
+#include "engine/backend/cuda/graph_cache.h"
+#include "engine/backend/cuda/workspace_plan.h"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/gemm_invariant.h"
+#include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/rope_kv.cuh"
+
+namespace rose {
+
+// One layer's kernel arguments, filled once at construction with everything that does not change
+// between steps (weights, workspaces, KV pages, model shape); forward() copies them and sets only
+// the step's fields (StepFields). Tensor parallel would build these per GPU with its shard's heads.
+struct LayerArgs {
+  AddNormArgs attn_norm;  // residual += the previous layer's down output (+ bias), then norm
+  RopeKvArgs rope_kv;     // this layer's K and V pages
+  AttentionArgs attention;
+  AddNormArgs mlp_norm;  // residual += the o output (+ bias), then norm
+};
+
+// What changes between steps in the kernels' arguments: counts, the attention grid, and where the
+// step's metadata arrays sit (their offsets depend on the counts).
+struct StepFields {
+  int num_tokens = 0;
+  int num_seqs = 0;
+  int num_splits = 1;                     // attention key splits
+  int rows_per_launch = 0;                // --batch-invariant attention: query rows per launch
+  const int32_t* positions = nullptr;     // (num_tokens,)
+  const int32_t* slot_mapping = nullptr;  // (num_tokens,)
+  const int32_t* token_ids = nullptr;     // (num_tokens,)
+  const int32_t* token_seq = nullptr;     // (num_tokens,)
+  const int32_t* query_start = nullptr;   // (num_seqs + 1,)
+  const int32_t* context_lens = nullptr;  // (num_seqs,)
+  const int32_t* sample_rows = nullptr;   // (num_seqs,)
+  const int32_t* block_tables = nullptr;  // (num_seqs, *table_stride)
+  const int32_t* table_stride = nullptr;  // (1,)
+  const SampleRowParams* sample_params = nullptr;  // (num_seqs,)
+};
+
+class CudaBackend final : public Backend {
+ public:
+  CudaBackend(const WeightSource& weights, const BackendOptions& options);
+  ~CudaBackend() override;
+
+  void execute(const StepPlan& plan, StepOutput& out) override;
+  const PlanLimits& limits() const override { return limits_; }
+  std::string device_name() const override { return device_name_; }
+  const ModelConfig& config() const override { return config_; }
+  int64_t weight_bytes() const override { return weights_.bytes_per_forward; }
+  int64_t kv_bytes_per_token() const override {
+    return config_.kv_elements_per_token() * element_size_;
+  }
+
+ private:
+  // Construction, in this order (cuda_backend.cpp).
+  void resolve_options();  // dtype, model and budget checks, max_model_len
+  void open_device();      // device, stream, cuBLAS and its fixed workspace
+  void allocate_workspaces();
+  void allocate_kv_pool();  // last: it takes what memory is left
+  void build_layer_args();
+  AddNormArgs norm_args() const;
+  RopeKvArgs rope_kv_args(int layer) const;
+  AttentionArgs attention_args(int layer) const;
+  void* k_cache(int layer) const;
+  void* v_cache(int layer) const;
+  void warm_up();
+  void warm_up_prefill(StepPlan& plan, StepOutput& out);
+  void warm_up_graphs(StepPlan& plan, StepOutput& out);
+
+  // One step (cuda_backend.cpp).
+  void validate(const StepPlan& plan) const;
+  // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
+  // returns the bytes to copy.
+  int64_t pack(const StepPlan& plan, int padded_seqs);
+  void launch_eager(const StepPlan& plan);
+  void copy_logits(const StepPlan& plan, StepOutput& out) const;
+
+  // The forward pass (forward.cpp). max_query_len: the step's longest query chunk (1 for pure
+  // decode); it picks the attention kernel and sizes the prefill kernel's grid.
+  void forward(int num_tokens, int num_seqs, int max_query_len);
+  StepFields step_fields(int num_tokens, int num_seqs) const;
+  void attention_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step,
+                       int max_query_len);
+  void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step);
+  // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
+  void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out);
+  // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
+  // with out = w.rows, or w.rows / 2 for the gated kSiluMul (rows gate | up).
+  void gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
+                GemvActivation act);
+  // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
+  // the GEMM's, so a row's bits would depend on the batch size).
+  bool use_gemv(int n, int in) const { return !invariant_gemm_ && gemv_supported(n, in); }
+  std::vector<GemmShape> gemm_shapes() const;
+  template <typename T>
+  T* meta(int64_t offset) const {  // a device pointer into this step's metadata
+    return reinterpret_cast<T*>(static_cast<char*>(meta_device_) + offset);
+  }
+
+  ModelConfig config_;
+  BackendOptions options_;
+  DType dtype_ = DType::kBF16;
+  int64_t element_size_ = 2;  // dtype_size(dtype_)
+  int max_model_len_ = 0;
+  WorkspacePlan plan_;  // sizes of every buffer below, and the resolved budgets
+  PlanLimits limits_;   // set once the KV pool is sized
+  int num_kv_blocks_ = 0;
+  // --batch-invariant: the attention grid's splits for the next forward(): invariant_splits for a
+  // graph (replayed at any context), the step's longest context for an eager step. A row's bits do
+  // not depend on the grid (splits past its keys exit), so a smaller grid only saves launches.
+  int step_splits_ = 0;
+  std::string device_name_;
+  bool print_stats_ = false;
+
+  cudaStream_t stream_ = nullptr;
+  cublasHandle_t cublas_ = nullptr;
+  // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
+  std::unique_ptr<InvariantGemm> invariant_gemm_;
+  DeviceArena arena_;  // every device buffer below, freed in the destructor
+  void* cublas_workspace_ = nullptr;
+  void* pinned_meta_ = nullptr;        // (plan_.bytes.meta) host mirror of meta_device_
+  int32_t* pinned_sampled_ = nullptr;  // (S,)
+  void* meta_device_ = nullptr;        // (plan_.bytes.meta) this step's MetaLayout
+
+  DeviceWeights weights_;
+  std::vector<LayerArgs> layer_args_;  // (num_layers,)
+  AddNormArgs final_norm_args_;        // the last layer's output, normed at each sampled row
+
+  void* kv_pool_ = nullptr;  // per layer K then V: (num_blocks, block_size, n_kv_heads, head_dim)
+  int64_t kv_layer_bytes_ = 0;  // one layer's K (or V): num_blocks * block_size * kv_dim elements
+
+  // Workspaces (T = plan_.max_tokens, S = plan_.max_seqs): sizes in workspace_plan.h.
+  float* residual_ = nullptr;          // (T, H) fp32
+  void* normed_ = nullptr;             // (T, H)
+  void* qkv_ = nullptr;                // (T, qkv_dim)
+  void* attn_ = nullptr;               // (T, q_dim)
+  void* proj_ = nullptr;               // (T, H) o and down outputs
+  void* mlp_ = nullptr;                // (T, mlp_up_rows)
+  void* act_ = nullptr;                // (T, I) gated MLPs
+  void* final_normed_ = nullptr;       // (S, H)
+  float* logits_ = nullptr;            // (S, V) fp32
+  int32_t* sampled_ = nullptr;         // (S,)
+  float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
+  float* partial_lse_ = nullptr;       // (partial_rows,)
+  int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
+
+  GraphCache graphs_;
+
+  // Where execute()'s host time goes (ROSEINFER_CUDA_STATS=1 prints it when the backend is
+  // destroyed): seconds in validate, pack + H2D copy, launches, and the wait for the step.
+  struct Stats {
+    int64_t steps = 0, replays = 0, captures = 0, eager = 0, copy_bytes = 0;
+    double validate_s = 0, pack_s = 0, launch_s = 0, sync_s = 0;
+  };
+  Stats stats_;
+};
+
+}  // namespace rose

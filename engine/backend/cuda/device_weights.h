@@ -1,0 +1,67 @@
+#pragma once
+// The model's weights on the device: uploaded once at construction (generated for presets, decoded
+// from GGUF blocks, or converted from fp32) and bound by name into per-layer structs, with the
+// linear layers as DeviceMatrix so a weight's storage format is separate from the activation dtype.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <vector>
+
+#include "engine/backend/cuda/device_arena.h"
+#include "engine/model/weights.h"
+#include "kernels/common/ggml_type.h"
+#include "kernels/cuda/dtype.cuh"
+
+namespace rose {
+
+// A linear layer's weight on the device: y (n, rows) = x (n, cols) W^T.
+// Tensor parallel would keep one shard per GPU here: a column-parallel layer (qkv, up) a slice of
+// rows (its heads or its part of I), a row-parallel one (o, down) a slice of cols followed by an
+// all-reduce of y; rows and cols are then the shard's, and gemm() needs no other change.
+struct DeviceMatrix {
+  const void* data = nullptr;         // (rows, cols) in `format`
+  GgmlType format = GgmlType::kBF16;  // kBF16/kF16: dense in the activation dtype; quantized next
+  int64_t rows = 0, cols = 0;
+};
+
+// The format a dense matrix in the activation dtype has.
+GgmlType dense_format(DType dtype);
+
+// One transformer block's weights. Vectors are in the activation dtype; a bias or a norm shift is
+// nullptr when the model has none (ModelConfig::has_linear_biases, has_qkv_bias, norm_kind).
+struct LayerWeights {
+  const void* attn_norm_w = nullptr;  // (H,)
+  const void* attn_norm_b = nullptr;  // (H,) LayerNorm
+  DeviceMatrix qkv;                   // (qkv_dim, H) rows q | k | v
+  const void* qkv_b = nullptr;        // (qkv_dim,)
+  DeviceMatrix o;                     // (H, q_dim)
+  const void* o_b = nullptr;          // (H,)
+  const void* mlp_norm_w = nullptr;   // (H,)
+  const void* mlp_norm_b = nullptr;   // (H,) LayerNorm
+  DeviceMatrix up;                    // (mlp_up_rows, H): I rows, or 2I rows gate | up when gated
+  const void* up_b = nullptr;         // (I,)
+  DeviceMatrix down;                  // (H, I)
+  const void* down_b = nullptr;       // (H,)
+};
+
+struct DeviceWeights {
+  const void* tok_emb = nullptr;  // (V, H)
+  const void* pos_emb = nullptr;  // (max_position_embeddings, H) learned positions only
+  std::vector<LayerWeights> layers;
+  const void* final_norm_w = nullptr;  // (H,)
+  const void* final_norm_b = nullptr;  // (H,) LayerNorm
+  DeviceMatrix lm_head;                // (V, H); tok_emb's memory when the embeddings are tied
+  float* inv_freq = nullptr;           // (head_dim / 2,) RoPE models; nullptr otherwise
+  // Bytes a forward pass reads: every matrix and vector except the embedding tables (only rows
+  // are gathered), plus the lm_head (tied or not).
+  int64_t bytes_per_forward = 0;
+};
+
+// Uploads every canonical tensor of `weights` into one allocation from `arena` and binds them.
+// Generated tensors may still be in flight on `stream` when it returns (the caller synchronises
+// once everything is allocated). print_stats: one line on stderr with what was decoded, converted
+// and generated.
+DeviceWeights upload_weights(const WeightSource& weights, DType dtype, cudaStream_t stream,
+                             DeviceArena& arena, bool print_stats);
+
+}  // namespace rose

@@ -1,0 +1,253 @@
+// The CUDA backend's forward pass: per-layer kernel arguments built once, the layers, the linear
+// layers' dispatch (cuda_backend.h).
+#include <algorithm>
+#include <cmath>
+
+#include "engine/backend/cuda/cuda_backend.h"
+#include "kernels/common/error.h"
+#include "kernels/cuda/activation.cuh"
+#include "kernels/cuda/attention_prefill.cuh"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/sampling.cuh"
+
+namespace rose {
+
+// The add-norm arguments every norm of the model shares: the residual stream, the output rows,
+// the model's norm.
+AddNormArgs CudaBackend::norm_args() const {
+  AddNormArgs norm;
+  norm.residual = residual_;
+  norm.out = normed_;
+  norm.hidden = config_.hidden_size;
+  norm.eps = config_.norm_eps;
+  norm.kind = config_.norm_kind();
+  norm.dtype = dtype_;
+  return norm;
+}
+
+// Layer l's K (then V) pages: (num_blocks, block_size, num_kv_heads, head_dim) each.
+void* CudaBackend::k_cache(int l) const {
+  return static_cast<char*>(kv_pool_) + int64_t(2 * l) * kv_layer_bytes_;
+}
+void* CudaBackend::v_cache(int l) const { return static_cast<char*>(k_cache(l)) + kv_layer_bytes_; }
+
+RopeKvArgs CudaBackend::rope_kv_args(int l) const {
+  const ModelConfig& c = config_;
+  RopeKvArgs rope;
+  rope.qkv = qkv_;
+  rope.qkv_bias = weights_.layers[l].qkv_b;
+  rope.k_cache = k_cache(l);
+  rope.v_cache = v_cache(l);
+  rope.inv_freq = weights_.inv_freq;  // nullptr without RoPE: no rotation
+  rope.num_heads = c.num_heads;
+  rope.num_kv_heads = c.num_kv_heads;
+  rope.head_dim = c.head_dim;
+  rope.dtype = dtype_;
+  return rope;
+}
+
+AttentionArgs CudaBackend::attention_args(int l) const {
+  const ModelConfig& c = config_;
+  AttentionArgs at;
+  at.q = qkv_;
+  at.q_stride = c.qkv_dim();
+  at.k_cache = k_cache(l);
+  at.v_cache = v_cache(l);
+  at.out = attn_;
+  at.partial_out = partial_out_;
+  at.partial_lse = partial_lse_;
+  at.merge_counters = merge_counters_;
+  at.num_heads = c.num_heads;
+  at.num_kv_heads = c.num_kv_heads;
+  at.head_dim = c.head_dim;
+  at.block_size = options_.block_size;
+  // --batch-invariant: fixed splits from position 0 (see kInvariantSplitKeys).
+  if (options_.batch_invariant) at.split_keys = kInvariantSplitKeys;
+  at.scale = 1.0f / std::sqrt(float(c.head_dim));
+  at.dtype = dtype_;
+  return at;
+}
+
+// Everything but the step's counts and metadata pointers. Each add-norm first adds the sub-layer
+// output still pending in proj_ (and its bias) to the residual: layer 0's attention norm has none.
+void CudaBackend::build_layer_args() {
+  const int num_layers = config_.num_layers;
+  const void* pending_bias = nullptr;  // the bias of the sub-layer output now in proj_
+  layer_args_.resize(num_layers);
+  for (int l = 0; l < num_layers; ++l) {
+    const LayerWeights& w = weights_.layers[l];
+    LayerArgs& args = layer_args_[l];
+    args.attn_norm = norm_args();
+    args.attn_norm.delta = l > 0 ? proj_ : nullptr;
+    args.attn_norm.delta_bias = pending_bias;
+    args.attn_norm.weight = w.attn_norm_w;
+    args.attn_norm.bias = w.attn_norm_b;
+    args.rope_kv = rope_kv_args(l);
+    args.attention = attention_args(l);
+    args.mlp_norm = norm_args();
+    args.mlp_norm.delta = proj_;
+    args.mlp_norm.delta_bias = w.o_b;
+    args.mlp_norm.weight = w.mlp_norm_w;
+    args.mlp_norm.bias = w.mlp_norm_b;
+    pending_bias = w.down_b;
+  }
+  // Final norm on each sequence's last token only (row_index per step), residual left as it is.
+  final_norm_args_ = norm_args();
+  final_norm_args_.delta = num_layers > 0 ? proj_ : nullptr;
+  final_norm_args_.delta_bias = pending_bias;
+  final_norm_args_.weight = weights_.final_norm_w;
+  final_norm_args_.bias = weights_.final_norm_b;
+  final_norm_args_.out = final_normed_;
+  final_norm_args_.write_residual = false;
+}
+
+StepFields CudaBackend::step_fields(int n, int num_seqs) const {
+  const ModelConfig& c = config_;
+  const MetaLayout layout = meta_layout(n, num_seqs);
+  StepFields step;
+  step.num_tokens = n;
+  step.num_seqs = num_seqs;
+  step.num_splits =
+      attention_num_splits(n, c.num_kv_heads, c.num_heads, plan_.target_ctas, kMaxAttentionSplits);
+  if (options_.batch_invariant) {
+    step.num_splits = step_splits_;
+    // The partials hold invariant_rows rows of invariant_splits splits: more rows of fewer.
+    step.rows_per_launch = int(std::min<int64_t>(
+        plan_.max_tokens, int64_t(plan_.invariant_rows) * plan_.invariant_splits / step_splits_));
+  }
+  step.positions = meta<int32_t>(layout.positions);
+  step.slot_mapping = meta<int32_t>(layout.slot_mapping);
+  step.token_ids = meta<int32_t>(layout.token_ids);
+  step.token_seq = meta<int32_t>(layout.token_seq);
+  step.query_start = meta<int32_t>(layout.query_start);
+  step.context_lens = meta<int32_t>(layout.context_lens);
+  step.sample_rows = meta<int32_t>(layout.sample_rows);
+  step.block_tables = meta<int32_t>(layout.block_tables);
+  step.table_stride = meta<int32_t>(layout.table_stride);
+  step.sample_params = meta<SampleRowParams>(layout.sample_params);
+  return step;
+}
+
+void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
+  const ModelConfig& c = config_;
+  const StepFields step = step_fields(n, num_seqs);
+  launch_embedding(residual_, weights_.tok_emb, weights_.pos_emb, step.token_ids, step.positions, n,
+                   c.hidden_size, dtype_, stream_);
+  for (int l = 0; l < c.num_layers; ++l) {
+    attention_block(layer_args_[l], weights_.layers[l], step, max_query_len);
+    mlp_block(layer_args_[l], weights_.layers[l], step);
+  }
+  AddNormArgs final_norm = final_norm_args_;
+  final_norm.row_index = step.sample_rows;
+  final_norm.num_rows = num_seqs;
+  launch_add_norm(final_norm, stream_);
+  gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true);
+  launch_sample(sampled_, logits_, step.sample_params, num_seqs, c.vocab_size, stream_);
+}
+
+// Add-norm, qkv, RoPE and the KV write, attention, o.
+void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
+                                  const StepFields& step, int max_query_len) {
+  const int n = step.num_tokens;
+  AddNormArgs norm = layer.attn_norm;
+  norm.num_rows = n;
+  launch_add_norm(norm, stream_);
+  gemm(normed_, w.qkv, qkv_, n, false);
+
+  RopeKvArgs rope = layer.rope_kv;
+  rope.positions = step.positions;
+  rope.slot_mapping = step.slot_mapping;
+  rope.num_tokens = n;
+  launch_rope_kv_write(rope, stream_);
+
+  AttentionArgs at = layer.attention;
+  at.block_tables = step.block_tables;
+  at.block_table_stride = step.table_stride;
+  at.query_start = step.query_start;
+  at.context_lens = step.context_lens;
+  at.token_seq = step.token_seq;
+  at.num_tokens = n;
+  at.num_splits = step.num_splits;
+  at.rows_per_launch = step.rows_per_launch;
+  // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
+  // decode keeps split-KV, which spreads few rows over the GPU. Invariant mode keeps one fixed
+  // schedule for now (not this kernel).
+  if (max_query_len > 1 && !options_.batch_invariant && prefill_attention_supported(at)) {
+    launch_prefill_attention(at, step.num_seqs, max_query_len, stream_);
+  } else {
+    launch_paged_attention(at, stream_);
+  }
+  gemm(attn_, w.o, proj_, n, false);
+}
+
+// Add-norm, up (or gate|up) with its activation, down; down's output stays in proj_ for the next
+// add-norm.
+void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step) {
+  const int n = step.num_tokens;
+  const ModelConfig& c = config_;
+  const int H = c.hidden_size, I = c.intermediate_size;
+  AddNormArgs norm = layer.mlp_norm;
+  norm.num_rows = n;
+  launch_add_norm(norm, stream_);
+  const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
+  void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
+  if (use_gemv(n, H) && use_gemv(n, I)) {  // small batch: activation fused
+    gemv_act(normed_, w.up, w.up_b, hidden_act, n,
+             gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias);
+  } else {
+    gemm(normed_, w.up, mlp_, n, false);
+    if (gated) {
+      launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
+    } else {
+      launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+    }
+  }
+  gemm(hidden_act, w.down, proj_, n, false);
+}
+
+// Every (out, in, f32_out) forward() passes to gemm(), with the most rows it passes.
+std::vector<GemmShape> CudaBackend::gemm_shapes() const {
+  const ModelConfig& c = config_;
+  const int H = c.hidden_size, I = c.intermediate_size;
+  const int T = plan_.max_tokens;
+  return {
+      GemmShape{c.qkv_dim(), H, false, T},               // qkv
+      GemmShape{H, c.q_dim(), false, T},                 // o
+      GemmShape{int(c.mlp_up_rows()), H, false, T},      // up, or gate|up when gated
+      GemmShape{H, I, false, T},                         // down
+      GemmShape{c.vocab_size, H, true, plan_.max_seqs},  // lm_head, fp32 logits
+  };
+}
+
+void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out) {
+  // Quantized formats dispatch here on w.format (calm's one-overload-per-format table); today
+  // every matrix is dense in the activation dtype.
+  ROSE_ASSERT(w.format == dense_format(dtype_));
+  const int in = int(w.cols), out = int(w.rows);
+  // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
+  // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
+  if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
+    invariant_gemm_->run(x, w.data, y, n, in, out, f32_out, stream_);
+    return;
+  }
+  if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
+    launch_gemv(x, w.data, y, n, in, out, f32_out, dtype_, stream_);
+    return;
+  }
+  const float alpha = 1.0f, beta = 0.0f;
+  const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
+  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w.data, t,
+                                 in, x, t, in, &beta, y, f32_out ? CUDA_R_32F : t, out,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
+                           GemvActivation act) {
+  // Quantized formats: the fused kernel for w.format goes here (gemv_quant.cuh has the gated one).
+  ROSE_ASSERT(w.format == dense_format(dtype_));
+  const int64_t out = act == GemvActivation::kSiluMul ? w.rows / 2 : w.rows;  // gate | up: 2 * out
+  launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_);
+}
+
+}  // namespace rose

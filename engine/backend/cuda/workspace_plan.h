@@ -1,0 +1,93 @@
+#pragma once
+// The CUDA backend's workspace sizes as a pure function of the model and the budgets: plain C++
+// (no CUDA), built into every configuration so CPU-only CI tests it
+// (tests/test_workspace_plan.cpp). The backend allocates exactly these bytes; the shapes here are
+// the buffers' shapes there.
+#include <cstdint>
+
+#include "engine/model/config.h"
+
+namespace rose {
+
+// Attention key splits at most, for any batch (the split-KV grid's third dimension).
+constexpr int kMaxAttentionSplits = 32;
+// --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
+// the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
+// pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
+// still gets 4-16 splits per KV head to spread over the SMs (2048 would leave 1-4).
+constexpr int kInvariantSplitKeys = 512;
+// Bound on the invariant attention partials: the launcher runs the rows in launches that fit.
+constexpr int64_t kInvariantPartialBytes = int64_t(128) << 20;
+
+int64_t align_up(int64_t x, int64_t a);
+
+// Where each per-step array lives inside the one metadata buffer (same offsets on host and device).
+// The offsets depend only on the step's token and sequence counts, so the arrays are packed
+// tightly (one small copy per step) and a graph captured for a batch size keeps reading the right
+// addresses: every replay of that bucket has the same counts.
+struct MetaLayout {
+  int64_t sample_params = 0;  // (num_seqs,) SampleRowParams
+  int64_t query_start = 0;    // (num_seqs + 1,) int32
+  int64_t context_lens = 0;   // (num_seqs,)
+  int64_t sample_rows = 0;    // (num_seqs,) flat index of each sequence's last token
+  int64_t table_stride = 0;   // (1,) block table stride of this step
+  int64_t token_ids = 0;      // (num_tokens,)
+  int64_t positions = 0;      // (num_tokens,)
+  int64_t slot_mapping = 0;   // (num_tokens,)
+  int64_t token_seq = 0;      // (num_tokens,) sequence of each token
+  int64_t block_tables = 0;   // (num_seqs, table stride) packed with this step's stride
+};
+
+// Each array 16-byte aligned; block_tables last, since its length depends on the step's stride.
+MetaLayout meta_layout(int64_t num_tokens, int64_t num_seqs);
+
+// What the sizes depend on (the budgets as BackendOptions gives them, max_model_len resolved).
+struct WorkspaceInputs {
+  int max_num_batched_tokens = 0;
+  int max_num_seqs = 0;
+  int max_model_len = 0;
+  int block_size = 0;
+  bool batch_invariant = false;
+  int64_t element_size = 2;  // bytes of the activation dtype (dtype_size)
+  int num_sms = 0;           // streaming multiprocessors of the device
+};
+
+// Bytes of every device buffer a step uses (T = WorkspacePlan::max_tokens, S = max_seqs, H hidden,
+// I intermediate, V vocab, e the element size). 0: not allocated.
+struct WorkspaceBytes {
+  int64_t residual = 0;        // (T, H) fp32 residual stream
+  int64_t normed = 0;          // (T, H) e: norm output, the next linear layer's input
+  int64_t qkv = 0;             // (T, qkv_dim) e
+  int64_t attn = 0;            // (T, q_dim) e: attention output
+  int64_t proj = 0;            // (T, H) e: o and down outputs
+  int64_t mlp = 0;             // (T, mlp_up_rows) e: up (or gate|up) output
+  int64_t act = 0;             // (T, I) e: silu(gate) * up; gated MLPs only
+  int64_t final_normed = 0;    // (S, H) e: each sequence's last row, normed
+  int64_t logits = 0;          // (S, V) fp32
+  int64_t sampled = 0;         // (S,) int32, also the pinned host copy
+  int64_t partial_out = 0;     // (partial_rows, head_dim) fp32 attention split partials
+  int64_t partial_lse = 0;     // (partial_rows,) fp32
+  int64_t merge_counters = 0;  // (attention_merge_counters(T),) int32
+  int64_t meta = 0;            // the largest step's MetaLayout plus (S, max_table_stride) tables;
+                               // the device buffer and its pinned host mirror
+};
+
+struct WorkspacePlan {
+  int max_tokens = 0;  // max(token budget, seq budget): a decode step of S sequences is S tokens
+  int max_seqs = 0;    // S
+  int max_table_stride = 0;  // block-table columns for max_model_len
+  int target_ctas = 0;       // thread blocks attention aims for: 4 per SM
+  // --batch-invariant (0 otherwise): the attention grid's splits for max_model_len, and the query
+  // rows per launch whose partials fit kInvariantPartialBytes at that grid.
+  int invariant_splits = 0;
+  int invariant_rows = 0;
+  int64_t partial_rows = 0;  // (token, head, split) triples of the partials at the worst batch
+  WorkspaceBytes bytes;
+};
+
+WorkspacePlan plan_workspaces(const ModelConfig& config, const WorkspaceInputs& in);
+
+// One KV block across all layers: K and V, (block_size, num_kv_heads, head_dim) each per layer.
+int64_t kv_block_bytes(const ModelConfig& config, int block_size, int64_t element_size);
+
+}  // namespace rose

@@ -1,0 +1,149 @@
+// The CUDA backend's workspace sizes (engine/backend/cuda/workspace_plan.h), checked without a GPU
+// against sizes worked out by hand from the presets' shapes: every buffer, the attention partials
+// with and without --batch-invariant, the metadata layout and the KV block.
+#include <doctest/doctest.h>
+
+#include <optional>
+
+#include "engine/backend/cuda/workspace_plan.h"
+#include "engine/model/presets.h"
+
+using namespace rose;
+
+namespace {
+
+ModelConfig preset(const char* name) {
+  const std::optional<ModelConfig> config = preset_config(name);
+  REQUIRE(config.has_value());
+  return *config;
+}
+
+WorkspaceInputs inputs(int tokens, int seqs, int max_model_len, bool invariant) {
+  WorkspaceInputs in;
+  in.max_num_batched_tokens = tokens;
+  in.max_num_seqs = seqs;
+  in.max_model_len = max_model_len;
+  in.block_size = 16;
+  in.batch_invariant = invariant;
+  in.element_size = 2;
+  in.num_sms = 132;  // H100 SXM: target_ctas 528
+  return in;
+}
+
+}  // namespace
+
+TEST_CASE("meta_layout packs each array 16-byte aligned, block tables last") {
+  // 8 seqs, 64 tokens: params 8*32 = 256; query_start 9*4 = 36 -> 304; context_lens, sample_rows
+  // 32 each -> 336, 368; table_stride 4 -> 384; four token arrays of 256 each -> 1408.
+  const MetaLayout m = meta_layout(64, 8);
+  CHECK(m.sample_params == 0);
+  CHECK(m.query_start == 256);
+  CHECK(m.context_lens == 304);
+  CHECK(m.sample_rows == 336);
+  CHECK(m.table_stride == 368);
+  CHECK(m.token_ids == 384);
+  CHECK(m.positions == 640);
+  CHECK(m.slot_mapping == 896);
+  CHECK(m.token_seq == 1152);
+  CHECK(m.block_tables == 1408);
+}
+
+TEST_CASE("tiny preset: every buffer, split-KV partials") {
+  // tiny: V 512, H 256, I 688 (gated: up rows 1376), heads 8, KV heads 2, head_dim 32, 4 layers.
+  const ModelConfig c = preset("tiny");
+  const WorkspacePlan plan = plan_workspaces(c, inputs(64, 8, 2048, false));
+  CHECK(plan.max_tokens == 64);
+  CHECK(plan.max_seqs == 8);
+  CHECK(plan.max_table_stride == 128);
+  CHECK(plan.target_ctas == 528);
+  CHECK(plan.invariant_splits == 0);
+  const WorkspaceBytes& b = plan.bytes;
+  CHECK(b.residual == 64 * 256 * 4);
+  CHECK(b.normed == 64 * 256 * 2);
+  CHECK(b.qkv == 64 * 384 * 2);  // qkv_dim 256 + 2 * 64
+  CHECK(b.attn == 64 * 256 * 2);
+  CHECK(b.proj == 64 * 256 * 2);
+  CHECK(b.mlp == 64 * 1376 * 2);
+  CHECK(b.act == 64 * 688 * 2);
+  CHECK(b.final_normed == 8 * 256 * 2);
+  CHECK(b.logits == 8 * 512 * 4);
+  CHECK(b.sampled == 8 * 4);
+  // One block per (row, KV head): splits(n) = min(32, 528 / 2n); rows * heads * splits peaks at
+  // 8 * 264 = 2112 (n = 11: 11 * 24 = 264).
+  CHECK(plan.partial_rows == 2112);
+  CHECK(b.partial_out == 2112 * 32 * 4);
+  CHECK(b.partial_lse == 2112 * 4);
+  CHECK(b.merge_counters == 64 * 2 * 4);
+  CHECK(b.meta == 1408 + 8 * 128 * 4);
+  CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 64 * 2);
+}
+
+TEST_CASE("tiny preset, --batch-invariant: fixed grid of 512-key splits") {
+  const ModelConfig c = preset("tiny");
+  const WorkspacePlan plan = plan_workspaces(c, inputs(64, 8, 2048, true));
+  // 2048 / 512 = 4 splits; a row is 8 heads * 4 splits * 33 floats = 4224 B, so 128 MiB holds
+  // 31775 rows, clamped to the 64 tokens.
+  CHECK(plan.invariant_splits == 4);
+  CHECK(plan.invariant_rows == 64);
+  CHECK(plan.partial_rows == 64 * 8 * 4);
+  CHECK(plan.bytes.partial_out == 64 * 8 * 4 * 32 * 4);
+  CHECK(plan.bytes.partial_lse == 64 * 8 * 4 * 4);
+  CHECK(plan.bytes.merge_counters == 64 * 2 * 4);
+  CHECK(plan.bytes.residual == 64 * 256 * 4);  // the rest does not depend on the mode
+}
+
+TEST_CASE("llama-1b shapes at the default budgets") {
+  // V 128256, H 2048, I 8192, heads 32, KV heads 8, head_dim 64; 8192 tokens, 256 seqs, 4096 len.
+  const ModelConfig c = preset("llama-1b");
+  const WorkspacePlan plan = plan_workspaces(c, inputs(8192, 256, 4096, false));
+  const WorkspaceBytes& b = plan.bytes;
+  CHECK(plan.max_table_stride == 256);
+  CHECK(b.residual == int64_t(8192) * 2048 * 4);
+  CHECK(b.normed == int64_t(8192) * 2048 * 2);
+  CHECK(b.qkv == int64_t(8192) * 3072 * 2);
+  CHECK(b.attn == int64_t(8192) * 2048 * 2);
+  CHECK(b.proj == int64_t(8192) * 2048 * 2);
+  CHECK(b.mlp == int64_t(8192) * 16384 * 2);
+  CHECK(b.act == int64_t(8192) * 8192 * 2);
+  CHECK(b.final_normed == 256 * 2048 * 2);
+  CHECK(b.logits == int64_t(256) * 128256 * 4);
+  CHECK(b.sampled == 256 * 4);
+  // splits(n) = min(32, 528 / 8n): rows * 32 heads * splits peaks at 32 * 66 = 2112.
+  CHECK(plan.partial_rows == 2112);
+  CHECK(b.partial_out == 2112 * 64 * 4);
+  CHECK(b.merge_counters == 8192 * 8 * 4);
+  // meta_layout(8192, 256): params 8192; query_start 1028 -> 9232; 1024 + 1024 -> 11280; stride
+  // -> 11296; four token arrays of 32768 -> 142368; then 256 rows of 256 table entries.
+  CHECK(meta_layout(8192, 256).block_tables == 142368);
+  CHECK(b.meta == 142368 + 256 * 256 * 4);
+  CHECK(kv_block_bytes(c, 16, 2) == 2 * 16 * 16 * 512 * 2);
+
+  const WorkspacePlan inv = plan_workspaces(c, inputs(8192, 256, 4096, true));
+  // 4096 / 512 = 8 splits; a row is 32 * 8 * 65 * 4 = 66560 B; 128 MiB / 66560 = 2016 rows.
+  CHECK(inv.invariant_splits == 8);
+  CHECK(inv.invariant_rows == 2016);
+  CHECK(inv.partial_rows == 2016 * 32 * 8);
+  CHECK(inv.bytes.partial_out == int64_t(2016) * 32 * 8 * 64 * 4);
+}
+
+TEST_CASE("gpt2 preset: no act buffer, up rows I; budgets resolved") {
+  // V 50257, H 768, I 3072, 12 heads (MHA), head_dim 64. Token budget 4 below the 8 seqs: a
+  // decode step of 8 sequences is 8 tokens, so T = 8.
+  const ModelConfig c = preset("gpt2");
+  const WorkspacePlan plan = plan_workspaces(c, inputs(4, 8, 1024, false));
+  CHECK(plan.max_tokens == 8);
+  CHECK(plan.bytes.mlp == 8 * 3072 * 2);
+  CHECK(plan.bytes.act == 0);
+  CHECK(plan.bytes.qkv == 8 * 2304 * 2);
+  CHECK(plan.bytes.logits == 8 * 50257 * 4);
+  // splits(n) = min(32, 528 / 12n) = min(32, 44 / n): peaks at 12 * 44 = 528 (n = 2, 4).
+  CHECK(plan.partial_rows == 528);
+  CHECK(plan.bytes.merge_counters == 8 * 12 * 4);
+
+  WorkspaceInputs wide = inputs(4, 8, 1024, false);
+  wide.element_size = 4;  // the element size scales the activation buffers only
+  const WorkspacePlan fp32 = plan_workspaces(c, wide);
+  CHECK(fp32.bytes.normed == 2 * plan.bytes.normed);
+  CHECK(fp32.bytes.residual == plan.bytes.residual);
+  CHECK(fp32.bytes.logits == plan.bytes.logits);
+}
