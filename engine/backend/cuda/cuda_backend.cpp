@@ -30,7 +30,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
     : config_(weights.config()), options_(options), graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();
-  weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_);
+  weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,
+                            !options_.dequantize_weights);
   allocate_workspaces();
   if (options_.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
     invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);
@@ -74,15 +75,7 @@ void CudaBackend::open_device() {
   const char* stats_env = std::getenv("ROSEINFER_CUDA_STATS");
   print_stats_ = stats_env && stats_env[0] == '1';
 
-  WorkspaceInputs in;
-  in.max_num_batched_tokens = options_.max_num_batched_tokens;
-  in.max_num_seqs = options_.max_num_seqs;
-  in.max_model_len = max_model_len_;
-  in.block_size = options_.block_size;
-  in.batch_invariant = options_.batch_invariant;
-  in.element_size = element_size_;
-  in.num_sms = prop.multiProcessorCount;
-  plan_ = plan_workspaces(config_, in);
+  num_sms_ = prop.multiProcessorCount;
 
   ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking));
   ROSE_CUBLAS_CHECK(cublasCreate(&cublas_));
@@ -92,7 +85,18 @@ void CudaBackend::open_device() {
   ROSE_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
 }
 
+// After the weights: the dequantization scratch is sized by the largest matrix kept quantized.
 void CudaBackend::allocate_workspaces() {
+  WorkspaceInputs in;
+  in.max_num_batched_tokens = options_.max_num_batched_tokens;
+  in.max_num_seqs = options_.max_num_seqs;
+  in.max_model_len = max_model_len_;
+  in.block_size = options_.block_size;
+  in.batch_invariant = options_.batch_invariant;
+  in.element_size = element_size_;
+  in.num_sms = num_sms_;
+  in.max_quantized_elems = weights_.max_quantized_elems;
+  plan_ = plan_workspaces(config_, in);
   const WorkspaceBytes& b = plan_.bytes;
   residual_ = arena_.alloc_as<float>(b.residual);
   normed_ = arena_.alloc(b.normed);
@@ -101,6 +105,7 @@ void CudaBackend::allocate_workspaces() {
   proj_ = arena_.alloc(b.proj);
   mlp_ = arena_.alloc(b.mlp);
   if (b.act > 0) act_ = arena_.alloc(b.act);
+  if (b.dequantized > 0) dequantized_ = arena_.alloc(b.dequantized);
   final_normed_ = arena_.alloc(b.final_normed);
   logits_ = arena_.alloc_as<float>(b.logits);
   sampled_ = arena_.alloc_as<int32_t>(b.sampled);

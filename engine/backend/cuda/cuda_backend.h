@@ -24,6 +24,7 @@
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/gemm_invariant.h"
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 
@@ -68,6 +69,7 @@ class CudaBackend final : public Backend {
   std::string device_name() const override { return device_name_; }
   const ModelConfig& config() const override { return config_; }
   int64_t weight_bytes() const override { return weights_.bytes_per_forward; }
+  std::string weight_types() const override { return weights_.types; }
   int64_t kv_bytes_per_token() const override {
     return config_.kv_elements_per_token() * element_size_;
   }
@@ -104,7 +106,17 @@ class CudaBackend final : public Backend {
                        int max_query_len);
   void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step);
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
+  // Dispatches on the weight's storage: dense, or ggml blocks (quantized GEMV, or a decoded copy).
   void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out);
+  // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
+  void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
+  // A quantized matrix decoded into dequantized_; returns it.
+  const void* dequantize(const DeviceMatrix& w);
+  // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under
+  // --batch-invariant (a decoded copy through the pinned GEMM keeps a row's bits independent of n).
+  bool use_quant_gemv(int n) const { return !invariant_gemm_ && n <= kGemvQuantMaxRows; }
+  // Whether the MLP's up projection runs with its activation fused (gemv_act).
+  bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
   // with out = w.rows, or w.rows / 2 for the gated kSiluMul (rows gate | up).
   void gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
@@ -131,6 +143,7 @@ class CudaBackend final : public Backend {
   // not depend on the grid (splits past its keys exit), so a smaller grid only saves launches.
   int step_splits_ = 0;
   std::string device_name_;
+  int num_sms_ = 0;
   bool print_stats_ = false;
 
   cudaStream_t stream_ = nullptr;
@@ -158,6 +171,8 @@ class CudaBackend final : public Backend {
   void* proj_ = nullptr;               // (T, H) o and down outputs
   void* mlp_ = nullptr;                // (T, mlp_up_rows)
   void* act_ = nullptr;                // (T, I) gated MLPs
+  void* dequantized_ = nullptr;  // (largest quantized rows * cols) a kept matrix, decoded for a
+                                 // product of more rows than the quantized GEMV takes
   void* final_normed_ = nullptr;       // (S, H)
   float* logits_ = nullptr;            // (S, V) fp32
   int32_t* sampled_ = nullptr;         // (S,)

@@ -12,14 +12,25 @@
 #include "engine/backend/cuda/stored_upload.h"
 #include "engine/backend/cuda/workspace_plan.h"
 #include "engine/common/error.h"
+#include "engine/model/quantized_source.h"
 #include "engine/model/rope.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fill.cuh"
+#include "kernels/cuda/gemv_quant.cuh"
 
 namespace rose {
 
 GgmlType dense_format(DType dtype) {
   return dtype == DType::kBF16 ? GgmlType::kBF16 : GgmlType::kF16;
+}
+
+int64_t DeviceMatrix::bytes(int64_t element_size) const {
+  if (!quantized()) return rows * cols * element_size;
+  int64_t total = 0;
+  for (const QuantRange& range : ranges) {
+    total += range.rows * gemv_quant_row_bytes(uint32_t(range.type), int(cols));
+  }
+  return total;
 }
 
 namespace {
@@ -176,12 +187,43 @@ void Uploader::upload_f32(const TensorSpec& spec, void* dst) {
   ++host.tensors;
 }
 
+// The linear matrices kept in their ggml blocks, by canonical name.
+using QuantizedMap = std::map<std::string, DeviceMatrix>;
+
+// Uploads, in one allocation, every linear matrix whose stored parts the quantized GEMV reads.
+QuantizedMap upload_kept_quantized(const WeightSource& weights, const std::vector<TensorSpec>& specs,
+                                   DeviceArena& arena) {
+  std::vector<std::pair<const TensorSpec*, std::vector<StoredPart>>> kept;
+  int64_t total = 0;
+  for (const TensorSpec& spec : specs) {
+    if (spec.shape.size() != 2 || !is_linear_matrix(weights.config(), spec.name)) continue;
+    std::optional<std::vector<StoredPart>> parts = weights.stored_parts(spec.name);
+    if (!parts || !can_keep_quantized(*parts)) continue;
+    total += quantized_upload_bytes(*parts);
+    kept.emplace_back(&spec, std::move(*parts));
+  }
+  QuantizedMap quantized;
+  if (kept.empty()) return quantized;
+  char* base = static_cast<char*>(arena.alloc(total));
+  for (const auto& [spec, parts] : kept) {
+    DeviceMatrix m;
+    m.rows = spec->shape[0];
+    m.cols = spec->shape[1];
+    m.ranges = upload_quantized(parts, base);
+    m.format = m.ranges.front().type;
+    base += quantized_upload_bytes(parts);
+    quantized.emplace(spec->name, std::move(m));
+  }
+  return quantized;
+}
+
 // Binds the canonical names (engine/model/weights.h) to the per-layer structs; a tensor the
 // model must have and does not is a user error (a broken checkpoint), an optional one is nullptr.
 class Binder {
  public:
-  Binder(const ModelConfig& config, const TensorMap& tensors, DType dtype)
-      : config_(config), tensors_(tensors), format_(dense_format(dtype)) {}
+  Binder(const ModelConfig& config, const TensorMap& tensors, const QuantizedMap& quantized,
+         DType dtype)
+      : config_(config), tensors_(tensors), quantized_(quantized), format_(dense_format(dtype)) {}
 
   const void* get(const std::string& name) const {
     auto it = tensors_.find(name);
@@ -193,20 +235,22 @@ class Binder {
     return data;
   }
   DeviceMatrix matrix(const std::string& name) const {
+    if (auto it = quantized_.find(name); it != quantized_.end()) return it->second;
     need(name);
     const TensorSpec& spec = *tensors_.at(name).spec;
     ROSE_ASSERT(spec.shape.size() == 2);
-    return DeviceMatrix{tensors_.at(name).data, format_, spec.shape[0], spec.shape[1]};
+    return DeviceMatrix{tensors_.at(name).data, format_, spec.shape[0], spec.shape[1], {}};
   }
   LayerWeights layer(int index) const;
-  DeviceMatrix lm_head(const void* tok_emb) const {
-    if (!config_.tie_word_embeddings) return matrix("lm_head.weight");
-    return DeviceMatrix{tok_emb, format_, config_.vocab_size, config_.hidden_size};
+  // The tied lm_head reads tok_emb's blocks when they were kept, else its dense rows.
+  DeviceMatrix lm_head() const {
+    return matrix(config_.tie_word_embeddings ? "tok_emb" : "lm_head.weight");
   }
 
  private:
   const ModelConfig& config_;
   const TensorMap& tensors_;
+  const QuantizedMap& quantized_;
   GgmlType format_;
 };
 
@@ -228,15 +272,40 @@ LayerWeights Binder::layer(int index) const {
   return w;
 }
 
-int64_t bytes_per_forward(const ModelConfig& c, const std::vector<TensorSpec>& specs,
-                          int64_t element_size) {
+// Every tensor but the embedding tables and the lm_head, each matrix at its own storage size,
+// then the lm_head (tied or not) at its size.
+int64_t bytes_per_forward(const std::vector<TensorSpec>& specs, const QuantizedMap& quantized,
+                          const DeviceMatrix& lm_head, int64_t element_size) {
   int64_t bytes = 0;
   for (const TensorSpec& spec : specs) {
-    if (spec.name != "tok_emb" && spec.name != "pos_emb" && spec.name != "lm_head.weight") {
-      bytes += spec.numel() * element_size;
-    }
+    if (spec.name == "tok_emb" || spec.name == "pos_emb" || spec.name == "lm_head.weight") continue;
+    auto it = quantized.find(spec.name);
+    bytes += it != quantized.end() ? it->second.bytes(element_size) : spec.numel() * element_size;
   }
-  return bytes + int64_t(c.vocab_size) * c.hidden_size * element_size;
+  return bytes + lm_head.bytes(element_size);
+}
+
+// "Q4_1 x 210, Q8_0 x 1" (kept ranges), then "bf16 x N" for linear matrices left dense; just the
+// dtype's name when nothing was kept.
+std::string weight_types_text(const DeviceWeights& w, DType dtype) {
+  const std::string dense = dtype == DType::kBF16 ? "bf16" : "fp16";
+  std::vector<const std::vector<QuantRange>*> kept;
+  int dense_count = 0;
+  auto add = [&](const DeviceMatrix& m) {
+    if (m.quantized()) {
+      kept.push_back(&m.ranges);
+    } else {
+      ++dense_count;
+    }
+  };
+  for (const LayerWeights& layer : w.layers) {
+    for (const DeviceMatrix* m : {&layer.qkv, &layer.o, &layer.up, &layer.down}) add(*m);
+  }
+  add(w.lm_head);
+  if (kept.empty()) return dense;
+  std::string text = quant_range_counts(kept);
+  if (dense_count > 0) text += ", " + dense + " x " + std::to_string(dense_count);
+  return text;
 }
 
 float* upload_inv_freq(const ModelConfig& c, DeviceArena& arena) {
@@ -250,20 +319,35 @@ float* upload_inv_freq(const ModelConfig& c, DeviceArena& arena) {
 }  // namespace
 
 DeviceWeights upload_weights(const WeightSource& weights, DType dtype, cudaStream_t stream,
-                             DeviceArena& arena, bool print_stats) {
+                             DeviceArena& arena, bool print_stats, bool keep_quantized) {
   const ModelConfig& c = weights.config();
   const std::vector<TensorSpec> specs = canonical_tensors(c);
-  const TensorMap tensors = Uploader(weights, dtype, stream).run(specs, arena, print_stats);
-  const Binder bind(c, tensors, dtype);
+  const QuantizedMap quantized =
+      keep_quantized ? upload_kept_quantized(weights, specs, arena) : QuantizedMap{};
+  std::vector<TensorSpec> dense_specs;  // the rest, and tok_emb always (its rows are gathered)
+  for (const TensorSpec& spec : specs) {
+    if (spec.name == "tok_emb" || !quantized.count(spec.name)) dense_specs.push_back(spec);
+  }
+  const TensorMap tensors = Uploader(weights, dtype, stream).run(dense_specs, arena, print_stats);
+  const Binder bind(c, tensors, quantized, dtype);
   DeviceWeights w;
   w.tok_emb = bind.need("tok_emb");
   if (c.uses_learned_positions()) w.pos_emb = bind.need("pos_emb");
   for (int l = 0; l < c.num_layers; ++l) w.layers.push_back(bind.layer(l));
   w.final_norm_w = bind.need("final_norm.weight");
   w.final_norm_b = bind.get("final_norm.bias");
-  w.lm_head = bind.lm_head(w.tok_emb);
-  w.bytes_per_forward = bytes_per_forward(c, specs, int64_t(dtype_size(dtype)));
+  w.lm_head = bind.lm_head();
+  const int64_t element_size = int64_t(dtype_size(dtype));
+  w.bytes_per_forward = bytes_per_forward(specs, quantized, w.lm_head, element_size);
+  for (const auto& [name, matrix] : quantized) {
+    w.max_quantized_elems = std::max(w.max_quantized_elems, matrix.rows * matrix.cols);
+  }
+  w.types = weight_types_text(w, dtype);
   if (c.uses_rope()) w.inv_freq = upload_inv_freq(c, arena);
+  if (print_stats && !quantized.empty()) {
+    std::fprintf(stderr, "cuda load: %zu matrices kept in ggml blocks (%s)\n", quantized.size(),
+                 w.types.c_str());
+  }
   return w;
 }
 

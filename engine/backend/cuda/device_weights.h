@@ -5,9 +5,11 @@
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
+#include <string>
 #include <vector>
 
 #include "engine/backend/cuda/device_arena.h"
+#include "engine/backend/cuda/quantized_weights.h"
 #include "engine/model/weights.h"
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/dtype.cuh"
@@ -19,9 +21,15 @@ namespace rose {
 // rows (its heads or its part of I), a row-parallel one (o, down) a slice of cols followed by an
 // all-reduce of y; rows and cols are then the shard's, and gemm() needs no other change.
 struct DeviceMatrix {
-  const void* data = nullptr;         // (rows, cols) in `format`
-  GgmlType format = GgmlType::kBF16;  // kBF16/kF16: dense in the activation dtype; quantized next
+  const void* data = nullptr;         // (rows, cols) in the activation dtype; null when quantized
+  GgmlType format = GgmlType::kBF16;  // kBF16/kF16: dense; else the first range's ggml type
   int64_t rows = 0, cols = 0;
+  // Kept in ggml blocks (quantized_weights.h): the row ranges in order, one per run of stored
+  // parts of one type (a Q4_K_M q | k | v with a Q6_K v has two). Empty for a dense matrix.
+  std::vector<QuantRange> ranges;
+  bool quantized() const { return !ranges.empty(); }
+  // Bytes one product reads: the blocks, or rows * cols elements.
+  int64_t bytes(int64_t element_size) const;
 };
 
 // The format a dense matrix in the activation dtype has.
@@ -52,16 +60,24 @@ struct DeviceWeights {
   const void* final_norm_b = nullptr;  // (H,) LayerNorm
   DeviceMatrix lm_head;                // (V, H); tok_emb's memory when the embeddings are tied
   float* inv_freq = nullptr;           // (head_dim / 2,) RoPE models; nullptr otherwise
-  // Bytes a forward pass reads: every matrix and vector except the embedding tables (only rows
-  // are gathered), plus the lm_head (tied or not).
+  // Bytes a forward pass reads: every matrix (its blocks when quantized) and vector except the
+  // embedding tables (only rows are gathered), plus the lm_head (tied or not).
   int64_t bytes_per_forward = 0;
+  // The largest quantized matrix's elements (rows * cols): the scratch its dequantized copy needs
+  // for products of more rows than the quantized GEMV takes. 0 when nothing is quantized.
+  int64_t max_quantized_elems = 0;
+  // What the linear layers are stored as, for reports: "bf16", or "Q4_1 x 210, Q8_0 x 1" (ranges
+  // per type, then "bf16 x N" for the matrices left dense).
+  std::string types;
 };
 
 // Uploads every canonical tensor of `weights` into one allocation from `arena` and binds them.
+// keep_quantized: linear matrices stored as ggml blocks the quantized GEMV reads stay in them
+// (can_keep_quantized); the tied embedding is then also decoded densely for the row gather.
 // Generated tensors may still be in flight on `stream` when it returns (the caller synchronises
 // once everything is allocated). print_stats: one line on stderr with what was decoded, converted
 // and generated.
 DeviceWeights upload_weights(const WeightSource& weights, DType dtype, cudaStream_t stream,
-                             DeviceArena& arena, bool print_stats);
+                             DeviceArena& arena, bool print_stats, bool keep_quantized);
 
 }  // namespace rose

@@ -8,7 +8,9 @@
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/sampling.cuh"
 
 namespace rose {
@@ -186,13 +188,13 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
 void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step) {
   const int n = step.num_tokens;
   const ModelConfig& c = config_;
-  const int H = c.hidden_size, I = c.intermediate_size;
+  const int I = c.intermediate_size;
   AddNormArgs norm = layer.mlp_norm;
   norm.num_rows = n;
   launch_add_norm(norm, stream_);
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
-  if (use_gemv(n, H) && use_gemv(n, I)) {  // small batch: activation fused
+  if (use_fused_up(w.up, n)) {  // small batch: activation fused
     gemv_act(normed_, w.up, w.up_b, hidden_act, n,
              gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias);
   } else {
@@ -221,32 +223,67 @@ std::vector<GemmShape> CudaBackend::gemm_shapes() const {
 }
 
 void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out) {
-  // Quantized formats dispatch here on w.format (calm's one-overload-per-format table); today
-  // every matrix is dense in the activation dtype.
-  ROSE_ASSERT(w.format == dense_format(dtype_));
-  const int in = int(w.cols), out = int(w.rows);
+  if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out);
+  if (use_quant_gemv(n)) {  // decode: read the blocks, one launch per range of one type
+    const int64_t out_element = f32_out ? 4 : element_size_;
+    for (const QuantRange& range : w.ranges) {
+      launch_gemv_quant(x, range.blocks, uint32_t(range.type),
+                        static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
+                        int(range.rows), f32_out, dtype_, stream_, int(w.rows));
+    }
+    return;
+  }
+  dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
+}
+
+// Decodes a kept matrix into dequantized_ (rows, cols) in the activation dtype, for a product of
+// more rows than the quantized GEMV takes (prefill, large decode batches, --batch-invariant):
+// rows 0..4 cost one weight read, more rows are worth a tensor-core GEMM over the decoded copy.
+const void* CudaBackend::dequantize(const DeviceMatrix& w) {
+  char* dst = static_cast<char*>(dequantized_);
+  for (const QuantRange& range : w.ranges) {
+    launch_dequantize_rows(dst + range.row_begin * w.cols * element_size_, dtype_, range.blocks,
+                           uint32_t(range.type), 0, range.rows, range.rows, w.cols, 0, stream_);
+  }
+  return dequantized_;
+}
+
+void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int in, int out,
+                             bool f32_out) {
   // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
   // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
   if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
-    invariant_gemm_->run(x, w.data, y, n, in, out, f32_out, stream_);
+    invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
     return;
   }
   if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
-    launch_gemv(x, w.data, y, n, in, out, f32_out, dtype_, stream_);
+    launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
   }
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
-  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w.data, t,
-                                 in, x, t, in, &beta, y, f32_out ? CUDA_R_32F : t, out,
+  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in,
+                                 x, t, in, &beta, y, f32_out ? CUDA_R_32F : t, out,
                                  CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {
+  const int H = config_.hidden_size, I = config_.intermediate_size;
+  if (!up.quantized()) return use_gemv(n, H) && use_gemv(n, I);
+  // The quantized fused kernel is the gated one, over one range (gate | up of one type).
+  return use_quant_gemv(n) && up.ranges.size() == 1 && config_.mlp_kind() == MlpKind::kSiluGated;
 }
 
 void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
                            GemvActivation act) {
-  // Quantized formats: the fused kernel for w.format goes here (gemv_quant.cuh has the gated one).
-  ROSE_ASSERT(w.format == dense_format(dtype_));
   const int64_t out = act == GemvActivation::kSiluMul ? w.rows / 2 : w.rows;  // gate | up: 2 * out
+  if (w.quantized()) {
+    ROSE_ASSERT(act == GemvActivation::kSiluMul && w.ranges.size() == 1 && !bias);
+    const QuantRange& range = w.ranges.front();
+    launch_gemv_quant_silu_mul(x, range.blocks, uint32_t(range.type), y, n, int(w.cols), int(out),
+                               dtype_, stream_);
+    return;
+  }
   launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_);
 }
 

@@ -1,6 +1,8 @@
 // Linear layers kept in ggml blocks on the device (quantized_weights.h).
 #include "engine/backend/cuda/quantized_weights.h"
 
+#include <algorithm>
+#include <climits>
 #include <map>
 
 #include "engine/model/quant.h"
@@ -34,16 +36,23 @@ bool can_keep_quantized(const std::vector<StoredPart>& parts) {
   return true;
 }
 
+// Parts of the type of the part before them follow it directly (one range: a GGUF's gate | up of
+// one type stays one matrix for the fused gated GEMV); a new type starts a new 256-byte aligned
+// range. Row sizes keep each type's own alignment within a range (Q4_K rows are 144-byte
+// multiples, Q4_1 rows 20-byte multiples).
 int64_t quantized_upload_bytes(const std::vector<StoredPart>& parts) {
   int64_t total = 0;
-  for (const StoredPart& part : parts) total += align_range(int64_t(part.bytes.size()));
-  return total;
+  for (size_t i = 0; i < parts.size(); ++i) {
+    if (i > 0 && parts[i].type != parts[i - 1].type) total = align_range(total);
+    total += int64_t(parts[i].bytes.size());
+  }
+  return align_range(total);
 }
 
 std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, char* dst) {
   std::vector<QuantRange> ranges;
   std::vector<uint8_t> reordered;
-  int64_t row_begin = 0;
+  int64_t row_begin = 0, offset = 0;
   for (const StoredPart& part : parts) {
     const int64_t stride = row_bytes(part);
     const uint8_t* src = part.bytes.data();
@@ -55,10 +64,15 @@ std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, c
       }
       src = reordered.data();
     }
-    ROSE_CUDA_CHECK(cudaMemcpy(dst, src, part.bytes.size(), cudaMemcpyHostToDevice));
-    ranges.push_back(QuantRange{reinterpret_cast<const uint8_t*>(dst), part.type, row_begin,
-                                part.rows});
-    dst += align_range(int64_t(part.bytes.size()));
+    if (!ranges.empty() && ranges.back().type == part.type) {
+      ranges.back().rows += part.rows;  // right after the previous part (see above)
+    } else {
+      offset = align_range(offset);
+      ranges.push_back(QuantRange{reinterpret_cast<const uint8_t*>(dst + offset), part.type,
+                                  row_begin, part.rows});
+    }
+    ROSE_CUDA_CHECK(cudaMemcpy(dst + offset, src, part.bytes.size(), cudaMemcpyHostToDevice));
+    offset += int64_t(part.bytes.size());
     row_begin += part.rows;
   }
   return ranges;

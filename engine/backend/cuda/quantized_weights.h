@@ -15,7 +15,8 @@
 namespace rose {
 
 // Rows [row_begin, row_begin + rows) of a matrix, stored as `rows` rows of cols / block_elems
-// blocks of `type`, one row after the other: one stored part (a GGUF's q, k or v, gate or up).
+// blocks of `type`, one row after the other: consecutive stored parts of one type (a GGUF's q, k
+// and v, or gate and up, when they share it).
 struct QuantRange {
   const uint8_t* blocks = nullptr;  // (rows, cols / block_elems) blocks; 256-byte aligned
   GgmlType type = GgmlType::kQ8_0;
@@ -27,7 +28,7 @@ struct QuantRange {
 // quantized GEMV reads (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) with whole blocks per row.
 bool can_keep_quantized(const std::vector<StoredPart>& parts);
 
-// Device bytes upload_quantized() needs for `parts` (each part 256-byte aligned).
+// Device bytes upload_quantized() needs for `parts` (each range 256-byte aligned).
 int64_t quantized_upload_bytes(const std::vector<StoredPart>& parts);
 
 // Copies the parts' blocks to `dst` (quantized_upload_bytes of device memory), rows in canonical

@@ -78,6 +78,7 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
   b.final_normed = S * H * e;
   b.logits = S * c.vocab_size * 4;
   b.sampled = S * 4;
+  b.dequantized = in.max_quantized_elems * e;
   plan_attention_partials(c, in, plan);
   // The layout only grows with the token and sequence counts: the largest step's fits them all.
   b.meta = meta_layout(T, S).block_tables + S * plan.max_table_stride * int64_t(4);

@@ -50,6 +50,7 @@ struct WorkspaceInputs {
   bool batch_invariant = false;
   int64_t element_size = 2;  // bytes of the activation dtype (dtype_size)
   int num_sms = 0;           // streaming multiprocessors of the device
+  int64_t max_quantized_elems = 0;  // rows * cols of the largest matrix kept in ggml blocks
 };
 
 // Bytes of every device buffer a step uses (T = WorkspacePlan::max_tokens, S = max_seqs, H hidden,
@@ -62,6 +63,7 @@ struct WorkspaceBytes {
   int64_t proj = 0;            // (T, H) e: o and down outputs
   int64_t mlp = 0;             // (T, mlp_up_rows) e: up (or gate|up) output
   int64_t act = 0;             // (T, I) e: silu(gate) * up; gated MLPs only
+  int64_t dequantized = 0;     // (max_quantized_elems,) e: a quantized matrix decoded for a GEMM
   int64_t final_normed = 0;    // (S, H) e: each sequence's last row, normed
   int64_t logits = 0;          // (S, V) fp32
   int64_t sampled = 0;         // (S,) int32, also the pinned host copy
