@@ -77,7 +77,7 @@ class CudaBackend final : public Backend {
  private:
   // Construction, in this order (cuda_backend.cpp).
   void resolve_options();  // dtype, model and budget checks, max_model_len
-  void open_device();      // device, stream, cuBLAS and its fixed workspace
+  void open_device();      // device, stream, cuBLAS and its workspace; plan_ (needs the SM count)
   void allocate_workspaces();
   void allocate_kv_pool();  // last: it takes what memory is left
   void build_layer_args();
