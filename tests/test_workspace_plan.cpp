@@ -68,6 +68,7 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.final_normed == 8 * 256 * 2);
   CHECK(b.logits == 8 * 512 * 4);
   CHECK(b.sampled == 8 * 4);
+  CHECK(b.dequantized == 0);  // nothing kept quantized
   // One block per (row, KV head): splits(n) = min(32, 528 / 2n); rows * heads * splits peaks at
   // 8 * 264 = 2112 (n = 11: 11 * 24 = 264).
   CHECK(plan.partial_rows == 2112);
@@ -146,4 +147,14 @@ TEST_CASE("gpt2 preset: no act buffer, up rows I; budgets resolved") {
   CHECK(fp32.bytes.normed == 2 * plan.bytes.normed);
   CHECK(fp32.bytes.residual == plan.bytes.residual);
   CHECK(fp32.bytes.logits == plan.bytes.logits);
+}
+
+TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
+  // llama-1b with a quantized tied lm_head (V 128256 x H 2048), its largest matrix.
+  const ModelConfig c = preset("llama-1b");
+  WorkspaceInputs in = inputs(8192, 256, 4096, false);
+  in.max_quantized_elems = int64_t(128256) * 2048;
+  CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 2);
+  in.element_size = 4;  // the scratch holds the decoded matrix in the activation dtype
+  CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 4);
 }

@@ -15,6 +15,8 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/gguf_model.h"
+#include "engine/model/quantized_source.h"
 #include "engine/model/weights.h"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -154,9 +156,10 @@ void check_logits(const StepOutput& gpu, const StepOutput& cpu, const StepPlan& 
 // Runs prefill (in chunks of at most `chunk` tokens) then `decode_steps` decode steps on both
 // backends with the same plans (the CPU's greedy tokens are fed to both), comparing logits.
 void compare_backends(const WeightSource& weights, const std::vector<int>& prompt_lens, int chunk,
-                      int decode_steps, bool graphs, double tolerance) {
+                      int decode_steps, bool graphs, double tolerance, bool invariant = false) {
   const ModelConfig& config = weights.config();
   BackendOptions options;
+  options.batch_invariant = invariant;
   options.num_kv_blocks = 512;
   options.max_num_seqs = 32;
   options.max_num_batched_tokens = 512;
@@ -260,6 +263,40 @@ TEST_CASE("GPT-2 shape (LayerNorm, biases, learned positions): GPU matches CPU")
 TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU") {
   Bf16RandomWeights weights(qwen_like_config());
   compare_backends(weights, {100, 9, 16, 47, 5, 1, 2}, 64, 5, true, 0.05);
+}
+
+TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {
+  // The GPU reads the blocks (quantized GEMV up to 4 rows, a decoded bf16 copy and cuBLAS above)
+  // where the CPU computes in fp32 on their dequantized values: the tiny preset's tolerance.
+  // Five sequences decode through the decoded copy, two through the quantized GEMV (and the fused
+  // gated one: tiny's gate | up is one Q range); tiny's down (in 688) stays dense.
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+    CAPTURE(int(type));
+    const std::unique_ptr<WeightSource> weights = quantize_weights(open_model("tiny"), type);
+    BackendOptions options;
+    options.num_kv_blocks = 64;
+    const std::string name = ggml_type_traits(type).name;
+    CHECK(make_cuda_backend(*weights, options)->weight_types() == name + " x 13, bf16 x 4");
+    compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
+    compare_backends(*weights, {9, 30}, 16, 8, true, 0.06);
+    compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);  // --batch-invariant
+  }
+}
+
+TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, q/k un-permuted, dense fallbacks") {
+  // tiny_llama_quant.gguf mixes 13 types: layer 0's o (Q8_0), gate | up (Q4_0 | Q4_1: two
+  // ranges, so the unfused path) and the Q8_0 output stay in blocks; layer 1's down (Q6_K) too;
+  // matrices with a part the GEMV cannot read (Q5_K, Q5_1, BF16, Q5_0...) are decoded to bf16.
+  const std::unique_ptr<WeightSource> weights =
+      open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf");
+  BackendOptions options;
+  options.num_kv_blocks = 64;
+  CHECK(make_cuda_backend(*weights, options)->weight_types() ==
+        "Q4_0 x 1, Q4_1 x 1, Q6_K x 1, Q8_0 x 2, bf16 x 5");
+  options.dequantize_weights = true;
+  CHECK(make_cuda_backend(*weights, options)->weight_types() == "bf16");
+  compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
+  compare_backends(*weights, {9, 30}, 16, 8, true, 0.06);
 }
 
 TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {

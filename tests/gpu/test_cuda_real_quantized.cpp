@@ -32,7 +32,7 @@ std::unique_ptr<Backend> make_gpu(const WeightSource& weights, bool dequantize) 
 }
 
 struct GreedyRun {
-  std::vector<float> first_logits;          // (prompts, V) at the last prompt position
+  std::vector<float> first_logits;           // (prompts, V) at the last prompt position
   std::vector<std::vector<int32_t>> tokens;  // (prompts, kGreedySteps)
 };
 
@@ -110,7 +110,8 @@ TEST_CASE("SmolLM2 Q4_1 GGUF kept quantized on the GPU: logits and greedy tokens
       for (int v = 0; v < V; ++v) {
         const size_t at = i * size_t(V) + size_t(v);
         max_ref = std::max(max_ref, std::abs(cpu_run.first_logits[at]));
-        max_diff = std::max(max_diff, std::abs(gpu_run.first_logits[at] - cpu_run.first_logits[at]));
+        max_diff =
+            std::max(max_diff, std::abs(gpu_run.first_logits[at] - cpu_run.first_logits[at]));
       }
       worst = std::max(worst, max_diff / max_ref);
       CHECK(max_diff <= 0.05f * max_ref);
@@ -118,8 +119,8 @@ TEST_CASE("SmolLM2 Q4_1 GGUF kept quantized on the GPU: logits and greedy tokens
       const size_t same_cpu = agreeing_prefix(gpu_run.tokens[i], cpu_run.tokens[i]);
       const size_t same_hf = agreeing_prefix(gpu_run.tokens[i], ref.greedy[i]);
       MESSAGE("prompt " << i << (one_at_a_time ? " (decoded alone)" : " (decoded together)")
-                        << ": greedy agrees with the CPU for " << same_cpu << " of "
-                        << kGreedySteps << " tokens, with transformers for " << same_hf << " of "
+                        << ": greedy agrees with the CPU for " << same_cpu << " of " << kGreedySteps
+                        << " tokens, with transformers for " << same_hf << " of "
                         << ref.greedy[i].size());
     }
     MESSAGE("worst |gpu - cpu| / max|cpu| over the last-position logits: " << worst);

@@ -30,8 +30,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
     : config_(weights.config()), options_(options), graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();
-  weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,
-                            !options_.dequantize_weights);
+  weights_ =
+      upload_weights(weights, dtype_, stream_, arena_, print_stats_, !options_.dequantize_weights);
   allocate_workspaces();
   if (options_.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
     invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);

@@ -76,10 +76,10 @@ class CudaBackend final : public Backend {
 
  private:
   // Construction, in this order (cuda_backend.cpp).
-  void resolve_options();  // dtype, model and budget checks, max_model_len
-  void open_device();      // device, stream, cuBLAS and its workspace; plan_ (needs the SM count)
-  void allocate_workspaces();
-  void allocate_kv_pool();  // last: it takes what memory is left
+  void resolve_options();      // dtype, model and budget checks, max_model_len
+  void open_device();          // device, stream, cuBLAS and its workspace; the SM count
+  void allocate_workspaces();  // plan_ first: it needs the SM count and the kept weights
+  void allocate_kv_pool();     // last: it takes what memory is left
   void build_layer_args();
   AddNormArgs norm_args() const;
   RopeKvArgs rope_kv_args(int layer) const;
@@ -164,20 +164,20 @@ class CudaBackend final : public Backend {
   int64_t kv_layer_bytes_ = 0;  // one layer's K (or V): num_blocks * block_size * kv_dim elements
 
   // Workspaces (T = plan_.max_tokens, S = plan_.max_seqs): sizes in workspace_plan.h.
-  float* residual_ = nullptr;          // (T, H) fp32
-  void* normed_ = nullptr;             // (T, H)
-  void* qkv_ = nullptr;                // (T, qkv_dim)
-  void* attn_ = nullptr;               // (T, q_dim)
-  void* proj_ = nullptr;               // (T, H) o and down outputs
-  void* mlp_ = nullptr;                // (T, mlp_up_rows)
-  void* act_ = nullptr;                // (T, I) gated MLPs
-  void* dequantized_ = nullptr;  // (largest quantized rows * cols) a kept matrix, decoded for a
-                                 // product of more rows than the quantized GEMV takes
-  void* final_normed_ = nullptr;       // (S, H)
-  float* logits_ = nullptr;            // (S, V) fp32
-  int32_t* sampled_ = nullptr;         // (S,)
-  float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
-  float* partial_lse_ = nullptr;       // (partial_rows,)
+  float* residual_ = nullptr;     // (T, H) fp32
+  void* normed_ = nullptr;        // (T, H)
+  void* qkv_ = nullptr;           // (T, qkv_dim)
+  void* attn_ = nullptr;          // (T, q_dim)
+  void* proj_ = nullptr;          // (T, H) o and down outputs
+  void* mlp_ = nullptr;           // (T, mlp_up_rows)
+  void* act_ = nullptr;           // (T, I) gated MLPs
+  void* dequantized_ = nullptr;   // (largest quantized rows * cols) a kept matrix, decoded for a
+                                  // product of more rows than the quantized GEMV takes
+  void* final_normed_ = nullptr;  // (S, H)
+  float* logits_ = nullptr;       // (S, V) fp32
+  int32_t* sampled_ = nullptr;    // (S,)
+  float* partial_out_ = nullptr;  // (partial_rows, head_dim) attention split partials
+  float* partial_lse_ = nullptr;  // (partial_rows,)
   int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
 
   GraphCache graphs_;

@@ -191,8 +191,8 @@ void Uploader::upload_f32(const TensorSpec& spec, void* dst) {
 using QuantizedMap = std::map<std::string, DeviceMatrix>;
 
 // Uploads, in one allocation, every linear matrix whose stored parts the quantized GEMV reads.
-QuantizedMap upload_kept_quantized(const WeightSource& weights, const std::vector<TensorSpec>& specs,
-                                   DeviceArena& arena) {
+QuantizedMap upload_kept_quantized(const WeightSource& weights,
+                                   const std::vector<TensorSpec>& specs, DeviceArena& arena) {
   std::vector<std::pair<const TensorSpec*, std::vector<StoredPart>>> kept;
   int64_t total = 0;
   for (const TensorSpec& spec : specs) {

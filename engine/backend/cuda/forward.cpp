@@ -194,7 +194,7 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   launch_add_norm(norm, stream_);
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
-  if (use_fused_up(w.up, n)) {  // small batch: activation fused
+  if (use_fused_up(w.up, n)) {             // small batch: activation fused
     gemv_act(normed_, w.up, w.up_b, hidden_act, n,
              gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias);
   } else {
@@ -262,9 +262,9 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
   }
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
-  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in,
-                                 x, t, in, &beta, y, f32_out ? CUDA_R_32F : t, out,
-                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+  ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in, x,
+                                 t, in, &beta, y, f32_out ? CUDA_R_32F : t, out, CUBLAS_COMPUTE_32F,
+                                 CUBLAS_GEMM_DEFAULT));
 }
 
 bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {

@@ -48,8 +48,8 @@ struct WorkspaceInputs {
   int max_model_len = 0;
   int block_size = 0;
   bool batch_invariant = false;
-  int64_t element_size = 2;  // bytes of the activation dtype (dtype_size)
-  int num_sms = 0;           // streaming multiprocessors of the device
+  int64_t element_size = 2;         // bytes of the activation dtype (dtype_size)
+  int num_sms = 0;                  // streaming multiprocessors of the device
   int64_t max_quantized_elems = 0;  // rows * cols of the largest matrix kept in ggml blocks
 };
 

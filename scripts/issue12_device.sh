@@ -1,0 +1,110 @@
+#!/usr/bin/env bash
+# Issue 12 on the GPU machine (weights kept quantized, batch-1 decode), in phases that fit one
+# device call each, run from the repository root with bundle-pack/ carried (the bundle holds
+# bundle/roseinfer-base, the previous commit's binary, for side-by-side figures):
+#   bash scripts/issue12_device.sh tests   # every GPU test in the bundle
+#   bash scripts/issue12_device.sh bench   # grids: base vs this commit, bf16 vs --quantize
+#   bash scripts/issue12_device.sh real    # after scripts/model_parts.sh stage1 in the call before;
+#                                          # carry .model-part2 and .device-extra (the gguf wheel):
+#                                          # the SmolLM2 GGUF kept quantized, its GPU test, grids,
+#                                          # and transformers' batch-1 decode on the same file
+# Outputs land in $OUT/<phase>.tgz with a summary printed last.
+set -uo pipefail
+PHASE=${1:?phase: tests, bench or real}
+FINAL=${OUT:-/tmp/issue12_out}
+OUT=/tmp/issue12_work/$PHASE
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
+if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
+B=$PWD/bundle
+export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
+SUMMARY="$OUT/summary.txt"
+: >"$SUMMARY"
+
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+
+{
+  date -u +%Y-%m-%dT%H:%M:%SZ
+  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
+  "$B/roseinfer" --version
+  [[ -x $B/roseinfer-base ]] && "$B/roseinfer-base" --version
+} | tee "$OUT/device.txt"
+
+figures() {  # NAME JSON: decode/prefill throughput, GB/s and % of floor, and the weight types
+  python3 - "$1" "$2" <<'PY' | tee -a "$OUT/figures.txt"
+import json, sys
+name, path = sys.argv[1], sys.argv[2]
+try:
+    d = json.load(open(path))
+except Exception as e:
+    print(f"{name}: no result ({e})"); sys.exit()
+cfg = dict(d.get("config", {})) if isinstance(d.get("config"), dict) else {}
+for r in d.get("runs", []):
+    m = r.get("metrics", r)
+    keys = ["decode_throughput", "prefill_throughput", "output_throughput", "decode_gbps",
+            "bandwidth_floor_fraction", "p50_tpot_ms"]
+    vals = " ".join(f"{k}={m[k]:.6g}" for k in keys if isinstance(m.get(k), (int, float)))
+    print(f"{name} {vals} weights={cfg.get('weights', '?')}")
+PY
+}
+
+bench() {  # NAME BIN ARGS...: one offline bench with its JSON and figures line
+  local name=$1 bin=$2
+  shift 2
+  step "$name" 150 "$bin" bench --device cuda --mode offline "$@" --json "$OUT/$name.json"
+  figures "$name" "$OUT/$name.json"
+}
+
+case $PHASE in
+  tests)
+    for t in "$B"/gpu_test_*; do step "$(basename "$t")" 240 "$t"; done
+    ;;
+  bench)
+    for b in 1 16 64 256; do
+      grid=(--dataset-name "grid:$b:512:128" --max-num-seqs 256 --max-num-batched-tokens 16384)
+      bench "llama1b_b${b}_base" "$B/roseinfer-base" --model llama-1b "${grid[@]}"
+      bench "llama1b_b${b}_bf16" "$B/roseinfer" --model llama-1b "${grid[@]}"
+      for q in q8_0 q4_0 q4_k; do
+        bench "llama1b_b${b}_$q" "$B/roseinfer" --model llama-1b --quantize $q "${grid[@]}"
+      done
+      bench "gpt2_b${b}_base" "$B/roseinfer-base" --model gpt2 "${grid[@]}"
+      bench "gpt2_b${b}_bf16" "$B/roseinfer" --model gpt2 "${grid[@]}"
+    done
+    for q in bf16 q8_0 q4_0 q4_k; do
+      extra=()
+      [[ $q != bf16 ]] && extra=(--quantize $q)
+      bench "llama8b_b1_$q" "$B/roseinfer" --model llama-8b "${extra[@]}" \
+        --dataset-name grid:1:512:128 --max-model-len 4096
+    done
+    bench nano256_llama1b_base "$B/roseinfer-base" --model llama-1b --dataset-name nano256 \
+      --max-num-seqs 256 --max-num-batched-tokens 16384
+    bench nano256_llama1b_new "$B/roseinfer" --model llama-1b --dataset-name nano256 \
+      --max-num-seqs 256 --max-num-batched-tokens 16384
+    bench seed000_gpt2_base "$B/roseinfer-base" --model gpt2 --dataset-name seed000
+    bench seed000_gpt2_new "$B/roseinfer" --model gpt2 --dataset-name seed000
+    ;;
+  real)
+    MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
+    cat "$OUT/stage2.txt"
+    [[ -n $MODEL ]] || { echo "no model"; exit 1; }
+    ROSEINFER_MODEL_CACHE=$(dirname "$MODEL") step gpu_test_cuda_real_quantized 240 \
+      "$B/gpu_test_cuda_real_quantized" -s
+    ROSEINFER_CUDA_STATS=1 step load_quantized 60 "$B/roseinfer" info --model "$MODEL"
+    for b in 1 256; do
+      grid=(--model "$MODEL" --dataset-name "grid:$b:512:128" --max-num-seqs 256
+        --max-num-batched-tokens 16384)
+      bench "smollm2_b${b}_q4_1" "$B/roseinfer" "${grid[@]}"
+      bench "smollm2_b${b}_bf16" "$B/roseinfer" "${grid[@]}" --dtype bf16
+      [[ -x $B/roseinfer-base ]] && bench "smollm2_b${b}_base" "$B/roseinfer-base" "${grid[@]}"
+    done
+    if ls .device-extra/*.whl >/dev/null 2>&1; then
+      python3 -m pip install -q --no-index --no-deps --no-compile --no-cache-dir --upgrade \
+        --target /tmp/site .device-extra/*.whl && export PYTHONPATH=/tmp/site
+    fi
+    step peer_decode_b1 200 python3 scripts/peer_decode_b1.py "$MODEL" --json "$OUT/peer_decode_b1.json"
+    tail -n 4 "$OUT/peer_decode_b1.txt"
+    ;;
+esac
+tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .
+echo "== summary ($PHASE)"
+cat "$SUMMARY"
