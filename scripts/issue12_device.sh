@@ -67,28 +67,40 @@ case $PHASE in
     for t in "$B"/gpu_test_*; do step "$(basename "$t")" 240 "$t"; done
     ;;
   bench)
-    for b in 1 16 64 256; do
-      grid=(--dataset-name "grid:$b:512:128" --max-num-seqs 256 --max-num-batched-tokens 16384)
-      bench "llama1b_b${b}_base" "$B/roseinfer-base" --model llama-1b "${grid[@]}"
-      bench "llama1b_b${b}_bf16" "$B/roseinfer" --model llama-1b "${grid[@]}"
-      for q in q8_0 q4_0 q4_k; do
-        bench "llama1b_b${b}_$q" "$B/roseinfer" --model llama-1b --quantize $q "${grid[@]}"
+    # Most important first: the deadline skips what is left.
+    grid_for() { echo --dataset-name "grid:$1:512:128" --max-num-seqs 256 --max-num-batched-tokens 16384; }
+    llama1b_at() {  # B VARIANTS...
+      local b=$1
+      shift
+      for v in "$@"; do
+        case $v in
+          base) bench "llama1b_b${b}_base" "$B/roseinfer-base" --model llama-1b $(grid_for "$b") ;;
+          bf16) bench "llama1b_b${b}_bf16" "$B/roseinfer" --model llama-1b $(grid_for "$b") ;;
+          *) bench "llama1b_b${b}_$v" "$B/roseinfer" --model llama-1b --quantize "$v" $(grid_for "$b") ;;
+        esac
       done
-      bench "gpt2_b${b}_base" "$B/roseinfer-base" --model gpt2 "${grid[@]}"
-      bench "gpt2_b${b}_bf16" "$B/roseinfer" --model gpt2 "${grid[@]}"
-    done
-    for q in bf16 q8_0 q4_0 q4_k; do
+    }
+    llama1b_at 1 base bf16 q8_0 q4_0 q4_k
+    bench gpt2_b1_base "$B/roseinfer-base" --model gpt2 $(grid_for 1)
+    bench gpt2_b1_bf16 "$B/roseinfer" --model gpt2 $(grid_for 1)
+    bench gpt2_b1_q4_k "$B/roseinfer" --model gpt2 --quantize q4_k $(grid_for 1)
+    for q in bf16 q8_0 q4_k; do
       extra=()
       [[ $q != bf16 ]] && extra=(--quantize $q)
       bench "llama8b_b1_$q" "$B/roseinfer" --model llama-8b "${extra[@]}" \
         --dataset-name grid:1:512:128 --max-model-len 4096
     done
+    llama1b_at 256 base bf16 q4_k q8_0
     bench nano256_llama1b_base "$B/roseinfer-base" --model llama-1b --dataset-name nano256 \
       --max-num-seqs 256 --max-num-batched-tokens 16384
     bench nano256_llama1b_new "$B/roseinfer" --model llama-1b --dataset-name nano256 \
       --max-num-seqs 256 --max-num-batched-tokens 16384
     bench seed000_gpt2_base "$B/roseinfer-base" --model gpt2 --dataset-name seed000
     bench seed000_gpt2_new "$B/roseinfer" --model gpt2 --dataset-name seed000
+    bench gpt2_b256_base "$B/roseinfer-base" --model gpt2 $(grid_for 256)
+    bench gpt2_b256_bf16 "$B/roseinfer" --model gpt2 $(grid_for 256)
+    for b in 16 64; do llama1b_at $b bf16 q8_0 q4_0 q4_k; done
+    llama1b_at 256 q4_0
     ;;
   real)
     MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
