@@ -249,6 +249,7 @@ void check_gguf_model(const char* path, const std::string& dtype) {
   options.max_model_len = 64;
   options.dtype = dtype;
   options.cuda_graphs = false;
+  options.dequantize_weights = true;  // decoded at load, as the host path is (not kept in blocks)
   const HostPathOnly host_only(*weights);
   const std::unique_ptr<Backend> device_path = make_cuda_backend(*weights, options);
   const std::unique_ptr<Backend> host_path = make_cuda_backend(host_only, options);
