@@ -108,7 +108,11 @@ case $PHASE in
     [[ -n $MODEL ]] || { echo "no model"; exit 1; }
     ROSEINFER_MODEL_CACHE=$(dirname "$MODEL") step gpu_test_cuda_real_quantized 240 \
       "$B/gpu_test_cuda_real_quantized" -s
-    ROSEINFER_CUDA_STATS=1 step load_quantized 60 "$B/roseinfer" info --model "$MODEL"
+    for t in gpu_test_cuda_backend gpu_test_cuda_dequant; do  # when the bundle holds them
+      [[ -x $B/$t ]] && step "$t" 200 "$B/$t"
+    done
+    ROSEINFER_CUDA_STATS=1 step load_quantized 60 "$B/roseinfer" run datasets/sample.jsonl \
+      --model "$MODEL" --max-tokens 8 -o "$OUT/sample_quantized.jsonl"
     for b in 1 256; do
       grid=(--model "$MODEL" --dataset-name "grid:$b:512:128" --max-num-seqs 256
         --max-num-batched-tokens 16384)
