@@ -99,7 +99,7 @@ class Backend {
   // Bytes read from weights per forward pass (for the achieved-bandwidth figure): quantized
   // matrices count their blocks' bytes.
   virtual int64_t weight_bytes() const = 0;
-  // The formats the linear layers ran in, for reports: "bf16", "fp32", or "Q4_1 x 210, Q8_0 x 1"
+  // The formats the linear layers ran in, for reports: "bf16", "fp32", or "Q4_1 x 120, Q8_0 x 1"
   // when ggml blocks are kept on the device.
   virtual std::string weight_types() const = 0;
   virtual int64_t kv_bytes_per_token() const = 0;

@@ -78,7 +78,7 @@ class CpuBackend final : public Backend {
   int max_num_tokens_ = 0;
   int max_model_len_ = 0;
   int64_t weight_bytes_ = 0;
-  std::string weight_types_;  // "fp32", or "fp32 (dequantized from Q4_1 x 210, ...)"
+  std::string weight_types_;  // "fp32", or "fp32 (dequantized from Q4_1 x 120, ...)"
   mutable cpu::ThreadPool pool_;
 
   std::vector<float> tok_emb_;                      // (V, H)

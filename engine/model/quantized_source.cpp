@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <map>
 #include <mutex>
+#include <set>
 #include <thread>
 
 #include "engine/common/error.h"
@@ -144,7 +145,7 @@ std::optional<GgmlType> parse_quantize_type(const std::string& text) {
 std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner, GgmlType type) {
   if (!quantize_supported(type)) {
     usage_fail("--quantize {}: no quantizer for this type (q8_0, q4_0 or q4_k)",
-         ggml_type_traits(type).name);
+               ggml_type_traits(type).name);
   }
   for (const TensorSpec& spec : canonical_tensors(inner->config())) {
     if (inner->stored_parts(spec.name)) {
@@ -166,7 +167,9 @@ std::string linear_weight_types(const WeightSource& weights) {
       ++counts["dense"];
       continue;
     }
-    for (const StoredPart& part : *parts) ++counts[ggml_type_traits(part.type).name];
+    std::set<std::string> types;  // a matrix counts once per type it holds
+    for (const StoredPart& part : *parts) types.insert(ggml_type_traits(part.type).name);
+    for (const std::string& type : types) ++counts[type];
   }
   std::string text;
   for (const auto& [name, count] : counts) {

@@ -25,9 +25,9 @@ std::optional<GgmlType> parse_quantize_type(const std::string& text);
 // GGUF keeps its own types).
 std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner, GgmlType type);
 
-// What a model's linear matrices are stored as, e.g. "Q4_1 x 210, Q8_0 x 1": the stored parts'
-// types (a fused q | k | v counts each part), or the checkpoint's dense type for the rest
-// ("dense x 5" for presets and safetensors, which have no ggml type).
+// What a model's linear matrices are stored as, e.g. "Q4_1 x 120, Q8_0 x 1" (SmolLM2: 30 layers
+// of qkv, o, gate | up, down, and the tied lm_head): matrices per stored type (one whose parts mix
+// types counts under each), "dense x N" for those without ggml blocks (presets, safetensors).
 std::string linear_weight_types(const WeightSource& weights);
 // Whether any linear matrix is stored in quantized ggml blocks (block size > 1).
 bool has_quantized_linear(const WeightSource& weights);

@@ -297,7 +297,7 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
       open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf");
   const ModelConfig& config = weights->config();
   BackendOptions options;
-  options.num_kv_blocks = 64;
+  options.num_kv_blocks = 128;  // make_seqs gives each sequence 16 blocks from block 3 on
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = 256;
   options.max_model_len = 256;

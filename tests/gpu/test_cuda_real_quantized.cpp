@@ -92,7 +92,7 @@ TEST_CASE("SmolLM2 Q4_1 GGUF kept quantized on the GPU: logits and greedy tokens
   const RealReference ref = load_real_reference();
   const int V = weights->config().vocab_size;
   const auto gpu = make_gpu(*weights, false);
-  CHECK(gpu->weight_types() == "Q4_1 x 210, Q8_0 x 1");
+  CHECK(gpu->weight_types() == "Q4_1 x 120, Q8_0 x 1");
   const auto gpu_dequantized = make_gpu(*weights, true);
   CHECK(gpu_dequantized->weight_types() == "bf16");
   // The quantized GPU reads fewer weight bytes than the dequantized one: Q4_1 is 5 bits a weight.

@@ -285,7 +285,7 @@ int64_t bytes_per_forward(const std::vector<TensorSpec>& specs, const QuantizedM
   return bytes + lm_head.bytes(element_size);
 }
 
-// "Q4_1 x 210, Q8_0 x 1" (kept ranges), then "bf16 x N" for linear matrices left dense; just the
+// "Q4_1 x 120, Q8_0 x 1" (kept ranges), then "bf16 x N" for linear matrices left dense; just the
 // dtype's name when nothing was kept.
 std::string weight_types_text(const DeviceWeights& w, DType dtype) {
   const std::string dense = dtype == DType::kBF16 ? "bf16" : "fp16";

@@ -66,8 +66,8 @@ struct DeviceWeights {
   // The largest quantized matrix's elements (rows * cols): the scratch its dequantized copy needs
   // for products of more rows than the quantized GEMV takes. 0 when nothing is quantized.
   int64_t max_quantized_elems = 0;
-  // What the linear layers are stored as, for reports: "bf16", or "Q4_1 x 210, Q8_0 x 1" (ranges
-  // per type, then "bf16 x N" for the matrices left dense).
+  // What the linear layers are stored as, for reports: "bf16", or "Q4_1 x 120, Q8_0 x 1"
+  // (matrices per type, then "bf16 x N" for the matrices left dense).
   std::string types;
 };
 

@@ -4,6 +4,7 @@
 #include <algorithm>
 #include <climits>
 #include <map>
+#include <set>
 
 #include "engine/model/quant.h"
 #include "kernels/cuda/check.cuh"
@@ -81,7 +82,9 @@ std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, c
 std::string quant_range_counts(const std::vector<const std::vector<QuantRange>*>& matrices) {
   std::map<std::string, int> counts;
   for (const std::vector<QuantRange>* ranges : matrices) {
-    for (const QuantRange& range : *ranges) ++counts[ggml_type_traits(range.type).name];
+    std::set<std::string> types;  // a matrix counts once per type it holds
+    for (const QuantRange& range : *ranges) types.insert(ggml_type_traits(range.type).name);
+    for (const std::string& type : types) ++counts[type];
   }
   std::string text;
   for (const auto& [name, count] : counts) {
