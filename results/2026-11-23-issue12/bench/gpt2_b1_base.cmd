@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --device cuda --mode offline --model gpt2 --dataset-name grid:1:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --json /tmp/issue12_work/bench/gpt2_b1_base.json

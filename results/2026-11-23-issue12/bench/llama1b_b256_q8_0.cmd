@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --device cuda --mode offline --model llama-1b --quantize q8_0 --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --json /tmp/issue12_work/bench/llama1b_b256_q8_0.json
