@@ -1,5 +1,7 @@
 #include "cli/cluster_flags.h"
 
+#include <cstdlib>
+
 #include "engine/cluster/placement.h"
 #include "engine/cluster/ranks.h"
 #include "engine/common/error.h"
@@ -60,6 +62,10 @@ Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
   Replicas replicas;
   replicas.sim = flags.backend == "sim";
   replicas.total = flags.data_parallel;
+  replicas.concurrent = replicas.sim || model.cuda;
+  if (const char* at_once = std::getenv("ROSEINFER_REPLICAS_AT_ONCE")) {
+    replicas.concurrent = std::string(at_once) == "1";
+  }
   const RankWorld& world = rank_world();
   const int local = int(rank_replicas(world.rank, world.size, flags.data_parallel).size());
   StepTimeModel step_time;
@@ -103,7 +109,7 @@ std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& conf
       members.push_back(
           make_local_replica(*replicas.backends[size_t(local)],
                              replicas.sim ? replicas.clocks[size_t(local)].get() : nullptr, config,
-                             model_id, stop_tokenizer, r, replicas.total));
+                             model_id, stop_tokenizer, r, replicas.total, replicas.concurrent));
     } else {
       members.push_back(make_rank_replica(rank, local, config, model_id, r, replicas.total));
     }
@@ -113,6 +119,7 @@ std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& conf
   cluster.model_id = model_id;
   cluster.router = flags.router;
   cluster.stop_tokenizer = stop_tokenizer;
+  cluster.concurrent = replicas.concurrent;
   cluster.prefix.chunk_tokens = flags.router_chunk_tokens;
   cluster.prefix.max_chunks = flags.router_max_chunks;
   cluster.prefix.exploration = flags.router_exploration;

@@ -37,6 +37,11 @@ struct Replicas {
   std::vector<std::unique_ptr<Backend>> backends;  // (local replicas,) in replica order
   bool sim = false;
   int total = 1;  // --data-parallel: replicas over every rank
+  // The replicas advance at the same time (ClusterConfig::concurrent): sim replicas, and CUDA ones
+  // (each on a GPU of its own); CPU replicas would share the cores and skew each other's clocks.
+  // ROSEINFER_REPLICAS_AT_ONCE=0 or 1 overrides it, for before/after comparisons with one binary
+  // (every rank must see the same value).
+  bool concurrent = false;
   std::string device_name() const;
 };
 

@@ -520,7 +520,7 @@ void serve_rank(BenchArgs& args) {
     served.push_back(
         {replicas.backends[r].get(), replicas.sim ? replicas.clocks[r].get() : nullptr});
   }
-  serve_rank_replicas(served, model.tokenizer.get());
+  serve_rank_replicas(served, model.tokenizer.get(), replicas.concurrent);
 }
 
 void bench_command(BenchArgs& args) {

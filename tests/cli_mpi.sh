@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # --data-parallel over MPI ranks (engine/cluster/ranks.h): `mpirun -np 3 roseinfer bench ...
 # --data-parallel 3` must give what the in-process cluster gives (same tokens per request, cache
-# hits, per-replica placement; only timings differ), and bad launches are usage errors (exit 2).
+# hits, per-replica placement; only timings differ, but not on the sim backend, whose ranks also
+# advance at the same time), and bad launches are usage errors (exit 2).
 # Registered by CMake only when MPI is built in and mpirun exists. $1 is the binary.
 source "$(dirname "$0")/cli-common.bash"
 if ldd "$BIN" 2>/dev/null | grep -q libasan; then
@@ -19,11 +20,16 @@ WL=(--dataset-name prefix-groups:6:4:x2:16 --random-output-len 4 --num-kv-blocks
     --seed 1 --save-detailed "${COMMON[@]}")
 # The keys that must agree, one line each: per-request tokens and cache hits, the routing hit
 # rates and imbalance, per-replica placement and hit rates.
+# With a second argument, the virtual clocks' times too (the sim backend).
 summary() {
-  python3 - "$1" <<'PY'
+  python3 - "$@" <<'PY'
 import json, sys
 run = json.load(open(sys.argv[1]))["runs"][0]
-for key in ("output_ids", "cached_tokens", "output_lens"):
+keys = ["output_ids", "cached_tokens", "output_lens"]
+if len(sys.argv) > 2:
+    keys += ["ttfts", "e2els", "itls", "arrivals", "first_scheduled", "step_times",
+             "step_kv_used_blocks"]
+for key in keys:
     print(key, run[key])
 for key in ("routing_predicted_hit_rate", "routing_delivered_hit_rate", "routing_available_hit_rate",
             "request_imbalance", "token_imbalance", "prefix_cache_hit_rate", "data_parallel"):
@@ -62,6 +68,21 @@ check "mpirun -np 3 --data-parallel 6 exits 0" [ $? -eq 0 ]
 summary "$TMP/in6.json" >"$TMP/in6.sum" 2>&1
 summary "$TMP/mpi6.json" >"$TMP/mpi6.sum" 2>&1
 check "  same as in one process" cmp -s "$TMP/in6.sum" "$TMP/mpi6.sum"
+
+# The sim backend, online: its replicas advance at the same time (on their ranks, two per rank on
+# their threads) between the arrivals, and their virtual clocks give the very same times.
+SIM=(--backend sim --sim-model results/2026-11-23-sim-calibration/llama-1b-h100.json
+     --request-rate 400 --data-parallel 6 --router least_loaded)
+"$BIN" bench "${WL[@]}" "${SIM[@]}" --json "$TMP/in_sim.json" >/dev/null 2>&1
+check "in-process --backend sim --data-parallel 6 exits 0" [ $? -eq 0 ]
+"${MPIRUN[@]}" -np 3 "$BIN" bench "${WL[@]}" "${SIM[@]}" --json "$TMP/mpi_sim.json" \
+  >/dev/null 2>"$TMP/mpi_sim.err"
+check "mpirun -np 3 --backend sim --data-parallel 6 exits 0" [ $? -eq 0 ]
+summary "$TMP/in_sim.json" times >"$TMP/in_sim.sum" 2>&1
+summary "$TMP/mpi_sim.json" times >"$TMP/mpi_sim.sum" 2>&1
+check "  same tokens, placement and times as in one process" cmp -s "$TMP/in_sim.sum" "$TMP/mpi_sim.sum"
+cmp -s "$TMP/in_sim.sum" "$TMP/mpi_sim.sum" || diff "$TMP/in_sim.sum" "$TMP/mpi_sim.sum" | head -5
+check "  the summaries hold times" grep -q "^ttfts \[" "$TMP/mpi_sim.sum"
 
 # Usage errors, exit 2, naming the flag.
 "${MPIRUN[@]}" -np 2 "$BIN" bench "${WL[@]}" --data-parallel 3 >/dev/null 2>"$TMP/np2.err"

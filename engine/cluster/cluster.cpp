@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <climits>
 #include <cmath>
+#include <exception>
 #include <limits>
 #include <numeric>
 #include <utility>
@@ -85,9 +86,12 @@ struct Cluster::Impl {
   // "available" hit rate. Null without a prefix cache.
   std::unique_ptr<RoutePolicy> probe;
   RoutingStats routing;
+  std::vector<ReplicaEvents> events;  // per replica: what its last advance raised
 
   void make_policies();
   std::vector<ReplicaLoad> loads() const;
+  void advance(double until, const RunCallbacks& callbacks);
+  void deliver(const RunCallbacks& callbacks);
   void route(const EngineRequest& request, int input, double now);
   RunResult merge(const std::vector<EngineRequest>& requests);
 };
@@ -166,7 +170,7 @@ std::vector<std::unique_ptr<ReplicaHandle>> local_replicas(
   for (size_t r = 0; r < replicas.size(); ++r) {
     handles.push_back(make_local_replica(*replicas[r].backend, replicas[r].sim_clock, config.engine,
                                          config.model_id, config.stop_tokenizer, int(r),
-                                         int(replicas.size())));
+                                         int(replicas.size()), config.concurrent));
   }
   return handles;
 }
@@ -194,21 +198,85 @@ void Cluster::reset_prefix_cache() {
   impl_->make_policies();  // the router's picture of the caches goes with them
 }
 
+// Every replica with work before `until` advances to it: all at once (config.concurrent: each is
+// told first, then awaited), or one after the other. Then their callbacks, in the order the
+// one-at-a-time loop raised them (cluster.h).
+void Cluster::Impl::advance(double until, const RunCallbacks& callbacks) {
+  std::vector<size_t> behind;
+  for (size_t r = 0; r < replicas.size(); ++r) {
+    const ReplicaState& state = replicas[r].handle->state();
+    if (!state.done && state.now < until) behind.push_back(r);
+  }
+  if (behind.empty()) return;
+  for (size_t r : behind) events[r].clear();
+  if (!config.concurrent) {
+    for (size_t r : behind) {
+      replicas[r].handle->begin_advance(until);
+      replicas[r].handle->end_advance(events[r]);
+    }
+  } else {
+    // Every advance begun is awaited, also after a failure: a replica's thread must be idle, and a
+    // remote one's reply read, before the next call. The first failure (by replica number, or
+    // one to begin) fails the run.
+    std::exception_ptr error;
+    size_t begun = 0;
+    try {
+      for (; begun < behind.size(); ++begun) replicas[behind[begun]].handle->begin_advance(until);
+    } catch (...) {
+      error = std::current_exception();
+    }
+    for (size_t k = 0; k < begun; ++k) {
+      try {
+        replicas[behind[k]].handle->end_advance(events[behind[k]]);
+      } catch (...) {
+        if (!error) error = std::current_exception();
+      }
+    }
+    if (error) std::rethrow_exception(error);
+  }
+  deliver(callbacks);
+}
+
+// The one-at-a-time loop always stepped the busy replica furthest behind (the lower number on a
+// tie), so its callbacks came in the order of (step start, replica), each replica's in the order
+// it raised them: a merge of the replicas' event lists by that key.
+void Cluster::Impl::deliver(const RunCallbacks& callbacks) {
+  struct Key {
+    double step_start;
+    size_t replica, k;
+  };
+  std::vector<Key> order;
+  for (size_t r = 0; r < events.size(); ++r) {
+    for (size_t k = 0; k < events[r].events.size(); ++k) {
+      order.push_back({events[r].events[k].step_start, r, k});
+    }
+  }
+  std::stable_sort(order.begin(), order.end(), [](const Key& a, const Key& b) {
+    return a.step_start < b.step_start || (a.step_start == b.step_start && a.replica < b.replica);
+  });
+  for (const Key& key : order) {
+    const ReplicaEvent& e = events[key.replica].events[key.k];
+    if (e.result < 0) {
+      if (callbacks.on_token) callbacks.on_token(e.index, e.token);
+      continue;
+    }
+    policy->on_finished(e.index, int(key.replica));
+    if (probe) probe->on_finished(e.index, int(key.replica));
+    if (callbacks.on_finish) {
+      callbacks.on_finish(e.index, events[key.replica].results[size_t(e.result)]);
+    }
+  }
+  for (ReplicaEvents& e : events) e.clear();
+}
+
 RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCallbacks& callbacks,
                        Clock* /*clock*/) {
   Impl& m = *impl_;
   m.routing = {};
-  for (size_t r = 0; r < m.replicas.size(); ++r) {
-    Replica& replica = m.replicas[r];
+  m.events.assign(m.replicas.size(), {});
+  for (Replica& replica : m.replicas) {
     replica.inputs.clear();
-    RunCallbacks wrapped;
-    wrapped.on_token = callbacks.on_token;
-    wrapped.on_finish = [&m, &callbacks, r](int input, const RequestResult& result) {
-      m.policy->on_finished(input, int(r));
-      if (m.probe) m.probe->on_finished(input, int(r));
-      if (callbacks.on_finish) callbacks.on_finish(input, result);
-    };
-    replica.handle->start(wrapped);
+    replica.handle->start(bool(callbacks.on_token));
   }
   // As the scheduler: only online mode replays arrivals; otherwise everything arrives at 0.
   const bool online = m.config.engine.mode == SchedulerMode::kOnline;
@@ -217,25 +285,14 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
   std::iota(order.begin(), order.end(), 0);
   std::stable_sort(order.begin(), order.end(),
                    [&](int a, int b) { return arrival_of(a) < arrival_of(b); });
-  constexpr double kNever = std::numeric_limits<double>::infinity();
-  for (size_t next = 0;;) {
-    int busiest = -1;  // the busy replica furthest behind
-    double behind = kNever;
-    for (size_t r = 0; r < m.replicas.size(); ++r) {
-      const ReplicaState& state = m.replicas[r].handle->state();
-      if (state.done) continue;
-      const double t = state.now;
-      if (t < behind) behind = t, busiest = int(r);
-    }
-    const double arrival = next < order.size() ? arrival_of(order[next]) : kNever;
-    if (busiest < 0 && next == order.size()) break;
-    if (arrival <= behind) {
-      m.route(requests[size_t(order[next])], order[next], arrival);
-      ++next;
-    } else {
-      m.replicas[size_t(busiest)].handle->step();
-    }
+  // Between two arrivals the replicas do not see each other: each advances to the next arrival on
+  // its own, then the router reads their states and places the request.
+  for (int input : order) {
+    const double arrival = arrival_of(input);
+    m.advance(arrival, callbacks);
+    m.route(requests[size_t(input)], input, arrival);
   }
+  m.advance(std::numeric_limits<double>::infinity(), callbacks);
   return m.merge(requests);
 }
 

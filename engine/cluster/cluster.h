@@ -2,15 +2,24 @@
 // Cluster: N engine replicas (each its own backend and KV pool) behind a RoutePolicy, run as one
 // Runner; the router places each request when it arrives (DESIGN.md "Scale-out").
 //
-// The replicas are stepped in turn on one thread, each on a clock of its own that runs only while
-// that replica steps (a stopwatch over real compute, or the sim backend's virtual clock), so every
-// replica's timeline is the one it would have had running beside the others, and the run is
-// deterministic. The next event is always the earliest one: a replica's next step at its own time,
-// or the next arrival, which is routed once every busy replica has caught up with it.
+// Each replica keeps a clock of its own that runs only while that replica steps (a stopwatch over
+// real compute, or the sim backend's virtual clock), so every replica's timeline is the one it
+// would have had running beside the others. Between two arrivals the replicas do not see each
+// other, so before each arrival every replica still busy before it advances to it (a step begun
+// before the arrival is finished, past it), at the same time when `concurrent` (each in-process
+// replica on a thread of its own, each remote one on its rank), else one after the other; then the
+// router reads their states and places the request. A replica stands exactly where the earliest-
+// event loop of one thread (step the busy replica furthest behind, lower number first; route an
+// arrival once no busy replica is behind it) would have had it, so placement and results do not
+// depend on `concurrent`, and on the sim backend they are the same bit for bit on every run.
+// Callbacks (RunCallbacks, and the router's on_finished) fire on the caller's thread after each
+// advance, in that loop's order: by the clock at the start of the step that raised them, then by
+// replica number. They come once per advance, so in offline mode (one advance, to the end) at the
+// end of the run.
 //
 // The loop reaches each replica through a ReplicaHandle (replica_handle.h): an engine in this
-// process, or one on another MPI rank (ranks.h), which answers each call before the loop goes on,
-// so placement, order and results are the same wherever the replicas run.
+// process, or one on another MPI rank (ranks.h), so placement, order and results are the same
+// wherever the replicas run.
 #include <memory>
 #include <string>
 #include <vector>
@@ -34,6 +43,11 @@ struct ClusterConfig {
   std::string router = "round_robin";         // route_policy_names()
   const Tokenizer* stop_tokenizer = nullptr;  // every replica's Engine::set_stop_tokenizer
   PrefixRouterOptions prefix;  // model_id and capacity_chunks are filled in by the cluster
+  // The replicas advance at the same time (above): for replicas on distinct GPUs, on the sim
+  // backend, or on other ranks. CPU replicas of one process would share its cores, and each one's
+  // stopwatch would count the time the others took from it. The Cluster constructor of backends
+  // gives each replica a thread of its own when set; handles come made.
+  bool concurrent = false;
 };
 
 class Cluster : public Runner {

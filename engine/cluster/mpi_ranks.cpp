@@ -1,7 +1,10 @@
-// ranks.h over MPI. Rank 0 sends one message per call on a remote replica (tag kCallTag) and waits
-// for its reply (kReplyTag); a serving rank answers calls in arrival order. Messages are flat byte
-// buffers (wire.h): a call is [op, local replica index, arguments], a reply [ok, error text or
-// (ReplicaState, results)].
+// ranks.h over MPI. Rank 0 sends one message per call on a remote replica (tag kCallTag) and gets
+// one reply (kReplyTag); a serving rank answers calls in arrival order. Every call but kAdvance is
+// a round trip. kAdvance is sent to every replica that advances (cluster.h) before any reply is
+// awaited, so the ranks step at the same time; a serving rank starts each of its replicas' advances
+// as its call comes (on the replica's thread where it has one) and replies once that advance and
+// those called before it are over. Messages are flat byte buffers (wire.h): a call is [op, local
+// replica index, arguments], a reply [ok, error text or (ReplicaState, results)].
 // The C API only: Open MPI's and MPICH's mpi.h otherwise pull in the deprecated C++ bindings,
 // which need a library we do not link.
 #ifndef OMPI_SKIP_MPICXX
@@ -12,8 +15,12 @@
 #endif
 #include <mpi.h>
 
+#include <algorithm>
+#include <chrono>
 #include <climits>
 #include <cstdio>
+#include <deque>
+#include <thread>
 
 #include "engine/cluster/mpi_check.h"
 #include "engine/cluster/placement.h"
@@ -23,8 +30,17 @@
 namespace rose {
 namespace {
 
-enum class Op : uint8_t { kOpen, kClose, kStart, kAdd, kStep, kCached, kFinish, kReset, kShutdown };
-enum class Event : uint8_t { kToken, kFinish };
+enum class Op : uint8_t {
+  kOpen,
+  kClose,
+  kStart,
+  kAdd,
+  kAdvance,
+  kCached,
+  kFinish,
+  kReset,
+  kShutdown
+};
 constexpr int kCallTag = 1, kReplyTag = 2;
 
 RankWorld g_world;
@@ -49,7 +65,14 @@ std::vector<uint8_t> receive_bytes(int from, int tag) {
   return bytes;
 }
 
-// Rank 0's view of a replica on another rank. Every call is one round trip.
+// A message with `tag` from `from` is there to receive.
+bool message_waiting(int from, int tag) {
+  int flag = 0;
+  ROSE_MPI_CHECK(MPI_Iprobe(from, tag, MPI_COMM_WORLD, &flag, MPI_STATUS_IGNORE));
+  return flag != 0;
+}
+
+// Rank 0's view of a replica on another rank. Every call but an advance is one round trip.
 class RankReplica final : public ReplicaHandle {
  public:
   RankReplica(int rank, int local_index, const EngineConfig& config, const std::string& model_id,
@@ -74,9 +97,10 @@ class RankReplica final : public ReplicaHandle {
   ReplicaShape shape() const override { return shape_; }
   const ReplicaState& state() const override { return state_; }
 
-  void start(const RunCallbacks& callbacks) override {
-    callbacks_ = callbacks;
-    round_trip(call(Op::kStart));
+  void start(bool record_tokens) override {
+    WireWriter w = call(Op::kStart);
+    w.put(record_tokens);
+    round_trip(w);
   }
 
   void add(const EngineRequest& request, int index, double now) override {
@@ -87,21 +111,18 @@ class RankReplica final : public ReplicaHandle {
     round_trip(w);
   }
 
-  void step() override {
-    WireReader r = round_trip(call(Op::kStep));
-    // The step's callbacks, replayed here in the order the engine raised them there.
-    const uint64_t events = r.get<uint64_t>();
-    for (uint64_t e = 0; e < events; ++e) {
-      const Event kind = r.get<Event>();
-      const int index = r.get<int>();
-      if (kind == Event::kToken) {
-        const int32_t token = r.get<int32_t>();
-        if (callbacks_.on_token) callbacks_.on_token(index, token);
-      } else {
-        const RequestResult result = get_result(r);
-        if (callbacks_.on_finish) callbacks_.on_finish(index, result);
-      }
-    }
+  void begin_advance(double until) override {
+    WireWriter w = call(Op::kAdvance);
+    w.put(until);
+    send_bytes(w.bytes(), rank_, kCallTag);
+  }
+
+  bool advance_ready() override { return message_waiting(rank_, kReplyTag); }
+
+  // The advance's callbacks, as the engine raised them there.
+  void end_advance(ReplicaEvents& events) override {
+    WireReader r = receive_reply();
+    get_events(r, events);
   }
 
   int cached_prefix_blocks(std::span<const int32_t> prompt) override {
@@ -131,6 +152,9 @@ class RankReplica final : public ReplicaHandle {
   // is positioned at the call's results (it reads the member reply_).
   WireReader round_trip(const WireWriter& w) {
     send_bytes(w.bytes(), rank_, kCallTag);
+    return receive_reply();
+  }
+  WireReader receive_reply() {
     reply_ = receive_bytes(rank_, kReplyTag);
     WireReader r(reply_);
     if (!r.get<bool>()) throw Error(r.get_string());
@@ -141,21 +165,18 @@ class RankReplica final : public ReplicaHandle {
   int rank_, local_index_;
   ReplicaShape shape_;
   ReplicaState state_;
-  RunCallbacks callbacks_;
   std::vector<uint8_t> reply_;
 };
 
-// A serving rank's replica: the local handle and the events its step raised.
+// A serving rank's replica.
 struct Served {
   std::unique_ptr<ReplicaHandle> handle;
-  WireWriter events;
-  uint64_t num_events = 0;
 };
 
 // Runs one call on a serving rank; returns false for kShutdown.
 bool serve_call(std::span<const uint8_t> message, std::vector<Served>& served,
                 const std::vector<ServedBackend>& backends, const Tokenizer* stop_tokenizer,
-                WireWriter& results) {
+                bool threaded, WireWriter& results) {
   WireReader r(message);
   const Op op = r.get<Op>();
   const int local = r.get<int>();
@@ -173,30 +194,16 @@ bool serve_call(std::span<const uint8_t> message, std::vector<Served>& served,
       const int num_replicas = r.get<int>();
       const ServedBackend& b = backends[size_t(local)];
       s.handle = make_local_replica(*b.backend, b.sim_clock, config, model_id, stop_tokenizer,
-                                    replica, num_replicas);
+                                    replica, num_replicas, threaded);
       results.put(s.handle->shape());
       break;
     }
     case Op::kClose:
       s.handle.reset();
       break;
-    case Op::kStart: {
-      RunCallbacks record;
-      record.on_token = [&s](int index, int32_t token) {
-        s.events.put(Event::kToken);
-        s.events.put(index);
-        s.events.put(token);
-        ++s.num_events;
-      };
-      record.on_finish = [&s](int index, const RequestResult& result) {
-        s.events.put(Event::kFinish);
-        s.events.put(index);
-        put_result(s.events, result);
-        ++s.num_events;
-      };
-      s.handle->start(record);
+    case Op::kStart:
+      s.handle->start(r.get<bool>());
       break;
-    }
     case Op::kAdd: {
       const EngineRequest request = get_request(r);
       const int index = r.get<int>();
@@ -204,14 +211,8 @@ bool serve_call(std::span<const uint8_t> message, std::vector<Served>& served,
       s.handle->add(request, index, now);
       break;
     }
-    case Op::kStep: {
-      s.events = {};
-      s.num_events = 0;
-      s.handle->step();
-      results.put(s.num_events);
-      results.append(s.events.bytes().data(), s.events.bytes().size());
-      break;
-    }
+    case Op::kAdvance:  // serve_rank_replicas' own
+      fail("MPI call kAdvance out of turn");
     case Op::kCached: {
       const std::vector<int32_t> prompt = r.get_vector<int32_t>();
       results.put(s.handle->cached_prefix_blocks(prompt));
@@ -286,29 +287,69 @@ std::unique_ptr<ReplicaHandle> make_rank_replica(int rank, int local_index,
 }
 
 void serve_rank_replicas(const std::vector<ServedBackend>& backends,
-                         const Tokenizer* stop_tokenizer) {
+                         const Tokenizer* stop_tokenizer, bool threaded) {
   g_peers_waiting = true;
   std::vector<Served> served(backends.size());
+  std::deque<int> advancing;  // replicas whose kAdvance is not answered yet, in call order
+  const auto send_failure = [](const std::exception& e) {
+    WireWriter reply;
+    reply.put(false);
+    reply.put_string(e.what());
+    send_bytes(reply.bytes(), 0, kReplyTag);
+  };
+  // Answers the first of them, once its advance is over.
+  const auto answer_advance = [&] {
+    ReplicaHandle& handle = *served[size_t(advancing.front())].handle;
+    advancing.pop_front();
+    ReplicaEvents events;
+    try {
+      handle.end_advance(events);
+    } catch (const std::exception& e) {
+      return send_failure(e);
+    }
+    WireWriter reply;
+    reply.put(true);
+    reply.put(handle.state());
+    put_events(reply, events);
+    send_bytes(reply.bytes(), 0, kReplyTag);
+  };
   for (;;) {
+    if (!advancing.empty() && !message_waiting(0, kCallTag)) {
+      // The next call may be another replica's advance, to start at once; until it comes, the
+      // first advance is answered when it is over.
+      if (served[size_t(advancing.front())].handle->advance_ready()) {
+        answer_advance();
+      } else {
+        std::this_thread::sleep_for(std::chrono::microseconds(50));
+      }
+      continue;
+    }
     const std::vector<uint8_t> message = receive_bytes(0, kCallTag);
+    WireReader peek(message);
+    const Op op = peek.get<Op>();
+    const int local = peek.get<int>();
+    if (op == Op::kAdvance) {
+      if (local < 0 || size_t(local) >= served.size() || !served[size_t(local)].handle ||
+          std::find(advancing.begin(), advancing.end(), local) != advancing.end()) {
+        fail("MPI call kAdvance for local replica {}, not open or already advancing", local);
+      }
+      served[size_t(local)].handle->begin_advance(peek.get<double>());
+      advancing.push_back(local);
+      continue;
+    }
+    while (!advancing.empty()) answer_advance();  // rank 0 has them all before it calls again
     WireWriter reply;
     reply.put(true);
     WireWriter results;
     bool more = true;
     try {
-      more = serve_call(message, served, backends, stop_tokenizer, results);
+      more = serve_call(message, served, backends, stop_tokenizer, threaded, results);
     } catch (const std::exception& e) {  // the failure goes back to rank 0, which reports it
-      reply = {};
-      reply.put(false);
-      reply.put_string(e.what());
-      send_bytes(reply.bytes(), 0, kReplyTag);
+      send_failure(e);
       continue;
     }
     if (!more) break;
     // The state of the replica called (any replica's for calls that change none).
-    WireReader peek(message);
-    peek.get<Op>();
-    const int local = peek.get<int>();
     const Served& s = served[size_t(local)];
     reply.put(s.handle ? s.handle->state() : ReplicaState{});
     reply.append(results.bytes().data(), results.bytes().size());

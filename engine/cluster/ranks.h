@@ -2,7 +2,8 @@
 // Replicas on other MPI ranks (DESIGN.md "Scale-out"): `mpirun -np R roseinfer bench ...` starts R
 // copies of the same command. Rank 0 reads the workload, runs the cluster loop and the report;
 // the other ranks build their replicas' backends and serve the calls rank 0 makes on them
-// (replica_handle.h), one at a time, so the run keeps the in-process cluster's clocks and order.
+// (replica_handle.h); the ranks advance their replicas at the same time between two arrivals
+// (cluster.h), and the run keeps the in-process cluster's clocks, order and results.
 // Built with MPI when CMake finds it (mpi_ranks.cpp); otherwise ranks_without_mpi.cpp, where any
 // launch by mpirun with more than one process is a usage error.
 #include <memory>
@@ -46,12 +47,13 @@ std::unique_ptr<ReplicaHandle> make_rank_replica(int rank, int local_index,
                                                  int num_replicas);
 
 // Other ranks: serves calls on `backends` (and their sim clocks, null for real compute) until
-// rank 0's RankPeers is destroyed.
+// rank 0's RankPeers is destroyed; `threaded`: each replica advances on a thread of its own, beside
+// this rank's others (ClusterConfig::concurrent).
 struct ServedBackend {
   Backend* backend = nullptr;
   SimClock* sim_clock = nullptr;
 };
 void serve_rank_replicas(const std::vector<ServedBackend>& backends,
-                         const Tokenizer* stop_tokenizer);
+                         const Tokenizer* stop_tokenizer, bool threaded);
 
 }  // namespace rose

@@ -35,7 +35,7 @@ std::unique_ptr<ReplicaHandle> make_rank_replica(int /*rank*/, int /*local_index
 }
 
 void serve_rank_replicas(const std::vector<ServedBackend>& /*backends*/,
-                         const Tokenizer* /*stop_tokenizer*/) {
+                         const Tokenizer* /*stop_tokenizer*/, bool /*threaded*/) {
   fail("serving replicas for rank 0 needs a roseinfer built with MPI");
 }
 

@@ -102,6 +102,40 @@ RequestResult get_result(WireReader& r) {
   return q;
 }
 
+void put_events(WireWriter& w, const ReplicaEvents& q) {
+  w.put(uint64_t(q.events.size()));
+  for (const ReplicaEvent& e : q.events) {
+    w.put(e.step_start);
+    w.put(e.index);
+    w.put(e.token);
+    w.put(e.result);
+  }
+  w.put(uint64_t(q.results.size()));
+  for (const RequestResult& result : q.results) put_result(w, result);
+}
+
+void get_events(WireReader& r, ReplicaEvents& into) {
+  const int base = int(into.results.size());
+  const uint64_t events = r.get<uint64_t>();
+  for (uint64_t i = 0; i < events; ++i) {
+    ReplicaEvent e;
+    e.step_start = r.get<double>();
+    e.index = r.get<int>();
+    e.token = r.get<int32_t>();
+    e.result = r.get<int>();
+    if (e.result >= 0) e.result += base;
+    into.events.push_back(e);
+  }
+  const uint64_t results = r.get<uint64_t>();
+  for (uint64_t i = 0; i < results; ++i) into.results.push_back(get_result(r));
+  for (size_t i = into.events.size() - size_t(events); i < into.events.size(); ++i) {
+    if (into.events[i].result >= int(into.results.size())) {
+      fail("MPI message: event {} names result {} of {}", i, into.events[i].result,
+           into.results.size());
+    }
+  }
+}
+
 void put_run_result(WireWriter& w, const RunResult& q) {
   w.put(uint64_t(q.requests.size()));
   for (const RequestResult& result : q.requests) put_result(w, result);

@@ -1,5 +1,5 @@
 #pragma once
-// A flat byte buffer for the messages between MPI ranks (mpi_replica.h): the cluster's calls on a
+// A flat byte buffer for the messages between MPI ranks (ranks.h): the cluster's calls on a
 // remote replica and their results. Every rank runs the same binary, so fixed-size structs travel
 // as their bytes; vectors and strings as a uint64 count, then the elements. A short or malformed
 // buffer is rose::Error, never an out-of-bounds read.
@@ -77,6 +77,9 @@ void put_request(WireWriter& w, const EngineRequest& q);
 EngineRequest get_request(WireReader& r);
 void put_result(WireWriter& w, const RequestResult& q);
 RequestResult get_result(WireReader& r);
+// Appends to `into` (result numbers moved past its results).
+void put_events(WireWriter& w, const ReplicaEvents& q);
+void get_events(WireReader& r, ReplicaEvents& into);
 // RunResult without per_replica and routing (a replica's own result).
 void put_run_result(WireWriter& w, const RunResult& q);
 RunResult get_run_result(WireReader& r);
