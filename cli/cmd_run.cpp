@@ -7,6 +7,8 @@
 #include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <csignal>
+#include <cstdlib>
 #include <ctime>
 #include <filesystem>
 #include <fstream>
@@ -43,6 +45,46 @@ struct RunArgs {
   rose::cli::ModelFlags model;
   rose::cli::EngineFlags engine;
   rose::cli::RequestDefaults defaults;
+};
+
+// A test hook (tests/cli_journal.sh): ROSEINFER_TEST_INTERRUPT stops the run at a chosen point of
+// its progress, so that a test of kill -9 and --resume reproduces every state a kill can leave
+// instead of firing at a wall-clock moment (which, on a loaded machine, lands anywhere, or after
+// the run has ended):
+//   N:kill      once this process has journaled N requests (0: as soon as the journal is opened),
+//               the journal is written out and the process dies of SIGKILL;
+//   N:torn      the same, but the N-th request's line is only half written (a torn last line);
+//   N:int       once this process has journaled N requests (N >= 1), SIGINT is raised: the
+//               ordinary interrupt path (stop between steps, keep the journal, exit 130);
+//   commit:kill SIGKILL once the output is committed, before the journal is removed.
+struct TestInterrupt {
+  enum class How { kNone, kKill, kTorn, kInt, kCommitKill };
+  How how = How::kNone;
+  int64_t after = -1;
+
+  static TestInterrupt from_env() {
+    TestInterrupt t;
+    const char* value = std::getenv("ROSEINFER_TEST_INTERRUPT");
+    if (value == nullptr || *value == '\0') return t;
+    const std::string spec = value;
+    const size_t colon = spec.find(':');
+    const std::string point = spec.substr(0, colon);
+    const std::string how = colon == std::string::npos ? "" : spec.substr(colon + 1);
+    if (point == "commit" && how == "kill") {
+      t.how = How::kCommitKill;
+      return t;
+    }
+    char* end = nullptr;
+    t.after = std::strtoll(point.c_str(), &end, 10);
+    const bool number = !point.empty() && end != nullptr && *end == '\0' && t.after >= 0;
+    if (number && how == "kill") t.how = How::kKill;
+    if (number && t.after >= 1 && how == "torn") t.how = How::kTorn;
+    if (number && t.after >= 1 && how == "int") t.how = How::kInt;
+    if (t.how == How::kNone)
+      rose::fail("ROSEINFER_TEST_INTERRUPT='{}': expected N:kill, N:torn, N:int or commit:kill",
+                 spec);
+    return t;
+  }
 };
 
 // Thrown from the engine's callbacks when SIGINT/SIGTERM arrived, to stop between steps.
@@ -176,6 +218,7 @@ struct StreamedRun {
   rose::JournalWriter* journal;
   const ResumedRequests& resumed;
   rose::cli::ProgressLine& progress;
+  TestInterrupt test_interrupt;
   bool online_arrivals = false;
   bool openai_shape = false;
   int context = 0;
@@ -239,7 +282,22 @@ void StreamedRun::finished(int index, const rose::RequestResult& result) {
   InFlight& request = node.mapped();
   const Completion c = make_completion(request.spec, request.prompt_tokens, result, model);
   if (journal) {
-    journal->append(JournalEntry{index, request.spec.id, c});
+    const JournalEntry entry{index, request.spec.id, c};
+    const TestInterrupt& t = test_interrupt;
+    const bool test_point = t.after == journal->entries_appended() + 1;
+    if (test_point && t.how == TestInterrupt::How::kTorn) {
+      journal->sync();
+      const std::string line = journal_entry_line(entry);
+      std::ofstream(journal->path(), std::ios::binary | std::ios::app)
+          << line.substr(0, line.size() / 2) << std::flush;
+      std::raise(SIGKILL);
+    }
+    journal->append(entry);
+    if (test_point && t.how == TestInterrupt::How::kKill) {
+      journal->sync();
+      std::raise(SIGKILL);
+    }
+    if (test_point && t.how == TestInterrupt::How::kInt) std::raise(SIGINT);
   } else {
     cli::add_totals(totals, c);
     emitter.put(request.position,
@@ -322,6 +380,7 @@ void run_command(RunArgs& args) {
   if (args.resume && args.output_path.empty()) {
     usage_fail("--resume needs -o OUT: the finished requests are kept in OUT.partial");
   }
+  const TestInterrupt test_interrupt = TestInterrupt::from_env();
   // One pass over the file before the model loads: a bad file fails fast, and the total is known.
   const PromptFileScan scan = scan_prompt_file(args.prompts_path, args.skip_invalid);
   for (const SkippedLine& skip : scan.skipped) cli::notice("skipped {}", skip.message);
@@ -335,6 +394,8 @@ void run_command(RunArgs& args) {
   std::unique_ptr<JournalWriter> journal =
       open_journal(args, fingerprint, scan.num_requests, resumed);
   const bool journal_is_new = journal && resumed.count == 0;
+  if (journal && test_interrupt.how == TestInterrupt::How::kKill && test_interrupt.after == 0)
+    std::raise(SIGKILL);
 
   std::unique_ptr<Backend> backend = cli::make_backend(model, args.model, args.engine);
   EngineConfig config = cli::engine_config(args.engine, mode, !args.no_prefix_cache);
@@ -344,7 +405,7 @@ void run_command(RunArgs& args) {
 
   cli::RequestStream stream(args.prompts_path, scan, args.skip_invalid, model);
   cli::ProgressLine progress("run", scan.num_requests, resumed.count);
-  StreamedRun run{args, model, engine, stream, journal.get(), resumed, progress};
+  StreamedRun run{args, model, engine, stream, journal.get(), resumed, progress, test_interrupt};
   // Online mode replays the file's arrival times when every line has one; otherwise everything
   // arrives at once.
   run.online_arrivals = mode == SchedulerMode::kOnline && scan.all_have_arrival_time;
@@ -364,6 +425,7 @@ void run_command(RunArgs& args) {
     totals = cli::write_output_from_journal(args.prompts_path, journal->path(), args.output_path,
                                             stream.all_skipped(), stream.requests_seen(),
                                             run.openai_shape, model.name);
+    if (test_interrupt.how == TestInterrupt::How::kCommitKill) std::raise(SIGKILL);
     journal->remove();  // the output holds everything now
   }
   if (totals.failed) cli::notice("a request failed: {}", totals.first_error);

@@ -87,6 +87,23 @@ TEST_CASE("a batch is written once full, before the writer is closed") {
   CHECK(read_journal(path).entries.size() == size_t(JournalWriter::kBatchRecords));
 }
 
+TEST_CASE("a new journal replaces a file there whole and leaves no temporary file") {
+  TempDir dir("journal");
+  const auto path = dir.path / "j.partial";
+  write_all(path, "an older file, not a journal\n");
+  {
+    JournalWriter writer(path, "f", 2);
+    writer.append(entry(1, "b"));
+  }
+  const JournalContents j = read_journal(path);
+  CHECK(j.fingerprint == "f");
+  CHECK(j.entries.size() == 1);
+  int files = 0;
+  for (const auto& item : std::filesystem::directory_iterator(dir.path))
+    files += !item.is_directory();
+  CHECK(files == 1);
+}
+
 TEST_CASE("a torn last line is dropped and cut off when the journal is continued") {
   TempDir dir("journal");
   const auto path = dir.path / "j.partial";

@@ -12,6 +12,7 @@
 #include <fstream>
 
 #include "engine/common/error.h"
+#include "engine/io/atomic_file.h"
 
 namespace rose {
 namespace {
@@ -210,12 +211,16 @@ JournalEntry JournalEntryReader::read(uint64_t offset, uint32_t length) {
 JournalWriter::JournalWriter(const std::filesystem::path& path, const std::string& fingerprint,
                              int64_t num_requests)
     : path_(path) {
-  fd_ = ::open(path_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0666);
-  if (fd_ < 0) io_fail(path_, "cannot create the journal", errno);
-  buffer_ = fmt::format(R"({{"roseinfer_journal":1,"fingerprint":{},"requests":{}}})",
-                        json_quote(fingerprint), num_requests) +
-            '\n';
-  sync();
+  // The header goes in through a temporary file and a rename, so a journal is never seen without
+  // it: a kill between creating the file and writing the header would otherwise leave an empty
+  // OUT.partial that --resume refuses and a run without it will not overwrite.
+  write_file_atomically(path_,
+                        fmt::format(R"({{"roseinfer_journal":1,"fingerprint":{},"requests":{}}})",
+                                    json_quote(fingerprint), num_requests) +
+                            '\n');
+  fd_ = ::open(path_.c_str(), O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd_ < 0) io_fail(path_, "cannot open the journal", errno);
+  last_sync_at_ = monotonic_seconds();
 }
 
 JournalWriter::JournalWriter(const std::filesystem::path& path, uint64_t valid_bytes)

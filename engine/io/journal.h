@@ -77,7 +77,8 @@ class JournalWriter {
   static constexpr double kBatchAgeS = 0.5;  // ...or its first line is this old
   static constexpr double kSyncInterval = 2.0;
 
-  // Starts a new journal at `path` (replacing one there) with its header line, synced.
+  // Starts a new journal at `path` (replacing one there) with its header line, synced; the header
+  // goes in through a temporary file and a rename, so a journal is never seen without it.
   JournalWriter(const std::filesystem::path& path, const std::string& fingerprint,
                 int64_t num_requests);
   // Continues an existing journal after its first `valid_bytes` bytes (cutting off a torn tail).
