@@ -1,3 +1,5 @@
+#include <atomic>
+#include <cstdint>
 #include <cstring>
 #include <type_traits>
 
@@ -355,12 +357,17 @@ template <typename T, int D>
 void launch_typed(const AttentionArgs& args, int num_seqs, int max_query_len, cudaStream_t stream) {
   auto* kernel = prefill_attention_kernel<T, D>;
   constexpr size_t smem = smem_bytes<D>();
-  static const bool configured = [&] {  // above 48 KiB needs the opt-in, once per instantiation
+  // Above 48 KiB needs the opt-in, which is a property of the function on the current device:
+  // once per device (replicas on several GPUs, driven from several threads), bit d for device d.
+  static std::atomic<uint64_t> configured{0};
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
+  if (bit == 0 || (configured.load(std::memory_order_acquire) & bit) == 0) {
     ROSE_CUDA_CHECK(
         cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    return true;
-  }();
-  (void)configured;
+    configured.fetch_or(bit, std::memory_order_release);
+  }
   const int tiles_per_seq = (max_query_len + kTileQ - 1) / kTileQ;
   const int64_t blocks = int64_t(num_seqs) * tiles_per_seq * args.num_heads;
   if (blocks > int64_t(0x7fffffff)) {
