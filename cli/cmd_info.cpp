@@ -12,6 +12,7 @@
 #include "cli/commands.h"
 #include "cli/common.h"
 #include "engine/model/gguf_model.h"
+#include "engine/model/quantized_source.h"
 #include "engine/model/weight_check.h"
 
 namespace {
@@ -126,6 +127,8 @@ void register_info_command(CLI::App& app, int& exit_code) {
     t.add_row({"KV bytes per token", both_dtypes(double(c.kv_elements_per_token()))});
     t.add_row({"weights", c.synthetic_weights ? "synthetic (seeded random; text is meaningless)"
                                               : "checkpoint"});
+    // What the linear layers are stored as: "dense x 65", or "Q4_K x 65" under --quantize.
+    t.add_row({"linear layers", rose::linear_weight_types(*model.weights)});
     t.add_row({"tokenizer", model.tokenizer ? fmt::format("{} ({})", model.tokenizer->kind(),
                                                           model.tokenizer_source)
                                             : std::string("none (no tokenizer.json)")});
