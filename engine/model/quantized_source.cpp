@@ -158,24 +158,35 @@ std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inn
   return std::make_unique<QuantizedSource>(std::move(inner), type);
 }
 
+void WeightTypeCounts::add_matrix(const std::vector<GgmlType>& types) {
+  std::set<std::string> names;  // a matrix counts once per type it holds
+  for (GgmlType type : types) names.insert(ggml_type_traits(type).name);
+  for (const std::string& name : names) ++counts_[name];
+  ++ggml_matrices_;
+}
+
+std::string WeightTypeCounts::text() const {
+  std::string text;
+  for (const auto& [name, count] : counts_) {
+    text += (text.empty() ? "" : ", ") + name + " x " + std::to_string(count);
+  }
+  return text;
+}
+
 std::string linear_weight_types(const WeightSource& weights) {
-  std::map<std::string, int> counts;
+  WeightTypeCounts counts;
   for (const TensorSpec& spec : canonical_tensors(weights.config())) {
     if (spec.shape.size() != 2 || !is_linear_matrix(weights.config(), spec.name)) continue;
     const std::optional<std::vector<StoredPart>> parts = weights.stored_parts(spec.name);
     if (!parts) {
-      ++counts["dense"];
+      counts.add_dense("dense");
       continue;
     }
-    std::set<std::string> types;  // a matrix counts once per type it holds
-    for (const StoredPart& part : *parts) types.insert(ggml_type_traits(part.type).name);
-    for (const std::string& type : types) ++counts[type];
+    std::vector<GgmlType> types;
+    for (const StoredPart& part : *parts) types.push_back(part.type);
+    counts.add_matrix(types);
   }
-  std::string text;
-  for (const auto& [name, count] : counts) {
-    text += (text.empty() ? "" : ", ") + name + " x " + std::to_string(count);
-  }
-  return text;
+  return counts.text();
 }
 
 bool has_quantized_linear(const WeightSource& weights) {

@@ -1,6 +1,7 @@
 #pragma once
 // --quantize: a WeightSource whose linear-layer matrices are quantized to one ggml type at load
 // (presets and safetensors models), so their quantized speed can be measured like a GGUF's.
+#include <map>
 #include <memory>
 #include <string>
 #include <vector>
@@ -29,6 +30,21 @@ std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inn
 // of qkv, o, gate | up, down, and the tied lm_head): matrices per stored type (one whose parts mix
 // types counts under each), "dense x N" for those without ggml blocks (presets, safetensors).
 std::string linear_weight_types(const WeightSource& weights);
+// Matrices per storage type, written "Q4_1 x 120, Q8_0 x 1, bf16 x 4" (names in byte order, so
+// ggml's upper-case types come before dense names): the one format of every weight-types report.
+class WeightTypeCounts {
+ public:
+  // One matrix holding these ggml types; it counts once per distinct type.
+  void add_matrix(const std::vector<GgmlType>& types);
+  void add_dense(const std::string& name) { ++counts_[name]; }  // a matrix with no ggml blocks
+  bool has_ggml() const { return ggml_matrices_ > 0; }
+  std::string text() const;
+
+ private:
+  std::map<std::string, int> counts_;
+  int ggml_matrices_ = 0;
+};
+
 // Whether any linear matrix is stored in quantized ggml blocks (block size > 1).
 bool has_quantized_linear(const WeightSource& weights);
 

@@ -3,8 +3,6 @@
 
 #include <algorithm>
 #include <climits>
-#include <map>
-#include <set>
 
 #include "engine/model/quant.h"
 #include "kernels/cuda/check.cuh"
@@ -77,20 +75,6 @@ std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, c
     row_begin += part.rows;
   }
   return ranges;
-}
-
-std::string quant_range_counts(const std::vector<const std::vector<QuantRange>*>& matrices) {
-  std::map<std::string, int> counts;
-  for (const std::vector<QuantRange>* ranges : matrices) {
-    std::set<std::string> types;  // a matrix counts once per type it holds
-    for (const QuantRange& range : *ranges) types.insert(ggml_type_traits(range.type).name);
-    for (const std::string& type : types) ++counts[type];
-  }
-  std::string text;
-  for (const auto& [name, count] : counts) {
-    text += (text.empty() ? "" : ", ") + name + " x " + std::to_string(count);
-  }
-  return text;
 }
 
 }  // namespace rose

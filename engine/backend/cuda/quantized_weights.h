@@ -36,7 +36,4 @@ int64_t quantized_upload_bytes(const std::vector<StoredPart>& parts);
 // Synchronous: the host copies are done when it returns.
 std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, char* dst);
 
-// "Q4_1 x 120, Q8_0 x 1": matrices per type they hold (linear_weight_types' count), for reports.
-std::string quant_range_counts(const std::vector<const std::vector<QuantRange>*>& matrices);
-
 }  // namespace rose
