@@ -20,10 +20,6 @@
 
 namespace rose {
 
-GgmlType dense_format(DType dtype) {
-  return dtype == DType::kBF16 ? GgmlType::kBF16 : GgmlType::kF16;
-}
-
 int64_t DeviceMatrix::bytes(int64_t element_size) const {
   if (!quantized()) return rows * cols * element_size;
   int64_t total = 0;
@@ -210,7 +206,6 @@ QuantizedMap upload_kept_quantized(const WeightSource& weights,
     m.rows = spec->shape[0];
     m.cols = spec->shape[1];
     m.ranges = upload_quantized(parts, base);
-    m.format = m.ranges.front().type;
     base += quantized_upload_bytes(parts);
     quantized.emplace(spec->name, std::move(m));
   }
@@ -221,9 +216,8 @@ QuantizedMap upload_kept_quantized(const WeightSource& weights,
 // model must have and does not is a user error (a broken checkpoint), an optional one is nullptr.
 class Binder {
  public:
-  Binder(const ModelConfig& config, const TensorMap& tensors, const QuantizedMap& quantized,
-         DType dtype)
-      : config_(config), tensors_(tensors), quantized_(quantized), format_(dense_format(dtype)) {}
+  Binder(const ModelConfig& config, const TensorMap& tensors, const QuantizedMap& quantized)
+      : config_(config), tensors_(tensors), quantized_(quantized) {}
 
   const void* get(const std::string& name) const {
     auto it = tensors_.find(name);
@@ -239,7 +233,7 @@ class Binder {
     need(name);
     const TensorSpec& spec = *tensors_.at(name).spec;
     ROSE_ASSERT(spec.shape.size() == 2);
-    return DeviceMatrix{tensors_.at(name).data, format_, spec.shape[0], spec.shape[1], {}};
+    return DeviceMatrix{tensors_.at(name).data, spec.shape[0], spec.shape[1], {}};
   }
   LayerWeights layer(int index) const;
   // The tied lm_head reads tok_emb's blocks when they were kept, else its dense rows.
@@ -251,7 +245,6 @@ class Binder {
   const ModelConfig& config_;
   const TensorMap& tensors_;
   const QuantizedMap& quantized_;
-  GgmlType format_;
 };
 
 LayerWeights Binder::layer(int index) const {
@@ -285,27 +278,22 @@ int64_t bytes_per_forward(const std::vector<TensorSpec>& specs, const QuantizedM
   return bytes + lm_head.bytes(element_size);
 }
 
-// "Q4_1 x 120, Q8_0 x 1" (kept ranges), then "bf16 x N" for linear matrices left dense; just the
-// dtype's name when nothing was kept.
+// "Q4_1 x 120, Q8_0 x 1" (kept matrices per type), then "bf16 x N" for linear matrices left
+// dense; just the dtype's name when nothing was kept.
 std::string weight_types_text(const DeviceWeights& w, DType dtype) {
   const std::string dense = dtype == DType::kBF16 ? "bf16" : "fp16";
-  std::vector<const std::vector<QuantRange>*> kept;
-  int dense_count = 0;
+  WeightTypeCounts counts;
   auto add = [&](const DeviceMatrix& m) {
-    if (m.quantized()) {
-      kept.push_back(&m.ranges);
-    } else {
-      ++dense_count;
-    }
+    if (!m.quantized()) return counts.add_dense(dense);
+    std::vector<GgmlType> types;
+    for (const QuantRange& range : m.ranges) types.push_back(range.type);
+    counts.add_matrix(types);
   };
   for (const LayerWeights& layer : w.layers) {
     for (const DeviceMatrix* m : {&layer.qkv, &layer.o, &layer.up, &layer.down}) add(*m);
   }
   add(w.lm_head);
-  if (kept.empty()) return dense;
-  std::string text = quant_range_counts(kept);
-  if (dense_count > 0) text += ", " + dense + " x " + std::to_string(dense_count);
-  return text;
+  return counts.has_ggml() ? counts.text() : dense;
 }
 
 float* upload_inv_freq(const ModelConfig& c, DeviceArena& arena) {
@@ -329,7 +317,7 @@ DeviceWeights upload_weights(const WeightSource& weights, DType dtype, cudaStrea
     if (spec.name == "tok_emb" || !quantized.count(spec.name)) dense_specs.push_back(spec);
   }
   const TensorMap tensors = Uploader(weights, dtype, stream).run(dense_specs, arena, print_stats);
-  const Binder bind(c, tensors, quantized, dtype);
+  const Binder bind(c, tensors, quantized);
   DeviceWeights w;
   w.tok_emb = bind.need("tok_emb");
   if (c.uses_learned_positions()) w.pos_emb = bind.need("pos_emb");

@@ -21,8 +21,7 @@ namespace rose {
 // rows (its heads or its part of I), a row-parallel one (o, down) a slice of cols followed by an
 // all-reduce of y; rows and cols are then the shard's, and gemm() needs no other change.
 struct DeviceMatrix {
-  const void* data = nullptr;         // (rows, cols) in the activation dtype; null when quantized
-  GgmlType format = GgmlType::kBF16;  // kBF16/kF16: dense; else the first range's ggml type
+  const void* data = nullptr;  // (rows, cols) in the activation dtype; null when quantized
   int64_t rows = 0, cols = 0;
   // Kept in ggml blocks (quantized_weights.h): the row ranges in order, one per run of stored
   // parts of one type (a Q4_K_M q | k | v with a Q6_K v has two). Empty for a dense matrix.
@@ -31,9 +30,6 @@ struct DeviceMatrix {
   // Bytes one product reads: the blocks, or rows * cols elements.
   int64_t bytes(int64_t element_size) const;
 };
-
-// The format a dense matrix in the activation dtype has.
-GgmlType dense_format(DType dtype);
 
 // One transformer block's weights. Vectors are in the activation dtype; a bias or a norm shift is
 // nullptr when the model has none (ModelConfig::has_linear_biases, has_qkv_bias, norm_kind).
