@@ -13,21 +13,9 @@ PHASE=${1:?phase: tests, bench, study or memcheck}
 FINAL=${OUT:-/tmp/issue10_out}
 OUT=/tmp/issue10_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
-if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
-B=$PWD/bundle
-export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
-
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-
-{
-  date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  "$B/roseinfer" --version
-  "$B/roseinfer-base" --version
-} | tee "$OUT/device.txt"
+device_begin
 
 bench_line() {  # NAME JSON: the figures a row of the results table needs
   python3 - "$1" "$2" <<'EOF' | tee -a "$OUT/figures.txt"

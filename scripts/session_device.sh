@@ -17,21 +17,10 @@ set -uo pipefail
 FINAL=${OUT:-/tmp/session_out}
 OUT=/tmp/session_work
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
-if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
-B=$PWD/bundle
-BIN=$B/roseinfer
-export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
-
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-
-{
-  date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  "$BIN" --version
-} | tee "$OUT/device.txt"
+device_begin
+BIN=$B/roseinfer
 
 MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
 cat "$OUT/stage2.txt"
