@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda/workspace_plan.h"
 #include "engine/model/presets.h"
+#include "kernels/common/attention_split.h"
 
 using namespace rose;
 
@@ -34,7 +35,8 @@ WorkspaceInputs inputs(int tokens, int seqs, int max_model_len, bool invariant) 
 
 TEST_CASE("meta_layout packs each array 16-byte aligned, block tables last") {
   // 8 seqs, 64 tokens: params 8*32 = 256; query_start 9*4 = 36 -> 304; context_lens, sample_rows
-  // 32 each -> 336, 368; table_stride 4 -> 384; four token arrays of 256 each -> 1408.
+  // 32 each -> 336, 368; table_stride 4 -> 384; four token arrays of 256 each -> 1408;
+  // shared_keys 4 -> 1424 (aligned); shares_prefix 32 -> 1456.
   const MetaLayout m = meta_layout(64, 8);
   CHECK(m.sample_params == 0);
   CHECK(m.query_start == 256);
@@ -45,7 +47,9 @@ TEST_CASE("meta_layout packs each array 16-byte aligned, block tables last") {
   CHECK(m.positions == 640);
   CHECK(m.slot_mapping == 896);
   CHECK(m.token_seq == 1152);
-  CHECK(m.block_tables == 1408);
+  CHECK(m.shared_keys == 1408);
+  CHECK(m.shares_prefix == 1424);
+  CHECK(m.block_tables == 1456);
 }
 
 TEST_CASE("tiny preset: every buffer, split-KV partials") {
@@ -70,12 +74,12 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.sampled == 8 * 4);
   CHECK(b.dequantized == 0);  // nothing kept quantized
   // One block per (row, KV head): splits(n) = min(32, 528 / 2n); rows * heads * splits peaks at
-  // 8 * 264 = 2112 (n = 11: 11 * 24 = 264).
+  // 8 * 264 = 2112 (n = 11: 11 * 24 = 264). head_dim 32: no shared-prefix slots.
   CHECK(plan.partial_rows == 2112);
   CHECK(b.partial_out == 2112 * 32 * 4);
   CHECK(b.partial_lse == 2112 * 4);
   CHECK(b.merge_counters == 64 * 2 * 4);
-  CHECK(b.meta == 1408 + 8 * 128 * 4);
+  CHECK(b.meta == 1456 + 8 * 128 * 4);
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 64 * 2);
 }
 
@@ -109,14 +113,17 @@ TEST_CASE("llama-1b shapes at the default budgets") {
   CHECK(b.final_normed == 256 * 2048 * 2);
   CHECK(b.logits == int64_t(256) * 128256 * 4);
   CHECK(b.sampled == 256 * 4);
-  // splits(n) = min(32, 528 / 8n): rows * 32 heads * splits peaks at 32 * 66 = 2112.
-  CHECK(plan.partial_rows == 2112);
-  CHECK(b.partial_out == 2112 * 64 * 4);
+  // splits(n) = min(32, 528 / 8n) alone peak at 32 * 66 = 2112 rows. The shared-prefix slots
+  // (group 4: 2 rows per prefix block) add min(32, 528 / (8 ceil(n / 2))) for decode steps of
+  // n >= 2 rows: at n = 256, 1 + 1 slots for 256 * 32 heads = 16384, the most.
+  CHECK(plan.partial_rows == 16384);
+  CHECK(b.partial_out == 16384 * 64 * 4);
   CHECK(b.merge_counters == 8192 * 8 * 4);
   // meta_layout(8192, 256): params 8192; query_start 1028 -> 9232; 1024 + 1024 -> 11280; stride
-  // -> 11296; four token arrays of 32768 -> 142368; then 256 rows of 256 table entries.
-  CHECK(meta_layout(8192, 256).block_tables == 142368);
-  CHECK(b.meta == 142368 + 256 * 256 * 4);
+  // -> 11296; four token arrays of 32768 -> 142368; shared_keys 16, shares_prefix 1024 -> 143408;
+  // then 256 rows of 256 table entries.
+  CHECK(meta_layout(8192, 256).block_tables == 143408);
+  CHECK(b.meta == 143408 + 256 * 256 * 4);
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 16 * 16 * 512 * 2);
 
   const WorkspacePlan inv = plan_workspaces(c, inputs(8192, 256, 4096, true));
@@ -137,8 +144,10 @@ TEST_CASE("gpt2 preset: no act buffer, up rows I; budgets resolved") {
   CHECK(plan.bytes.act == 0);
   CHECK(plan.bytes.qkv == 8 * 2304 * 2);
   CHECK(plan.bytes.logits == 8 * 50257 * 4);
-  // splits(n) = min(32, 528 / 12n) = min(32, 44 / n): peaks at 12 * 44 = 528 (n = 2, 4).
-  CHECK(plan.partial_rows == 528);
+  // splits(n) = min(32, 528 / 12n) = min(32, 44 / n), plus the shared-prefix slots of decode
+  // steps (group 1: 8 rows per prefix block, so one block per head up to n = 8: 32 slots): n = 8
+  // gives 8 * 12 * (5 + 32) = 3552, the most.
+  CHECK(plan.partial_rows == 3552);
   CHECK(plan.bytes.merge_counters == 8 * 12 * 4);
 
   WorkspaceInputs wide = inputs(4, 8, 1024, false);
@@ -157,4 +166,22 @@ TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
   CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 2);
   in.element_size = 4;  // the scratch holds the decoded matrix in the activation dtype
   CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 4);
+}
+
+TEST_CASE("shared-prefix attention: rows per prefix block and prefix splits") {
+  // Query vectors per block are 8: rows = 8 / (the GQA group rounded up to 1, 2 or 4).
+  CHECK(attention_prefix_rows_per_block(12, 12) == 8);  // gpt2
+  CHECK(attention_prefix_rows_per_block(8, 32) == 2);   // llama-1b, group 4
+  CHECK(attention_prefix_rows_per_block(4, 12) == 2);   // group 3 rounds up to 4
+  CHECK(attention_prefix_rows_per_block(4, 8) == 4);    // group 2
+  CHECK(attention_prefix_rows_per_block(1, 8) == 0);    // group 8 fills a block alone: off
+  CHECK(attention_shared_prefix_supported(12, 12, 64));
+  CHECK(attention_shared_prefix_supported(8, 32, 128));
+  CHECK_FALSE(attention_shared_prefix_supported(12, 12, 32));  // the row-shared kernel's widths
+  CHECK_FALSE(attention_shared_prefix_supported(1, 8, 64));
+  // seed000 on gpt2: 64 rows -> 8 blocks per head x 12 heads = 96 blocks; 528 / 96 = 5 splits.
+  CHECK(attention_prefix_splits(64, 12, 12, 528, 32) == 5);
+  CHECK(attention_prefix_splits(2, 8, 32, 528, 32) == 32);   // capped at max_splits
+  CHECK(attention_prefix_splits(256, 8, 32, 528, 32) == 1);  // at least one
+  CHECK(attention_prefix_splits(64, 1, 8, 528, 32) == 0);    // off
 }

@@ -33,4 +33,35 @@ inline int attention_num_splits(int num_tokens, int num_kv_heads, int num_heads,
   return splits;
 }
 
+// Shared-prefix decode (kernels/cuda/attention.cuh, shared_keys): query rows one thread block of
+// the prefix launch takes, so that rows x the group (rounded up to 1, 2 or 4 heads) fill
+// kAttentionMaxGroup query vectors that share each K/V load. A group of 8 or more fills a block
+// alone: nothing to share, the path is off (0).
+inline int attention_prefix_rows_per_block(int num_kv_heads, int num_heads) {
+  const int group = num_heads / num_kv_heads;
+  if (group >= kAttentionMaxGroup) return 0;
+  int width = 1;
+  while (width < group) width *= 2;
+  return kAttentionMaxGroup / width;
+}
+
+inline bool attention_shared_prefix_supported(int num_kv_heads, int num_heads, int head_dim) {
+  return attention_prefix_rows_per_block(num_kv_heads, num_heads) > 0 &&
+         (head_dim == 64 || head_dim == 128);
+}
+
+// Splits of the prefix launch for num_tokens decode rows: enough blocks to fill the GPU, as
+// attention_num_splits. Its partial slots come before the key splits' (prefix_splits + num_splits
+// per query row and head).
+inline int attention_prefix_splits(int num_tokens, int num_kv_heads, int num_heads,
+                                   int target_blocks, int max_splits) {
+  const int rows = attention_prefix_rows_per_block(num_kv_heads, num_heads);
+  if (rows == 0) return 0;
+  const int blocks = (num_tokens + rows - 1) / rows * num_kv_heads;
+  int splits = blocks > 0 ? target_blocks / blocks : 1;
+  if (splits < 1) splits = 1;
+  if (splits > max_splits) splits = max_splits;
+  return splits;
+}
+
 }  // namespace rose

@@ -28,28 +28,41 @@ __device__ __forceinline__ int row_splits(const AttentionArgs& args, int num_key
 }
 
 // First element of (token, head)'s partials: the partial buffers hold this launch's rows only.
+// Slots 0..prefix_splits-1 belong to the shared-prefix launch, the key splits follow.
 __device__ __forceinline__ int64_t partial_base(const AttentionArgs& args, int token, int head) {
-  return (int64_t(token - args.token_offset) * args.num_heads + head) * args.num_splits;
+  return (int64_t(token - args.token_offset) * args.num_heads + head) *
+         (args.prefix_splits + args.num_splits);
 }
 
-// Merges splits 0..splits-1 (in that order) of output column d of (token, head). The partials were
-// written by other blocks of this grid (fused merge) or the previous kernel: read through L2, never
-// a stale L1 line.
+// Merges the shared-prefix partials 0..prefix_count-1, then splits 0..splits-1 (in that order) of
+// output column d of (token, head). The partials were written by other blocks of this grid (fused
+// merge) or a previous kernel: read through L2, never a stale L1 line.
 template <typename T>
 __device__ __forceinline__ void merge_column(const AttentionArgs& args, int token, int head, int d,
-                                             int splits) {
+                                             int prefix_count, int splits) {
   const int64_t base = partial_base(args, token, head);
+  const int64_t first_split = base + args.prefix_splits;
   float lse_max = -INFINITY;
+  for (int s = 0; s < prefix_count; ++s)
+    lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + base + s));
 #pragma unroll 8
-  for (int s = 0; s < splits; ++s) lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + base + s));
+  for (int s = 0; s < splits; ++s)
+    lse_max = fmaxf(lse_max, __ldcg(args.partial_lse + first_split + s));
   float total = 0.0f, o = 0.0f;
-#pragma unroll 8
-  for (int s = 0; s < splits; ++s) {
+  for (int s = 0; s < prefix_count; ++s) {
     const float lse = __ldcg(args.partial_lse + base + s);
     if (lse == -INFINITY) continue;
     const float w = exp2f(lse - lse_max);
     total += w;
     o += w * __ldcg(args.partial_out + (base + s) * args.head_dim + d);
+  }
+#pragma unroll 8
+  for (int s = 0; s < splits; ++s) {
+    const float lse = __ldcg(args.partial_lse + first_split + s);
+    if (lse == -INFINITY) continue;
+    const float w = exp2f(lse - lse_max);
+    total += w;
+    o += w * __ldcg(args.partial_out + (first_split + s) * args.head_dim + d);
   }
   static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * args.head_dim + d] =
       from_float<T>(total != 0.0f ? o / total : 0.0f);  // NaN passes, as in finish_block
@@ -61,11 +74,29 @@ __device__ __forceinline__ void merge_column(const AttentionArgs& args, int toke
 // merge; splits past the keys stay empty and the merge skips them). In invariant mode a split is
 // split_keys / tile_keys tiles from absolute key 0 instead, and `splits` counts the row's non-empty
 // splits (blocks of the others exit at once).
+// With a shared prefix (args.shared_keys), a sharing row's splits cover keys [key_begin, num_keys)
+// only, and prefix_count partials of the shared-prefix launch precede them in the merge.
 struct BlockWork {
   int token, seq, kv_head, head_begin, heads, split, splits, num_keys, tile_begin, tile_end;
+  int key_begin, prefix_count;
 };
 
-__device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int tile_keys) {
+// Splits of the shared-prefix launch that hold keys of a prefix of `shared` keys, for its tiles of
+// tile_keys keys: the same rule as block_work's (at least one tile per warp).
+__device__ __forceinline__ int prefix_tiles_per_split(const AttentionArgs& args, int shared,
+                                                      int tile_keys) {
+  const int tiles = (shared + tile_keys - 1) / tile_keys;
+  return max(kWarps, (tiles + args.prefix_splits - 1) / args.prefix_splits);
+}
+__device__ __forceinline__ int prefix_splits_used(const AttentionArgs& args, int shared,
+                                                  int tile_keys) {
+  const int tiles = (shared + tile_keys - 1) / tile_keys;
+  const int per_split = prefix_tiles_per_split(args, shared, tile_keys);
+  return (tiles + per_split - 1) / per_split;
+}
+
+__device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int tile_keys,
+                                                int prefix_tile_keys = 0) {
   BlockWork w;
   w.token = blockIdx.x + args.token_offset;
   const int group = args.num_heads / args.num_kv_heads;
@@ -77,12 +108,25 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
   w.seq = args.token_seq[w.token];
   w.num_keys = row_num_keys(args, w.token, w.seq);
   w.splits = row_splits(args, w.num_keys);
-  const int num_tiles = (w.num_keys + tile_keys - 1) / tile_keys;
+  w.key_begin = 0;
+  w.prefix_count = 0;
+  if (args.shared_keys && args.shares_prefix[w.seq]) {
+    w.key_begin = *args.shared_keys;  // < num_keys: the host leaves every sharing row a key
+    w.prefix_count = prefix_splits_used(args, w.key_begin, prefix_tile_keys);
+  }
+  const int num_tiles = (w.num_keys - w.key_begin + tile_keys - 1) / tile_keys;
   const int tiles_per_split =
       args.split_keys > 0 ? args.split_keys / tile_keys
                           : max(kWarps, (num_tiles + args.num_splits - 1) / args.num_splits);
   w.tile_begin = w.split * tiles_per_split;
   w.tile_end = min(num_tiles, w.tile_begin + tiles_per_split);
+  // With the fused merge, a row's splits are only those that hold keys: the blocks of the others
+  // exit at once instead of publishing empty partials and counting in, and the merge reads fewer
+  // partials. The bits are the same: an empty split's partial weighed 0 in the merge, and a row
+  // left with one split writes what merging that split alone gives (see finish_block).
+  if (args.split_keys == 0 && args.merge_counters) {
+    w.splits = min(args.num_splits, (num_tiles + tiles_per_split - 1) / tiles_per_split);
+  }
   return w;
 }
 
@@ -92,39 +136,51 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
 // `splits` is the row's split count (BlockWork::splits). A single split writes its value directly,
 // which is what merging one split gives bit for bit (weight exp2(0) = 1, o * 1 / 1 = o; only a
 // -0 would come out +0). Either way a row takes the same path whatever its batch.
+// The block's 4 warp states for vector g, column d combined: the normalised value and its
+// log-sum-exp (log2 domain).
+template <int D, int G>
+__device__ __forceinline__ void combine_warps(const float (*m_s)[G], const float (*l_s)[G],
+                                              const float (*o_s)[G][D], int g, int d, float& value,
+                                              float& lse) {
+  float m_max = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+  // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
+  // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
+  // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
+  float total = 0.0f, o = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
+    total += l_s[w][g] * scale;
+    o += o_s[w][g][d] * scale;
+  }
+  value = total != 0.0f ? o / total : 0.0f;
+  lse = total != 0.0f ? m_max + log2f(total) : -INFINITY;
+}
+
 template <typename T, int D, int G>
 __device__ __forceinline__ void finish_block(const AttentionArgs& args, const float (*m_s)[G],
                                              const float (*l_s)[G], const float (*o_s)[G][D],
                                              int token, int head_begin, int heads, int split,
-                                             int splits) {
+                                             int splits, int prefix_count = 0) {
   __syncthreads();
+  const bool direct = splits == 1 && prefix_count == 0;
   for (int i = threadIdx.x; i < heads * D; i += kThreads) {
     const int g = i / D, d = i % D;
-    float m_max = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
-    // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
-    // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
-    // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
-    float total = 0.0f, o = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
-      total += l_s[w][g] * scale;
-      o += o_s[w][g][d] * scale;
-    }
+    float value, lse;
+    combine_warps<D, G>(m_s, l_s, o_s, g, d, value, lse);
     const int head = head_begin + g;
-    const float value = total != 0.0f ? o / total : 0.0f;
-    if (splits == 1) {
+    if (direct) {
       static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head) * D + d] =
           from_float<T>(value);
     } else {
-      const int64_t part = partial_base(args, token, head) + split;
+      const int64_t part = partial_base(args, token, head) + args.prefix_splits + split;
       args.partial_out[part * D + d] = value;
-      if (d == 0) args.partial_lse[part] = total != 0.0f ? m_max + log2f(total) : -INFINITY;
+      if (d == 0) args.partial_lse[part] = lse;
     }
   }
-  if (splits > 1 && args.merge_counters) {
+  if (!direct && args.merge_counters) {
     // Classic last-block reduction: publish this block's partials, count it in, and let the block
     // that completes the count merge every split of these heads.
     __shared__ int is_last;
@@ -139,7 +195,7 @@ __device__ __forceinline__ void finish_block(const AttentionArgs& args, const fl
     if (!is_last) return;
     __threadfence();
     for (int i = threadIdx.x; i < heads * D; i += kThreads) {
-      merge_column<T>(args, token, head_begin + i / D, i % D, splits);
+      merge_column<T>(args, token, head_begin + i / D, i % D, prefix_count, splits);
     }
   }
 }
@@ -166,7 +222,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
   const int token = work.token, seq = work.seq, kv_head = work.kv_head;
   const int head_begin = work.head_begin, heads = work.heads, split = work.split;
   const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
-  if (split >= work.splits) return;  // invariant mode: a split past this row's keys
+  if (split >= work.splits) return;  // a split past this row's keys (see block_work)
 
   // Queries pre-scaled so the softmax runs in base 2.
   const float qscale = args.scale * 1.4426950408889634f;
@@ -278,58 +334,34 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
 // per lane, reduced over the row's lanes by shuffles; P.V: each lane accumulates its 8 columns over
 // its own keys, and the lane groups are summed once at the end. G (1, 2, 4 or 8) is the number of
 // query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
-template <typename T, int D, int G>
-__global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(AttentionArgs args) {
-  pdl_wait();
-  pdl_launch_dependents();
+template <int D, int G>
+struct RowTiles {
   static_assert(D == 64 || D == 128, "row-shared lanes need 8-element chunks filling the warp");
-  constexpr int kVec = 8;                          // elements per 16-byte load
-  constexpr int kLanesPerRow = D / kVec;           // 8 or 16 lanes read one row
-  constexpr int kRowsPerStep = 32 / kLanesPerRow;  // rows per warp load instruction
-  constexpr int kSteps = G >= 8 ? 4 : 8;  // loads of K (and of V) per tile: 8 heads need registers
-  constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
-  __shared__ float m_s[kWarps][G];
-  __shared__ float l_s[kWarps][G];
-  __shared__ __align__(16) float o_s[kWarps][G][D];
+  static constexpr int kVec = 8;                          // elements per 16-byte load
+  static constexpr int kLanesPerRow = D / kVec;           // 8 or 16 lanes read one row
+  static constexpr int kRowsPerStep = 32 / kLanesPerRow;  // rows per warp load instruction
+  // Loads of K (and of V) per tile: 8 query vectors need the registers.
+  static constexpr int kSteps = G >= 8 ? 4 : 8;
+  static constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
+};
 
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+// One warp's online softmax over tiles tile_begin + warp, + kWarps, ... < tile_end of the keys
+// [key_begin, key_end) read through `table`, for G query vectors (this lane's 8 columns of each,
+// pre-scaled to base 2): updates this lane's m, l and acc.
+template <typename T, int D, int G>
+__device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, const int32_t* table,
+                                                 int kv_head, int key_begin, int key_end,
+                                                 int tile_begin, int tile_end, int warp, int lane,
+                                                 const float (&q)[G][8], float (&m)[G],
+                                                 float (&l)[G], float (&acc)[G][8]) {
+  using Tiles = RowTiles<D, G>;
+  constexpr int kVec = Tiles::kVec, kLanesPerRow = Tiles::kLanesPerRow;
+  constexpr int kRowsPerStep = Tiles::kRowsPerStep, kSteps = Tiles::kSteps;
+  constexpr int kTileKeys = Tiles::kTileKeys;
   const int row_lane = lane / kLanesPerRow;      // which row of a step this lane reads
   const int col = (lane % kLanesPerRow) * kVec;  // first of the 8 columns this lane owns
-  const BlockWork work = block_work(args, kTileKeys);
-  const int token = work.token, seq = work.seq, kv_head = work.kv_head;
-  const int head_begin = work.head_begin, heads = work.heads, split = work.split;
-  const int num_keys = work.num_keys, tile_begin = work.tile_begin, tile_end = work.tile_end;
-  if (split >= work.splits) return;  // invariant mode: a split past this row's keys
-
-  // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
-  // `heads` (a group that does not fill G) stay zero: harmless, never written out.
-  const float qscale = args.scale * 1.4426950408889634f;
-  const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
-  float q[G][kVec];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    if (g < heads) {
-      load_as_float<T, kVec>(q_row + (head_begin + g) * D + col, q[g]);
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) q[g][e] *= qscale;
-    } else {
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) q[g][e] = 0.0f;
-    }
-  }
-
-  float m[G], l[G], acc[G][kVec];
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < kVec; ++e) acc[g][e] = 0.0f;
-  }
-
   const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
   const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
-  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
   const int64_t kv_row_vecs = int64_t(args.num_kv_heads) * (D / kVec);  // uint4s per cache row
   const int block_size = args.block_size;
 
@@ -337,8 +369,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
   auto fetch_blocks = [&](int tile, int32_t(&blocks)[kSteps]) {
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) {
-      const int key = tile * kTileKeys + i * kRowsPerStep + row_lane;
-      blocks[i] = tile < tile_end && key < num_keys ? __ldg(table + key / block_size) : -1;
+      const int key = key_begin + tile * kTileKeys + i * kRowsPerStep + row_lane;
+      blocks[i] = tile < tile_end && key < key_end ? __ldg(table + key / block_size) : -1;
     }
   };
   int32_t blocks[kSteps];
@@ -348,7 +380,7 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
     uint4 k_raw[kSteps], v_raw[kSteps];
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) {
-      const int key = tile * kTileKeys + i * kRowsPerStep + row_lane;
+      const int key = key_begin + tile * kTileKeys + i * kRowsPerStep + row_lane;
       if (blocks[i] >= 0) {
         const int64_t vec = (int64_t(blocks[i]) * block_size + key % block_size) * kv_row_vecs +
                             kv_head * (D / kVec) + col / kVec;
@@ -414,15 +446,24 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
       }
     }
   }
+}
 
-  // Sum the lane groups (each saw different keys, the same m), then merge the warps' states.
+// Sums the lane groups of attend_row_tiles' states (each saw different keys, the same m) and
+// stores the warp's state in m_s, l_s, o_s for the block's merge.
+template <int D, int G>
+__device__ __forceinline__ void publish_warp_state(int warp, int lane, const float (&m)[G],
+                                                   float (&l)[G], float (&acc)[G][8],
+                                                   float (*m_s)[G], float (*l_s)[G],
+                                                   float (*o_s)[G][D]) {
+  constexpr int kLanesPerRow = RowTiles<D, G>::kLanesPerRow;
+  const int col = (lane % kLanesPerRow) * 8;
 #pragma unroll
   for (int g = 0; g < G; ++g) {
 #pragma unroll
     for (int offset = kLanesPerRow; offset < 32; offset <<= 1) {
       l[g] += __shfl_xor_sync(0xffffffffu, l[g], offset);
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
+      for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
     }
     if (lane == 0) {
       m_s[warp][g] = m[g];
@@ -430,10 +471,137 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
     }
     if (lane < kLanesPerRow) {
 #pragma unroll
-      for (int e = 0; e < kVec; ++e) o_s[warp][g][col + e] = acc[g][e];
+      for (int e = 0; e < 8; ++e) o_s[warp][g][col + e] = acc[g][e];
     }
   }
-  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits);
+}
+
+template <int G>
+__device__ __forceinline__ void reset_state(float (&m)[G], float (&l)[G], float (&acc)[G][8]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+}
+
+// Query vectors of the shared-prefix launch: kRows query rows of kHeads heads each (the GQA group
+// rounded up), kAttentionMaxGroup vectors in all.
+constexpr int kPrefixVectors = kMaxGroup;
+
+// Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
+// each lane loading 16 contiguous bytes, so a warp load instruction reads 32/(D/8) whole rows
+// (coalesced 128/256-byte rows, not 32 lanes each in its own row). A warp tile is kSteps such
+// loads of K and of V, all issued before any arithmetic (16 independent 16-byte loads per lane in
+// flight) with the next tile's block-table entries fetched meanwhile. Q.K: 8-element partial dot
+// per lane, reduced over the row's lanes by shuffles; P.V: each lane accumulates its 8 columns over
+// its own keys, and the lane groups are summed once at the end. G (1, 2, 4 or 8) is the number of
+// query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(AttentionArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
+  using Tiles = RowTiles<D, G>;
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+  __shared__ __align__(16) float o_s[kWarps][G][D];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = (lane % Tiles::kLanesPerRow) * Tiles::kVec;  // first of this lane's 8 columns
+  const BlockWork work = block_work(args, Tiles::kTileKeys, RowTiles<D, kPrefixVectors>::kTileKeys);
+  const int token = work.token, seq = work.seq, kv_head = work.kv_head;
+  const int head_begin = work.head_begin, heads = work.heads, split = work.split;
+  if (split >= work.splits) return;  // a split past this row's keys (see block_work)
+
+  // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
+  // `heads` (a group that does not fill G) stay zero: harmless, never written out.
+  const float qscale = args.scale * 1.4426950408889634f;
+  const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+  float q[G][8];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    if (g < heads) {
+      load_as_float<T, 8>(q_row + (head_begin + g) * D + col, q[g]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[g][e] *= qscale;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[g][e] = 0.0f;
+    }
+  }
+
+  float m[G], l[G], acc[G][8];
+  reset_state<G>(m, l, acc);
+  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  attend_row_tiles<T, D, G>(args, table, kv_head, work.key_begin, work.num_keys, work.tile_begin,
+                            work.tile_end, warp, lane, q, m, l, acc);
+  publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
+  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits,
+                        work.prefix_count);
+}
+
+// Shared-prefix decode (args.shared_keys): keys [0, *shared_keys) are the same physical blocks
+// for every sharing row, so one block attends kRows rows x kHeads heads (kPrefixVectors query
+// vectors) to them, loading each K/V tile once instead of once per row. Grid (ceil(num_tokens /
+// kRows), KV heads, prefix_splits); each block writes partial slot `split` of its rows, which the
+// rows kernel's merge reads before its own splits. The prefix is read through sequence 0's block
+// table (the host enables this only when every real row shares it).
+template <typename T, int D, int kHeads>
+__global__ void __launch_bounds__(kThreads) shared_prefix_attention_kernel(AttentionArgs args) {
+  pdl_wait();
+  pdl_launch_dependents();
+  constexpr int G = kPrefixVectors, kRows = G / kHeads;
+  using Tiles = RowTiles<D, G>;
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+  __shared__ __align__(16) float o_s[kWarps][G][D];
+  const int shared = *args.shared_keys;
+  const int per_split = prefix_tiles_per_split(args, shared, Tiles::kTileKeys);
+  const int split = blockIdx.z;
+  const int tile_begin = split * per_split;
+  const int tile_end =
+      min((shared + Tiles::kTileKeys - 1) / Tiles::kTileKeys, tile_begin + per_split);
+  if (tile_begin >= tile_end) return;  // no shared prefix, or a split past it
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int col = (lane % Tiles::kLanesPerRow) * Tiles::kVec;
+  const int group = args.num_heads / args.num_kv_heads;  // <= kHeads: one block per KV head
+  const int kv_head = blockIdx.y, head_begin = kv_head * group;
+  const float qscale = args.scale * 1.4426950408889634f;
+  float q[G][8];
+  bool active[G];
+#pragma unroll
+  for (int v = 0; v < G; ++v) {
+    const int token = blockIdx.x * kRows + v / kHeads, g = v % kHeads;
+    active[v] = token < args.num_tokens && g < group && args.shares_prefix[args.token_seq[token]];
+    if (active[v]) {
+      const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+      load_as_float<T, 8>(q_row + (head_begin + g) * D + col, q[v]);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[v][e] *= qscale;
+    } else {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) q[v][e] = 0.0f;
+    }
+  }
+  float m[G], l[G], acc[G][8];
+  reset_state<G>(m, l, acc);
+  attend_row_tiles<T, D, G>(args, args.block_tables, kv_head, 0, shared, tile_begin, tile_end, warp,
+                            lane, q, m, l, acc);
+  publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
+  __syncthreads();
+  for (int i = threadIdx.x; i < G * D; i += kThreads) {
+    const int v = i / D, d = i % D;
+    if (!active[v]) continue;
+    float value, lse;
+    combine_warps<D, G>(m_s, l_s, o_s, v, d, value, lse);
+    const int token = blockIdx.x * kRows + v / kHeads, head = head_begin + v % kHeads;
+    const int64_t part = partial_base(args, token, head) + split;
+    args.partial_out[part * D + d] = value;
+    if (d == 0) args.partial_lse[part] = lse;
+  }
 }
 
 // One block per (query token, head), one thread per output column.
@@ -447,7 +615,7 @@ __global__ void merge_splits_kernel(AttentionArgs args) {
                          : args.num_splits;
   if (splits <= 1) return;  // invariant mode: written directly by its only split
   if (int(threadIdx.x) < args.head_dim)
-    merge_column<T>(args, token, blockIdx.y, threadIdx.x, splits);
+    merge_column<T>(args, token, blockIdx.y, threadIdx.x, 0, splits);
 }
 
 // Without merge_counters the split partials are merged by a separate kernel.
@@ -506,11 +674,31 @@ void launch_invariant(const AttentionArgs& args, cudaStream_t stream) {
   }
 }
 
+// The shared-prefix launch (before the rows kernel, which merges its partials).
+template <typename T, int D>
+void launch_shared_prefix(const AttentionArgs& args, cudaStream_t stream) {
+  const int rows = attention_prefix_rows_per_block(args.num_kv_heads, args.num_heads);
+  const dim3 grid((args.num_tokens + rows - 1) / rows, args.num_kv_heads, args.prefix_splits);
+  if (rows == 8) {
+    launch_kernel(shared_prefix_attention_kernel<T, D, 1>, grid, kThreads, 0, stream, args);
+  } else if (rows == 4) {
+    launch_kernel(shared_prefix_attention_kernel<T, D, 2>, grid, kThreads, 0, stream, args);
+  } else {
+    launch_kernel(shared_prefix_attention_kernel<T, D, 4>, grid, kThreads, 0, stream, args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
 template <typename T, int D>
 void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
   if (args.split_keys > 0) return launch_invariant<T, D>(args, stream);
   const dim3 grid = attention_grid(args);
   if constexpr (D == 64 || D == 128) {
+    if (args.shared_keys) {
+      launch_shared_prefix<T, D>(args, stream);
+      launch_rows_kernel<T, D>(args, stream);
+      return;
+    }
     if (args.num_tokens <= kDeepMaxTokens) {
       launch_rows_kernel<T, D>(args, stream);
       launch_merge_if_needed<T, D>(args, stream);
@@ -556,6 +744,15 @@ void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream) {
   if (args.num_heads % args.num_kv_heads != 0) {
     cuda_fail("num_heads must be a multiple of num_kv_heads", "launch_paged_attention", __FILE__,
               __LINE__);
+  }
+  if (args.shared_keys &&
+      (args.split_keys > 0 || !args.merge_counters || args.num_tokens > kDeepMaxTokens ||
+       args.prefix_splits < 1 ||
+       !attention_shared_prefix_supported(args.num_kv_heads, args.num_heads, args.head_dim))) {
+    cuda_fail(
+        "a shared prefix needs the fused merge, head_dim 64 or 128, a GQA group below 8, "
+        "prefix_splits >= 1 and at most 1024 rows, outside invariant mode",
+        "launch_paged_attention", __FILE__, __LINE__);
   }
   if (args.split_keys > 0 && (args.split_keys % kTile != 0 || args.rows_per_launch < 1)) {
     cuda_fail("invariant attention needs split_keys a multiple of 32 and rows_per_launch >= 1",

@@ -27,8 +27,8 @@ struct AttentionArgs {
   const int32_t* context_lens = nullptr;        // (num_seqs,)
   const int32_t* token_seq = nullptr;           // (num_tokens,) sequence of each query token
   void* out = nullptr;                          // (num_tokens, num_heads * head_dim)
-  float* partial_out = nullptr;                 // (num_tokens, num_heads, num_splits, head_dim)
-  float* partial_lse = nullptr;                 // (num_tokens, num_heads, num_splits) log2 domain
+  float* partial_out = nullptr;  // (num_tokens, num_heads, prefix_splits + num_splits, head_dim)
+  float* partial_lse = nullptr;  // (num_tokens, num_heads, prefix_splits + num_splits) log2 domain
   // (num_tokens, num_kv_heads * ceil(group / 8)) zeroed once; with it the last split block of each
   // query row merges the partials itself (no merge kernel) and leaves its counter at zero again.
   int32_t* merge_counters = nullptr;
@@ -47,7 +47,18 @@ struct AttentionArgs {
   int split_keys = 0;
   int rows_per_launch = 0;  // invariant mode: query rows per launch (bounds the partials' size)
   int token_offset = 0;     // set by the launcher: first query row of this launch
-  float scale = 0.0f;       // softmax scale, usually 1/sqrt(head_dim)
+  // Shared-prefix decode (off when shared_keys is nullptr): keys [0, *shared_keys) of every row
+  // whose sequence has shares_prefix set are the same physical blocks, those of sequence 0's
+  // table, and *shared_keys is below each such row's key count. A first launch attends up to 8
+  // query vectors of several rows per block to them (each K/V tile loaded once, not once per row)
+  // into partial slots 0..prefix_splits-1; the rows kernel covers the rest of each row's keys and
+  // merges both. partial_out/partial_lse then hold prefix_splits + num_splits slots per (row,
+  // head). Needs merge_counters, head_dim 64 or 128, a GQA group below 8 and no split_keys
+  // (attention_shared_prefix_supported).
+  const int32_t* shared_keys = nullptr;    // device scalar, 0 leaves the prefix launch idle
+  const int32_t* shares_prefix = nullptr;  // (num_seqs,) 1 for the rows that share it
+  int prefix_splits = 0;
+  float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
 };
 

@@ -13,8 +13,21 @@ constexpr int kThreads = 256;
 // Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
 constexpr int kMaxPerThread = 32;
 
-template <typename T>
+// kPerThread: elements of the row each thread keeps (ceil(hidden / kThreads), rounded up to 4, 8,
+// 16 or 32): a function of the model only, so the reduction order never depends on the batch.
+template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
+  // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
+  // memory trip overlaps the previous kernel's end instead of following the row's reduction.
+  const T* weight = static_cast<const T*>(args.weight);
+  const T* bias = static_cast<const T*>(args.bias);
+  float w[kPerThread], b[kPerThread];
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = threadIdx.x + j * kThreads;
+    w[j] = i < args.hidden ? to_float(weight[i]) : 0.0f;
+    b[j] = bias && i < args.hidden ? to_float(bias[i]) : 0.0f;
+  }
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float scratch[32];
@@ -26,10 +39,10 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   const T* delta_bias = static_cast<const T*>(args.delta_bias);
   if (delta) delta += int64_t(src) * hidden;
 
-  float x[kMaxPerThread];
+  float x[kPerThread];
   float sum = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kMaxPerThread; ++j) {
+  for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
     x[j] = 0.0f;
     if (i < hidden) {
@@ -45,20 +58,18 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   if (args.kind == NormKind::kLayerNorm) mean = block_sum(sum, scratch) / hidden;
   float sq = 0.0f;
 #pragma unroll
-  for (int j = 0; j < kMaxPerThread; ++j) {
+  for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
     if (i < hidden) sq += (x[j] - mean) * (x[j] - mean);
   }
   const float inv = rsqrtf(block_sum(sq, scratch) / hidden + args.eps);
-  const T* weight = static_cast<const T*>(args.weight);
-  const T* bias = static_cast<const T*>(args.bias);
   T* out = static_cast<T*>(args.out) + int64_t(row) * hidden;
 #pragma unroll
-  for (int j = 0; j < kMaxPerThread; ++j) {
+  for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
     if (i < hidden) {
-      float y = (x[j] - mean) * inv * to_float(weight[i]);
-      if (bias) y += to_float(bias[i]);
+      float y = (x[j] - mean) * inv * w[j];
+      if (bias) y += b[j];
       out[i] = from_float<T>(y);
     }
   }
@@ -74,7 +85,16 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
   }
   dispatch_dtype(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_kernel(add_norm_kernel<T>, args.num_rows, kThreads, 0, stream, args);
+    const int per_thread = (args.hidden + kThreads - 1) / kThreads;
+    if (per_thread <= 4) {
+      launch_kernel(add_norm_kernel<T, 4>, args.num_rows, kThreads, 0, stream, args);
+    } else if (per_thread <= 8) {
+      launch_kernel(add_norm_kernel<T, 8>, args.num_rows, kThreads, 0, stream, args);
+    } else if (per_thread <= 16) {
+      launch_kernel(add_norm_kernel<T, 16>, args.num_rows, kThreads, 0, stream, args);
+    } else {
+      launch_kernel(add_norm_kernel<T, kMaxPerThread>, args.num_rows, kThreads, 0, stream, args);
+    }
   });
   ROSE_CUDA_CHECK_LAUNCH();
 }

@@ -219,7 +219,40 @@ struct AttentionCase {
   std::vector<int> query_lens;    // per sequence
   std::vector<int> context_lens;  // per sequence, >= query_lens
   int forced_splits = 0;          // 0: the backend's choice
+  // Decode rows whose first shared_blocks table entries are sequence 0's (a cached prefix): run
+  // once more through the shared-prefix launch, every row sharing but the last.
+  int shared_blocks = 0;
 };
+
+// The case's decode rows again with the shared-prefix launch: keys below shared_blocks * 16 read
+// once per 8 query vectors, the last row left out of the sharing (its own path, same result).
+void run_shared_prefix(const AttentionCase& tc, AttentionArgs args, int splits,
+                       const std::vector<float>& expected) {
+  const int num_seqs = int(tc.query_lens.size()), D = tc.head_dim;
+  const int prefix_splits =
+      attention_prefix_splits(args.num_tokens, tc.kv_heads, tc.heads, 4 * 132, 32);
+  REQUIRE(prefix_splits >= 1);
+  const size_t slots = size_t(args.num_tokens) * tc.heads * (splits + prefix_splits);
+  DeviceArray<float> d_part(slots * D), d_lse(slots);
+  std::vector<int32_t> shares(num_seqs, 1);
+  shares.back() = 0;
+  DeviceArray<int32_t> d_shared(std::vector<int32_t>{tc.shared_blocks * 16}), d_shares(shares);
+  args.partial_out = d_part.get();
+  args.partial_lse = d_lse.get();
+  args.shared_keys = d_shared.get();
+  args.shares_prefix = d_shares.get();
+  args.prefix_splits = prefix_splits;
+  DeviceArray<uint16_t> d_out(expected.size());
+  args.out = d_out.get();
+  CAPTURE(prefix_splits);
+  for (int run = 0; run < 2; ++run) {
+    CAPTURE(run);
+    ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));  // poison: NaN bf16
+    launch_paged_attention(args, nullptr);
+    ROSE_CUDA_CHECK(cudaDeviceSynchronize());
+    check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, shared prefix");
+  }
+}
 
 void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   const int num_seqs = int(tc.query_lens.size());
@@ -242,7 +275,9 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   int next = 0;
   for (int s = 0; s < num_seqs; ++s) {
     const int blocks = (tc.context_lens[s] + block_size - 1) / block_size;
-    for (int b = 0; b < blocks; ++b) tables[size_t(s) * max_blocks + b] = ids[next++];
+    for (int b = 0; b < blocks; ++b) {
+      tables[size_t(s) * max_blocks + b] = s > 0 && b < tc.shared_blocks ? tables[b] : ids[next++];
+    }
     for (int i = 0; i < tc.query_lens[s]; ++i) token_seq.push_back(s);
   }
   const int num_blocks = int(ids.size());
@@ -300,6 +335,7 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   }
   const std::vector<int32_t> counters = d_counters.download();
   CHECK(std::count(counters.begin(), counters.end(), 0) == int64_t(counters.size()));
+  if (tc.shared_blocks > 0) run_shared_prefix(tc, args, splits, expected);
 }
 
 }  // namespace
@@ -335,6 +371,18 @@ TEST_CASE("paged attention: long contexts and split-KV merging") {
   run_attention_case({32, 8, 128, {1, 1}, {5000, 4096}}, rng);
   run_attention_case({16, 2, 64, {1, 1, 1}, {700, 33, 2}, 7}, rng);  // splits longer than keys
   run_attention_case({8, 8, 64, {1}, {3000}, 32}, rng);
+}
+
+TEST_CASE("paged attention: decode rows sharing a cached prefix, read once per 8 query vectors") {
+  std::mt19937 rng(31);
+  // gpt2's shape, seed000's prefix (53 blocks) and 9 rows: two prefix blocks of 8 rows and 1.
+  run_attention_case(
+      {12, 12, 64, std::vector<int>(9, 1), {860, 861, 870, 849, 900, 865, 1000, 851, 880}, 0, 53},
+      rng);
+  run_attention_case({32, 8, 64, {1, 1, 1, 1, 1}, {300, 517, 200, 129, 1000}, 0, 8}, rng);
+  run_attention_case({8, 4, 128, {1, 1, 1}, {170, 161, 4000}, 0, 10}, rng);          // group 2
+  run_attention_case({12, 4, 64, {1, 1, 1, 1}, {700, 300, 257, 2000}, 0, 16}, rng);  // group 3
+  run_attention_case({32, 8, 64, std::vector<int>(64, 1), std::vector<int>(64, 600), 0, 37}, rng);
 }
 
 TEST_CASE("paged attention: batch 256 decode") {

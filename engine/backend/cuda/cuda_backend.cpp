@@ -1,6 +1,8 @@
 // The CUDA backend's construction (in phases), warm-up and execute() (cuda_backend.h).
 #include "engine/backend/cuda/cuda_backend.h"
 
+#include <cuda_profiler_api.h>
+
 #include <algorithm>
 #include <chrono>
 #include <cmath>
@@ -74,6 +76,7 @@ void CudaBackend::open_device() {
   device_name_ = prop.name;
   const char* stats_env = std::getenv("ROSEINFER_CUDA_STATS");
   print_stats_ = stats_env && stats_env[0] == '1';
+  read_measurement_switches();
 
   num_sms_ = prop.multiProcessorCount;
 
@@ -83,6 +86,26 @@ void CudaBackend::open_device() {
   // A fixed workspace keeps cuBLAS from allocating during graph capture.
   cublas_workspace_ = arena_.alloc(kCublasWorkspaceBytes);
   ROSE_CUBLAS_CHECK(cublasSetWorkspace(cublas_, cublas_workspace_, kCublasWorkspaceBytes));
+}
+
+void CudaBackend::read_measurement_switches() {
+  if (const char* env = std::getenv("ROSEINFER_CUDA_PROFILE_STEP"); env && *env) {
+    profile_step_ = std::atoll(env);
+  }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_SHARED_PREFIX"); env && env[0] == '0') {
+    shared_prefix_enabled_ = false;
+  }
+  const char* skip = std::getenv("ROSEINFER_CUDA_SKIP");
+  const std::string list = skip ? skip : "";
+  const std::pair<const char*, SkipKernel> kinds[] = {
+      {"norm", kSkipNorm}, {"rope", kSkipRope}, {"attention", kSkipAttention}, {"gemv", kSkipGemv}};
+  for (const auto& [name, bit] : kinds) {
+    if (list.find(name) != std::string::npos) skip_kernels_ |= bit;
+  }
+  if (skip_kernels_ != 0) {
+    std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_SKIP=%s: kernels left out, outputs are wrong\n",
+                 list.c_str());
+  }
 }
 
 // After the weights: the dequantization scratch is sized by the largest matrix kept quantized.
@@ -193,23 +216,32 @@ void CudaBackend::warm_up_prefill(StepPlan& plan, StepOutput& out) {
   }
 }
 
-// One decode step per graph bucket, largest first.
+// One decode step per graph bucket, largest first; then, where the shared-prefix attention
+// applies, one whose rows share a prefix (the bucket's second graph) for buckets of 2 rows up.
 void CudaBackend::warm_up_graphs(StepPlan& plan, StepOutput& out) {
   const std::vector<int> buckets = graphs_.buckets();
-  for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
-    const int n = *it;
-    plan.clear();
-    plan.token_ids.assign(n, 0);
-    plan.positions.assign(n, 0);
-    plan.slot_mapping.assign(n, -1);
-    for (int i = 1; i <= n; ++i) plan.query_start.push_back(i);
-    plan.context_lens.assign(n, 1);
-    plan.block_table_stride = 1;
-    plan.block_tables.assign(n, 0);
-    plan.do_sample.assign(n, 1);
-    plan.sampling.assign(n, SamplingParams{});
-    plan.sample_index.assign(n, 0);
-    execute(plan, out);
+  const int shared_context = 8 * options_.block_size + 1;  // 8 whole blocks shared (>= 128 keys)
+  const bool shared =
+      !options_.batch_invariant && shared_context <= max_model_len_ &&
+      attention_shared_prefix_supported(config_.num_kv_heads, config_.num_heads, config_.head_dim);
+  for (int context : {1, shared_context}) {
+    if (context > 1 && !shared) break;
+    for (auto it = buckets.rbegin(); it != buckets.rend(); ++it) {
+      const int n = *it;
+      if (context > 1 && n < 2) continue;
+      plan.clear();
+      plan.token_ids.assign(n, 0);
+      plan.positions.assign(n, context - 1);
+      plan.slot_mapping.assign(n, -1);
+      for (int i = 1; i <= n; ++i) plan.query_start.push_back(i);
+      plan.context_lens.assign(n, context);
+      plan.block_table_stride = (context + options_.block_size - 1) / options_.block_size;
+      plan.block_tables.assign(size_t(n) * plan.block_table_stride, 0);  // every row: block 0
+      plan.do_sample.assign(n, 1);
+      plan.sampling.assign(n, SamplingParams{});
+      plan.sample_index.assign(n, 0);
+      execute(plan, out);
+    }
   }
 }
 
@@ -218,11 +250,12 @@ CudaBackend::~CudaBackend() {
     const Stats& st = stats_;
     const double per = 1e6 / double(st.steps);
     std::fprintf(stderr,
-                 "cuda stats: %lld steps (%lld graph replays, %lld captures, %lld eager); per step "
-                 "us: validate %.1f, pack+copy %.1f (%lld B), launch %.1f, wait %.1f\n",
+                 "cuda stats: %lld steps (%lld graph replays, %lld captures, %lld eager, %lld with "
+                 "a shared prefix); per step us: validate %.1f, pack+copy %.1f (%lld B), launch "
+                 "%.1f, wait %.1f\n",
                  static_cast<long long>(st.steps), static_cast<long long>(st.replays),
                  static_cast<long long>(st.captures), static_cast<long long>(st.eager),
-                 st.validate_s * per, st.pack_s * per,
+                 static_cast<long long>(st.shared_prefix), st.validate_s * per, st.pack_s * per,
                  static_cast<long long>(st.copy_bytes / st.steps), st.launch_s * per,
                  st.sync_s * per);
   }
@@ -298,7 +331,35 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
     slots[t] = -1;
     token_seq[t] = i;
   }
+  *at(layout.shared_keys) = step_shared_keys_;
+  int32_t* shares = at(layout.shares_prefix);
+  for (int i = 0; i < padded_seqs; ++i) shares[i] = i < s && step_shared_keys_ > 0 ? 1 : 0;
   return layout.block_tables + int64_t(padded_seqs) * stride * 4;
+}
+
+int CudaBackend::shared_prefix_keys(const StepPlan& plan) const {
+  // Below this the prefix launch saves less than it costs (it reads the prefix once per 8 query
+  // vectors instead of once per row, but is one more launch per layer).
+  constexpr int kMinSharedKeys = 128;
+  const int s = plan.num_seqs(), block_size = options_.block_size;
+  if (s < 2 || !shared_prefix_enabled_ || options_.batch_invariant || !plan.is_pure_decode() ||
+      !attention_shared_prefix_supported(config_.num_kv_heads, config_.num_heads,
+                                         config_.head_dim)) {
+    return 0;
+  }
+  int min_context = plan.context_lens[0];
+  for (int i = 1; i < s; ++i) min_context = std::min(min_context, plan.context_lens[i]);
+  // Whole blocks below every row's last key.
+  int blocks = (min_context - 1) / block_size;
+  const int32_t* first = plan.block_tables.data();
+  for (int i = 1; i < s && blocks > 0; ++i) {
+    const int32_t* row = first + int64_t(i) * plan.block_table_stride;
+    int same = 0;
+    while (same < blocks && row[same] == first[same]) ++same;
+    blocks = same;
+  }
+  const int keys = blocks * block_size;
+  return keys >= kMinSharedKeys ? keys : 0;
 }
 
 void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
@@ -316,15 +377,20 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
   const int max_context = *std::max_element(plan.context_lens.begin(), plan.context_lens.end());
   step_splits_ = use_graph ? plan_.invariant_splits
                            : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
+  step_shared_keys_ = shared_prefix_keys(plan);
+  if (step_shared_keys_ > 0) ++stats_.shared_prefix;
   const double t1 = host_seconds();
   const int64_t bytes = pack(plan, padded);
   ROSE_CUDA_CHECK(
       cudaMemcpyAsync(meta_device_, pinned_meta_, size_t(bytes), cudaMemcpyHostToDevice, stream_));
   const double t2 = host_seconds();
+  const bool profile = stats_.steps == profile_step_;
+  if (profile) ROSE_CUDA_CHECK(cudaProfilerStart());
   ++stats_.steps;
   stats_.copy_bytes += bytes;
   if (use_graph) {
-    const auto run = graphs_.run(padded, stream_, [&] { forward(padded, padded, 1); });
+    const auto run = graphs_.run(
+        padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
     ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
   } else {
     launch_eager(plan);
@@ -333,6 +399,7 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
       cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
   const double t3 = host_seconds();
   ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
+  if (profile) ROSE_CUDA_CHECK(cudaProfilerStop());
   const double t4 = host_seconds();
   stats_.validate_s += t1 - t0;
   stats_.pack_s += t2 - t1;

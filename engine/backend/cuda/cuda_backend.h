@@ -57,6 +57,11 @@ struct StepFields {
   const int32_t* block_tables = nullptr;  // (num_seqs, *table_stride)
   const int32_t* table_stride = nullptr;  // (1,)
   const SampleRowParams* sample_params = nullptr;  // (num_seqs,)
+  // Set on steps whose decode rows share a prefix (CudaBackend::shared_prefix_keys): the attention
+  // runs the shared-prefix launch first (AttentionArgs::shared_keys).
+  const int32_t* shared_keys = nullptr;    // (1,)
+  const int32_t* shares_prefix = nullptr;  // (num_seqs,)
+  int prefix_splits = 0;
 };
 
 class CudaBackend final : public Backend {
@@ -76,10 +81,11 @@ class CudaBackend final : public Backend {
 
  private:
   // Construction, in this order (cuda_backend.cpp).
-  void resolve_options();      // dtype, model and budget checks, max_model_len
-  void open_device();          // device, stream, cuBLAS and its workspace; the SM count
-  void allocate_workspaces();  // plan_ first: it needs the SM count and the kept weights
-  void allocate_kv_pool();     // last: it takes what memory is left
+  void resolve_options();            // dtype, model and budget checks, max_model_len
+  void open_device();                // device, stream, cuBLAS and its workspace; the SM count
+  void read_measurement_switches();  // profile_step_ and skip_kernels_ from the environment
+  void allocate_workspaces();        // plan_ first: it needs the SM count and the kept weights
+  void allocate_kv_pool();           // last: it takes what memory is left
   void build_layer_args();
   AddNormArgs norm_args() const;
   RopeKvArgs rope_kv_args(int layer) const;
@@ -95,6 +101,10 @@ class CudaBackend final : public Backend {
   // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
   // returns the bytes to copy.
   int64_t pack(const StepPlan& plan, int padded_seqs);
+  // Keys every row of a pure-decode step holds in the same physical blocks (whole blocks, each
+  // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
+  // when the shared-prefix attention does not apply (attention.cuh).
+  int shared_prefix_keys(const StepPlan& plan) const;
   void launch_eager(const StepPlan& plan);
   void copy_logits(const StepPlan& plan, StepOutput& out) const;
 
@@ -142,9 +152,23 @@ class CudaBackend final : public Backend {
   // graph (replayed at any context), the step's longest context for an eager step. A row's bits do
   // not depend on the grid (splits past its keys exit), so a smaller grid only saves launches.
   int step_splits_ = 0;
+  // Keys of the next forward()'s shared prefix (shared_prefix_keys), 0: the plain attention. The
+  // graph of a bucket has a variant with the prefix launch (GraphCache variant 1).
+  int step_shared_keys_ = 0;
   std::string device_name_;
   int num_sms_ = 0;
   bool print_stats_ = false;
+  // Measurement switches, read once at start (docs/gpu-notes.md):
+  // ROSEINFER_CUDA_PROFILE_STEP=k: cudaProfilerStart/Stop around the k-th step after warm-up, for
+  // `ncu --profile-from-start off`; -1: off.
+  int64_t profile_step_ = -1;
+  // ROSEINFER_CUDA_SKIP=norm,rope,attention,gemv: leave those kernels out of every forward, so a
+  // step's time without them shows what they cost inside the graph. The outputs are wrong.
+  unsigned skip_kernels_ = 0;
+  // ROSEINFER_CUDA_SHARED_PREFIX=0: never the shared-prefix attention launch (for comparisons).
+  bool shared_prefix_enabled_ = true;
+  enum SkipKernel : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttention = 4, kSkipGemv = 8 };
+  bool skipped(SkipKernel kind) const { return (skip_kernels_ & kind) != 0; }
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -185,7 +209,7 @@ class CudaBackend final : public Backend {
   // Where execute()'s host time goes (ROSEINFER_CUDA_STATS=1 prints it when the backend is
   // destroyed): seconds in validate, pack + H2D copy, launches, and the wait for the step.
   struct Stats {
-    int64_t steps = 0, replays = 0, captures = 0, eager = 0, copy_bytes = 0;
+    int64_t steps = 0, replays = 0, captures = 0, eager = 0, copy_bytes = 0, shared_prefix = 0;
     double validate_s = 0, pack_s = 0, launch_s = 0, sync_s = 0;
   };
   Stats stats_;

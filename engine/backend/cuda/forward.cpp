@@ -128,6 +128,12 @@ StepFields CudaBackend::step_fields(int n, int num_seqs) const {
   step.block_tables = meta<int32_t>(layout.block_tables);
   step.table_stride = meta<int32_t>(layout.table_stride);
   step.sample_params = meta<SampleRowParams>(layout.sample_params);
+  if (step_shared_keys_ > 0) {
+    step.shared_keys = meta<int32_t>(layout.shared_keys);
+    step.shares_prefix = meta<int32_t>(layout.shares_prefix);
+    step.prefix_splits = attention_prefix_splits(n, c.num_kv_heads, c.num_heads, plan_.target_ctas,
+                                                 kMaxAttentionSplits);
+  }
   return step;
 }
 
@@ -154,14 +160,14 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   const int n = step.num_tokens;
   AddNormArgs norm = layer.attn_norm;
   norm.num_rows = n;
-  launch_add_norm(norm, stream_);
+  if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
   gemm(normed_, w.qkv, qkv_, n, false);
 
   RopeKvArgs rope = layer.rope_kv;
   rope.positions = step.positions;
   rope.slot_mapping = step.slot_mapping;
   rope.num_tokens = n;
-  launch_rope_kv_write(rope, stream_);
+  if (!skipped(kSkipRope)) launch_rope_kv_write(rope, stream_);
 
   AttentionArgs at = layer.attention;
   at.block_tables = step.block_tables;
@@ -172,10 +178,15 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.num_tokens = n;
   at.num_splits = step.num_splits;
   at.rows_per_launch = step.rows_per_launch;
+  at.shared_keys = step.shared_keys;
+  at.shares_prefix = step.shares_prefix;
+  at.prefix_splits = step.prefix_splits;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
   // decode keeps split-KV, which spreads few rows over the GPU. Invariant mode keeps one fixed
   // schedule for now (not this kernel).
-  if (max_query_len > 1 && !options_.batch_invariant && prefill_attention_supported(at)) {
+  if (skipped(kSkipAttention)) {
+    // measurement only (ROSEINFER_CUDA_SKIP)
+  } else if (max_query_len > 1 && !options_.batch_invariant && prefill_attention_supported(at)) {
     launch_prefill_attention(at, step.num_seqs, max_query_len, stream_);
   } else {
     launch_paged_attention(at, stream_);
@@ -191,7 +202,7 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   const int I = c.intermediate_size;
   AddNormArgs norm = layer.mlp_norm;
   norm.num_rows = n;
-  launch_add_norm(norm, stream_);
+  if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
   if (use_fused_up(w.up, n)) {             // small batch: activation fused
@@ -224,7 +235,8 @@ std::vector<GemmShape> CudaBackend::gemm_shapes() const {
 
 void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out) {
   if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out);
-  if (use_quant_gemv(n)) {  // decode: read the blocks, one launch per range of one type
+  if (use_quant_gemv(n)) {           // decode: read the blocks, one launch per range of one type
+    if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     const int64_t out_element = f32_out ? 4 : element_size_;
     for (const QuantRange& range : w.ranges) {
       launch_gemv_quant(x, range.blocks, uint32_t(range.type),
@@ -257,6 +269,9 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     return;
   }
   if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
+    // The GEMV reads its weights before the previous kernel ends: never the decoded scratch.
+    ROSE_ASSERT(w != dequantized_);
+    if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
   }
@@ -276,6 +291,7 @@ bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {
 
 void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
                            GemvActivation act) {
+  if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
   const int64_t out = act == GemvActivation::kSiluMul ? w.rows / 2 : w.rows;  // gate | up: 2 * out
   if (w.quantized()) {
     ROSE_ASSERT(act == GemvActivation::kSiluMul && w.ranges.size() == 1 && !bias);

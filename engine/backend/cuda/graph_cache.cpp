@@ -23,8 +23,8 @@ std::vector<int> GraphCache::buckets() const {
 }
 
 GraphCache::Run GraphCache::run(int bucket, cudaStream_t stream,
-                                const std::function<void()>& forward) {
-  auto it = graphs_.find(bucket);
+                                const std::function<void()>& forward, int variant) {
+  auto it = graphs_.find({bucket, variant});
   if (it != graphs_.end()) {
     ROSE_CUDA_CHECK(cudaGraphLaunch(it->second, stream));
     return Run::kReplayed;
@@ -43,12 +43,12 @@ GraphCache::Run GraphCache::run(int bucket, cudaStream_t stream,
   ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
-  graphs_[bucket] = exec;
+  graphs_[{bucket, variant}] = exec;
   return Run::kCaptured;
 }
 
 void GraphCache::clear() noexcept {
-  for (auto& [bucket, exec] : graphs_) cudaGraphExecDestroy(exec);
+  for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();
 }
 

@@ -8,6 +8,7 @@
 
 #include <functional>
 #include <map>
+#include <utility>
 #include <vector>
 
 namespace rose {
@@ -27,17 +28,18 @@ class GraphCache {
   std::vector<int> buckets() const;
 
   enum class Run { kReplayed, kCaptured };
-  // Replays the bucket's graph on `stream`; at the bucket's first use runs `forward` eagerly
+  // Replays the graph of (bucket, variant) on `stream`; at its first use runs `forward` eagerly
   // (which loads kernels and picks cuBLAS algorithms, and computes this step), then captures the
-  // same launches for the next steps without running them.
-  Run run(int bucket, cudaStream_t stream, const std::function<void()>& forward);
+  // same launches for the next steps without running them. A variant is a different launch
+  // sequence for the same bucket (1: the shared-prefix attention launch, cuda_backend.h).
+  Run run(int bucket, cudaStream_t stream, const std::function<void()>& forward, int variant = 0);
 
   // Destroys every graph; errors are ignored (the backend's destructor calls it).
   void clear() noexcept;
 
  private:
   int max_seqs_ = 0;
-  std::map<int, cudaGraphExec_t> graphs_;  // by bucket
+  std::map<std::pair<int, int>, cudaGraphExec_t> graphs_;  // by (bucket, variant)
 };
 
 }  // namespace rose

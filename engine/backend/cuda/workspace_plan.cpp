@@ -27,6 +27,8 @@ MetaLayout meta_layout(int64_t num_tokens, int64_t num_seqs) {
   layout.positions = take(num_tokens * 4);
   layout.slot_mapping = take(num_tokens * 4);
   layout.token_seq = take(num_tokens * 4);
+  layout.shared_keys = take(4);
+  layout.shares_prefix = take(num_seqs * 4);
   layout.block_tables = offset;
   return layout;
 }
@@ -50,6 +52,17 @@ void plan_attention_partials(const ModelConfig& c, const WorkspaceInputs& in, Wo
         attention_num_splits(n, c.num_kv_heads, c.num_heads, plan.target_ctas, kMaxAttentionSplits);
     if (splits > 1)
       partial_rows = std::max<int64_t>(partial_rows, int64_t(n) * c.num_heads * splits);
+  }
+  // Shared-prefix decode steps (n rows of one token each, n >= 2): the prefix launch's slots too,
+  // and the key splits write partials even when there is one.
+  const bool shared_prefix = !in.batch_invariant && attention_shared_prefix_supported(
+                                                        c.num_kv_heads, c.num_heads, c.head_dim);
+  for (int n = 2; shared_prefix && n <= std::min<int64_t>(T, in.max_num_seqs); ++n) {
+    const int splits =
+        attention_num_splits(n, c.num_kv_heads, c.num_heads, plan.target_ctas, kMaxAttentionSplits);
+    const int prefix = attention_prefix_splits(n, c.num_kv_heads, c.num_heads, plan.target_ctas,
+                                               kMaxAttentionSplits);
+    partial_rows = std::max<int64_t>(partial_rows, int64_t(n) * c.num_heads * (splits + prefix));
   }
   plan.partial_rows = partial_rows;
   plan.bytes.partial_out = partial_rows * c.head_dim * 4;

@@ -35,6 +35,8 @@ struct MetaLayout {
   int64_t positions = 0;      // (num_tokens,)
   int64_t slot_mapping = 0;   // (num_tokens,)
   int64_t token_seq = 0;      // (num_tokens,) sequence of each token
+  int64_t shared_keys = 0;    // (1,) keys of the step's shared prefix (AttentionArgs), 0: none
+  int64_t shares_prefix = 0;  // (num_seqs,) 1 for the rows that share it
   int64_t block_tables = 0;   // (num_seqs, table stride) packed with this step's stride
 };
 
