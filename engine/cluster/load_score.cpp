@@ -10,7 +10,7 @@ std::vector<int> guarded_candidates(std::span<const ReplicaLoad> loads, const Lo
   std::vector<int> candidates;
   for (int r = 0; r < int(loads.size()); ++r) {
     const ReplicaLoad& load = loads[size_t(r)];
-    if (load.waiting <= guard.queue_threshold && load.kv_utilisation() <= guard.kv_threshold)
+    if (load.queued() <= guard.queue_threshold && load.kv_utilisation() <= guard.kv_threshold)
       candidates.push_back(r);
   }
   if (candidates.empty()) {
@@ -23,11 +23,11 @@ int pick_best_scored(std::span<const int> candidates, std::span<const ReplicaLoa
                      std::span<const double> prefix_scores, const ScoreWeights& weights,
                      int tie_start) {
   ROSE_ASSERT(!candidates.empty() && prefix_scores.size() == loads.size());
-  int min_queue = loads[size_t(candidates[0])].waiting;
+  int min_queue = loads[size_t(candidates[0])].queued();
   int max_queue = min_queue;
   for (int r : candidates) {
-    min_queue = std::min(min_queue, loads[size_t(r)].waiting);
-    max_queue = std::max(max_queue, loads[size_t(r)].waiting);
+    min_queue = std::min(min_queue, loads[size_t(r)].queued());
+    max_queue = std::max(max_queue, loads[size_t(r)].queued());
   }
   const int n = int(loads.size());
   int best = -1;
@@ -36,7 +36,7 @@ int pick_best_scored(std::span<const int> candidates, std::span<const ReplicaLoa
   for (int r : candidates) {
     const ReplicaLoad& load = loads[size_t(r)];
     const double queue_score =
-        max_queue == min_queue ? 1.0 : double(max_queue - load.waiting) / (max_queue - min_queue);
+        max_queue == min_queue ? 1.0 : double(max_queue - load.queued()) / (max_queue - min_queue);
     const double score = weights.queue * queue_score + weights.kv * (1.0 - load.kv_utilisation()) +
                          weights.prefix * prefix_scores[size_t(r)];
     const int order = ((r - tie_start) % n + n) % n;
