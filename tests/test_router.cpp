@@ -137,6 +137,7 @@ TEST_CASE("load guard: only replicas under the queue and KV thresholds, or all w
 }
 
 TEST_CASE("scores: queue x2 + (1 - KV) x2 + prefix x3 by default, weights configurable") {
+  // Queue score (maxQ - q) / maxQ: 1 for the empty replica, 0 for the one with 4.
   const std::vector<ReplicaLoad> loads{load(0, 0, 50), load(4, 0, 50)};
   const std::vector<double> prefix{0.0, 1.0};
   const std::vector<int> both{0, 1};
@@ -248,6 +249,11 @@ TEST_CASE("pending requests count as queued for the guard, the queue score and l
   const std::vector<double> half{0.5, 0.0};
   const std::vector<int> both{0, 1};
   CHECK(pick_best_scored(both, std::vector{pending(4), pending(0)}, half, ScoreWeights{}, 0) == 1);
+  // The queue score is relative to the longest queue, not to the spread: 12 queued against 10
+  // costs r0 2 x 2/12 = 0.33 of r1's queue score, less than a half-prompt match gains (3 x 0.5):
+  // r0 = 0 + 2 + 1.5 = 3.5, r1 = 2 x 2/12 + 2 = 2.33. Over the spread, r1's 2 would win (4).
+  CHECK(pick_best_scored(both, std::vector{pending(12), pending(10)}, half, ScoreWeights{}, 0) ==
+        0);
   // least_loaded: replica 0 placed 2, replica 1 runs 1: 1 is the less loaded.
   auto policy = make_least_loaded_policy();
   const std::vector<int32_t> prompt{1};

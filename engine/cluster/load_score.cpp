@@ -23,20 +23,15 @@ int pick_best_scored(std::span<const int> candidates, std::span<const ReplicaLoa
                      std::span<const double> prefix_scores, const ScoreWeights& weights,
                      int tie_start) {
   ROSE_ASSERT(!candidates.empty() && prefix_scores.size() == loads.size());
-  int min_queue = loads[size_t(candidates[0])].queued();
-  int max_queue = min_queue;
-  for (int r : candidates) {
-    min_queue = std::min(min_queue, loads[size_t(r)].queued());
-    max_queue = std::max(max_queue, loads[size_t(r)].queued());
-  }
+  int max_queue = 0;
+  for (int r : candidates) max_queue = std::max(max_queue, loads[size_t(r)].queued());
   const int n = int(loads.size());
   int best = -1;
   double best_score = 0;
   int best_order = 0;  // distance from tie_start, smaller wins a tie
   for (int r : candidates) {
     const ReplicaLoad& load = loads[size_t(r)];
-    const double queue_score =
-        max_queue == min_queue ? 1.0 : double(max_queue - load.queued()) / (max_queue - min_queue);
+    const double queue_score = max_queue == 0 ? 1.0 : double(max_queue - load.queued()) / max_queue;
     const double score = weights.queue * queue_score + weights.kv * (1.0 - load.kv_utilisation()) +
                          weights.prefix * prefix_scores[size_t(r)];
     const int order = ((r - tie_start) % n + n) % n;
