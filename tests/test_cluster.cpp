@@ -252,7 +252,9 @@ TEST_CASE("an offline burst: prefix routing sees its own placements, not idle re
     }
     // Blind to its own placements the router read every replica as idle: groups went where the
     // tie-break rotation happened to point, 48 requests on one replica and 16 on another (1.5).
-    CHECK(routing.request_imbalance <= 1.3);
+    // The guard's bound: no replica past 1.25x the mean queue, and every replica's queue is all
+    // it will get.
+    CHECK(routing.request_imbalance <= 1.25);
     CHECK(routing.delivered_hit_tokens >= 0.95 * double(routing.available_hit_tokens));
   }
 }

@@ -136,6 +136,20 @@ TEST_CASE("load guard: only replicas under the queue and KV thresholds, or all w
         std::vector<int>{0, 1});
 }
 
+TEST_CASE("load guard: past the threshold, a queue passes while within 1.25x the mean queue") {
+  // Queued 10, 12 and 20, all past 5. With this request 43 queued, a mean of 14.33: the bound is
+  // 1.25 x 14.33 = 17.9, and a replica passes if it would hold no more: 11 and 13 do, 21 not.
+  const std::vector<ReplicaLoad> burst{pending(10), pending(12), pending(20)};
+  CHECK(guarded_candidates(burst, LoadGuard{}) == std::vector<int>{0, 1});
+  // Load factor 0: the threshold alone, which none is under, so every replica.
+  LoadGuard threshold_only;
+  threshold_only.queue_load_factor = 0;
+  CHECK(guarded_candidates(burst, threshold_only) == std::vector<int>{0, 1, 2});
+  // Waiting and pending count alike; the KV threshold still applies.
+  CHECK(guarded_candidates(std::vector{load(10, 0, 0), load(0, 0, 90, 100, 12), pending(20)},
+                           LoadGuard{}) == std::vector<int>{0});
+}
+
 TEST_CASE("scores: queue x2 + (1 - KV) x2 + prefix x3 by default, weights configurable") {
   // Queue score (maxQ - q) / maxQ: 1 for the empty replica, 0 for the one with 4.
   const std::vector<ReplicaLoad> loads{load(0, 0, 50), load(4, 0, 50)};
@@ -171,6 +185,23 @@ TEST_CASE("prefix policy: follows the longest match, predicts its tokens, yields
   // A prompt made only of recorded chunks still leaves its last token to compute.
   policy->on_routed(query_of(3, shared), 1);
   CHECK(policy->pick(query_of(4, shared), idle).predicted_hit_tokens == 11);
+}
+
+TEST_CASE("prefix policy in a burst: affinity holds up to 1.25x the mean queue, not past it") {
+  auto policy = make_prefix_policy(prefix_options(3, 1000));
+  const std::vector<int32_t> shared = iota_tokens(12, 0);
+  policy->on_routed(query_of(0, concat(shared, {500})), 2);
+  const std::vector<int32_t> prompt = concat(shared, {600, 601, 602, 603});  // 3 of 4 chunks held
+  // Queued 10, 10, 13: bound 1.25 x 34 / 3 = 14.2 >= 14, so replica 2 stays a candidate, and its
+  // match outweighs the longest queue: 0 + 2 + 3 x 0.75 = 4.25 against 2 x 3/13 + 2 = 2.46.
+  RouteChoice choice =
+      policy->pick(query_of(1, prompt), std::vector{pending(10), pending(10), pending(13)});
+  CHECK(choice.replica == 2);
+  CHECK(choice.predicted_hit_tokens == 12);
+  // Queued 10, 10, 14: bound 1.25 x 35 / 3 = 14.6 < 15: replica 2 is left out.
+  choice = policy->pick(query_of(2, prompt), std::vector{pending(10), pending(10), pending(14)});
+  CHECK(choice.replica != 2);
+  CHECK(choice.predicted_hit_tokens == 0);
 }
 
 TEST_CASE("prefix policy: exploration 1 ignores affinity, replicas are used in turn") {
@@ -242,9 +273,10 @@ TEST_CASE("routed load: requests placed and not yet waiting, running or finished
 }
 
 TEST_CASE("pending requests count as queued for the guard, the queue score and least_loaded") {
-  // Replica 0 has 6 placed and none taken in: over the guard's 5, though its waiting count is 0.
+  // Replica 0 has 6 placed and none taken in: over the guard's 5 (and over 1.25 x the mean queue,
+  // 1.25 x 7 / 2 = 4.4 < 6 + 1), though its waiting count is 0.
   const LoadGuard guard;
-  CHECK(guarded_candidates(std::vector{pending(6), pending(5)}, guard) == std::vector<int>{1});
+  CHECK(guarded_candidates(std::vector{pending(6), pending(0)}, guard) == std::vector<int>{1});
   // Queue score over queued (pending 4 vs 0): r0 = 0 + 2 + 3 * 0.5 = 3.5 < r1 = 2 + 2 = 4.
   const std::vector<double> half{0.5, 0.0};
   const std::vector<int> both{0, 1};

@@ -105,6 +105,7 @@ void Cluster::Impl::make_policies() {
   precise.model_id = config.model_id;
   precise.cache_salt = config.engine.cache_salt;
   precise.block_size = replicas[0].handle->shape().block_size;
+  precise.guard = config.prefix.guard;  // one load guard for both prefix policies
   for (Replica& r : replicas) {
     ReplicaHandle* handle = r.handle.get();
     precise.replicas.push_back(
@@ -133,7 +134,7 @@ void Cluster::Impl::make_policies() {
   probe.reset();
   if (cached) {
     precise.weights = {0.0, 0.0, 1.0};
-    precise.guard = {INT_MAX, 2.0};
+    precise.guard = {.queue_threshold = INT_MAX, .queue_load_factor = 0, .kv_threshold = 2.0};
     probe = make_precise_policy(precise);
   }
 }

@@ -1,17 +1,21 @@
 #include "engine/cluster/load_score.h"
 
 #include <algorithm>
+#include <cstdint>
 
 #include "engine/common/error.h"
 
 namespace rose {
 
 std::vector<int> guarded_candidates(std::span<const ReplicaLoad> loads, const LoadGuard& guard) {
+  int64_t total = 1;  // the request being placed
+  for (const ReplicaLoad& load : loads) total += load.queued();
+  const double bound = guard.queue_load_factor * double(total) / double(loads.size());
   std::vector<int> candidates;
   for (int r = 0; r < int(loads.size()); ++r) {
     const ReplicaLoad& load = loads[size_t(r)];
-    if (load.queued() <= guard.queue_threshold && load.kv_utilisation() <= guard.kv_threshold)
-      candidates.push_back(r);
+    const bool queue_ok = load.queued() <= guard.queue_threshold || load.queued() + 1 <= bound;
+    if (queue_ok && load.kv_utilisation() <= guard.kv_threshold) candidates.push_back(r);
   }
   if (candidates.empty()) {
     for (int r = 0; r < int(loads.size()); ++r) candidates.push_back(r);

@@ -8,7 +8,9 @@
 
 namespace rose {
 
-// Replicas under both thresholds of `guard`; every replica when none is (affinity must not stall).
+// Replicas under both bounds of `guard`: queued <= queue_threshold or queued + 1 <=
+// queue_load_factor * (total queued + 1) / replicas, and KV use <= kv_threshold; every replica
+// when none is (affinity must not stall).
 std::vector<int> guarded_candidates(std::span<const ReplicaLoad> loads, const LoadGuard& guard);
 
 // The candidate with the highest weights.queue * (maxQ - q) / maxQ (1 when no candidate has a

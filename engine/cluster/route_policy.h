@@ -48,10 +48,15 @@ class RoutePolicy {
 };
 
 // The seed's hard thresholds: a replica is a prefix candidate only below both (GAIE's
-// QUEUE_THRESHOLD_CRITICAL 5 and KV_CACHE_THRESHOLD 0.8); when no replica is, all are.
+// QUEUE_THRESHOLD_CRITICAL 5 and KV_CACHE_THRESHOLD 0.8); when no replica is, all are. In a burst
+// every queue passes 5 after a few requests per replica and the threshold then separates nothing,
+// so a longer queue still passes while this request would leave it within queue_load_factor of
+// the mean queue (this request counted): KubeAI's bounded load (CHWBL, meanLoadFactor 1.25), which
+// keeps affinity from piling a burst onto a few replicas.
 struct LoadGuard {
-  int queue_threshold = 5;    // queued requests (ReplicaLoad::queued)
-  double kv_threshold = 0.8;  // fraction of the KV pool in use
+  int queue_threshold = 5;          // queued requests (ReplicaLoad::queued)
+  double queue_load_factor = 1.25;  // 0: the threshold alone
+  double kv_threshold = 0.8;        // fraction of the KV pool in use
 };
 
 // GAIE's default profile: queue x2 + KV utilisation x2 + prefix x3, the maximum score wins.
