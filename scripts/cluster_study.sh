@@ -69,7 +69,8 @@ for (workload, policy), rs in sorted(runs.items()):
     rows.append((workload, policy, {k: statistics.median(r[k] for r in rs) for k in rs[0]
                                     if isinstance(rs[0][k], (int, float))}))
 lines = [
-    f"commit {commit}; device: {json.load(open(glob.glob(out + '/*.json')[0]))['device']} (see each .txt)"
+    f"commit {commit}; devices: "
+    + ", ".join(sorted({json.load(open(p))["device"] for p in glob.glob(f"{out}/*.json")}))
     + (f"; medians of {rounds} rounds" if rounds > 1 else ""),
     "",
     "| workload | router | hit predicted | hit delivered | hit available | TTFT p50 (ms) | TTFT p99 (ms) | output tok/s | imbalance req / tok |",
