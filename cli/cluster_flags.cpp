@@ -32,6 +32,11 @@ void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags) {
   cmd->add_option("--router-exploration", flags.router_exploration,
                   "prefix router: probability of ignoring affinity for a request (default 0.01)")
       ->check(CLI::Range(0.0, 1.0));
+  cmd->add_option("--router-load-factor", flags.router_load_factor,
+                  "prefix and precise routers: a replica past 5 queued requests stays a "
+                  "candidate while it would hold at most this factor of the mean queue "
+                  "(default 1.25; 0: the threshold alone)")
+      ->check(CLI::NonNegativeNumber);
   cmd->add_option("--gpus", flags.gpus,
                   "--device cuda with --data-parallel: the GPUs of the replicas, e.g. 0,1 "
                   "(default 0..N-1; under mpirun each rank takes its local rank's share)");
@@ -123,6 +128,7 @@ std::unique_ptr<Runner> make_runner(Replicas& replicas, const EngineConfig& conf
   cluster.prefix.chunk_tokens = flags.router_chunk_tokens;
   cluster.prefix.max_chunks = flags.router_max_chunks;
   cluster.prefix.exploration = flags.router_exploration;
+  cluster.prefix.guard.queue_load_factor = flags.router_load_factor;
   return std::make_unique<Cluster>(std::move(members), cluster);
 }
 

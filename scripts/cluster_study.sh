@@ -1,19 +1,29 @@
 #!/usr/bin/env bash
 # Router policy x workload study on this machine's CPU (tiny preset, 3 replicas) and on the sim
 # backend (16 and 64 replicas): writes each bench JSON and a markdown table into OUT.
-# Usage: scripts/cluster_study.sh BIN OUT
+# Usage: [REPEATS=K] scripts/cluster_study.sh BIN OUT
+# REPEATS (default 1) runs every cell K times, the routers of a cell in turn within each round so
+# that a busy spell of a shared machine falls on all of them; files WORKLOAD__ROUTER.json, then
+# WORKLOAD__ROUTER.r2.json ...; the table gives each number's median over the rounds (CPU timings
+# move from run to run; offline and sim runs route identically every time).
 set -eu
 BIN=$1
 OUT=$2
 mkdir -p "$OUT"
 COMMIT=$(git rev-parse --short=12 HEAD)
 POLICIES="round_robin least_loaded prefix precise"
+REPEATS=${REPEATS:-1}
 SIM_MODEL=results/2026-11-23-sim-calibration/llama-1b-h100.json
 
-run() {  # run NAME ARGS...: one bench per policy
+run() {  # run NAME ARGS...: one bench per policy, REPEATS rounds
   local name=$1; shift
-  for policy in $POLICIES; do
-    "$BIN" bench "$@" --router "$policy" --json "$OUT/${name}__$policy.json" >"$OUT/${name}__$policy.txt" 2>&1
+  for ((k = 1; k <= REPEATS; k++)); do
+    local suffix=""
+    [ "$k" -gt 1 ] && suffix=".r$k"
+    for policy in $POLICIES; do
+      "$BIN" bench "$@" --router "$policy" --json "$OUT/${name}__$policy$suffix.json" \
+        >"$OUT/${name}__$policy$suffix.txt" 2>&1
+    done
   done
 }
 
@@ -31,6 +41,10 @@ SIM3=(--model tiny --backend sim --sim-model "$SIM_MODEL" --data-parallel 3 --nu
       --block-size 16 --seed 1)
 run sim3-pg-online --dataset-name prefix-groups:24:16:x2:64:0.8 --random-output-len 32 \
   --mode online --request-rate 60 "${SIM3[@]}"
+# The same at 600 req/s, where round robin's replicas saturate (60 req/s leaves them idle between
+# arrivals, so a hit saves only the prefill part of a short TTFT).
+run sim3-pg-online-600 --dataset-name prefix-groups:24:16:x2:64:0.8 --random-output-len 32 \
+  --mode online --request-rate 600 "${SIM3[@]}"
 
 for n in 16 64; do
   SIM=(--model tiny --backend sim --sim-model "$SIM_MODEL" --data-parallel "$n" --num-kv-blocks 256
@@ -42,17 +56,22 @@ for n in 16 64; do
 done
 
 python3 - "$OUT" "$COMMIT" <<'PY'
-import json, sys, glob, os
+import json, sys, glob, os, statistics
 out, commit = sys.argv[1], sys.argv[2]
-rows = []
+runs = {}
 for path in sorted(glob.glob(f"{out}/*.json")):
-    d = json.load(open(path))
-    r = d["runs"][0]
-    name = os.path.basename(path)[:-5]
+    name = os.path.basename(path)[:-5].split(".r")[0]
     workload, policy = name.split("__")
-    rows.append((workload, policy, r))
+    runs.setdefault((workload, policy), []).append(json.load(open(path))["runs"][0])
+rounds = max(len(v) for v in runs.values())
+rows = []
+for (workload, policy), rs in sorted(runs.items()):
+    rows.append((workload, policy, {k: statistics.median(r[k] for r in rs) for k in rs[0]
+                                    if isinstance(rs[0][k], (int, float))}))
 lines = [
-    f"commit {commit}; device: {json.load(open(glob.glob(out + '/*.json')[0]))['device']} (see each .txt)",
+    f"commit {commit}; devices: "
+    + ", ".join(sorted({json.load(open(p))["device"] for p in glob.glob(f"{out}/*.json")}))
+    + (f"; medians of {rounds} rounds" if rounds > 1 else ""),
     "",
     "| workload | router | hit predicted | hit delivered | hit available | TTFT p50 (ms) | TTFT p99 (ms) | output tok/s | imbalance req / tok |",
     "|---|---|---|---|---|---|---|---|---|",

@@ -43,8 +43,10 @@ expect 2 "--temperature" run datasets/sample.jsonl --temperature -1
 expect 2 "--top-p" run datasets/sample.jsonl --top-p 1.5
 expect 2 "--max-tokens" run datasets/sample.jsonl --max-tokens 0
 expect 2 "--mode" run datasets/sample.jsonl --mode fastest
-# Scale-out: an unknown router, more replicas than GPUs, a sim backend without its model.
+# Scale-out: an unknown router or a negative load factor, more replicas than GPUs, a sim backend without its model.
 expect 2 "--router" bench datasets/sample.jsonl --data-parallel 2 --router random "${COMMON[@]}"
+expect 2 "--router-load-factor" bench datasets/sample.jsonl --data-parallel 2 --router prefix \
+  --router-load-factor -1 "${COMMON[@]}"
 expect 2 "3 replica(s) per process need 3 GPU(s) on this node" bench datasets/sample.jsonl \
   --data-parallel 3 --model tiny --device cuda
 expect 2 "GPU 0 does not exist" bench datasets/sample.jsonl --data-parallel 2 --gpus 0,1 \

@@ -1,7 +1,8 @@
 // Route policies on hand-computed cases: round robin order, least-loaded ordering and tie rotation,
 // the approximate index (hash chaining from the model id, longest match, LRU eviction by capacity,
 // head-outlives-tail), the load guard and score weights, exploration, and the precise policy
-// against real PrefixIndexes (cached and routed-but-unfinished prompts).
+// against real PrefixIndexes (cached and routed-but-unfinished prompts); the router's count of
+// requests placed and not yet taken in, and the guard, scores and least_loaded counting them.
 #include <doctest/doctest.h>
 #include <xxhash.h>
 
@@ -11,6 +12,7 @@
 #include "engine/cluster/approx_prefix_index.h"
 #include "engine/cluster/load_score.h"
 #include "engine/cluster/route_policy.h"
+#include "engine/cluster/routed_load.h"
 #include "engine/common/error.h"
 #include "engine/kv/block_pool.h"
 #include "engine/kv/prefix_index.h"
@@ -32,9 +34,12 @@ std::vector<int32_t> concat(std::vector<int32_t> a, const std::vector<int32_t>& 
 
 RouteQuery query_of(int index, const std::vector<int32_t>& prompt) { return {index, prompt, 0.0}; }
 
-ReplicaLoad load(int waiting, int running, int kv_used, int kv_total = 100) {
-  return {waiting, running, kv_used, kv_total};
+ReplicaLoad load(int waiting, int running, int kv_used, int kv_total = 100, int pending = 0) {
+  return {waiting, running, kv_used, kv_total, pending};
 }
+
+// Placed by the router and not yet taken in by the replica's scheduler.
+ReplicaLoad pending(int n) { return load(0, 0, 0, 100, n); }
 
 PrefixRouterOptions prefix_options(int replicas, int64_t capacity) {
   PrefixRouterOptions o;
@@ -131,7 +136,22 @@ TEST_CASE("load guard: only replicas under the queue and KV thresholds, or all w
         std::vector<int>{0, 1});
 }
 
+TEST_CASE("load guard: past the threshold, a queue passes while within 1.25x the mean queue") {
+  // Queued 10, 12 and 20, all past 5. With this request 43 queued, a mean of 14.33: the bound is
+  // 1.25 x 14.33 = 17.9, and a replica passes if it would hold no more: 11 and 13 do, 21 not.
+  const std::vector<ReplicaLoad> burst{pending(10), pending(12), pending(20)};
+  CHECK(guarded_candidates(burst, LoadGuard{}) == std::vector<int>{0, 1});
+  // Load factor 0: the threshold alone, which none is under, so every replica.
+  LoadGuard threshold_only;
+  threshold_only.queue_load_factor = 0;
+  CHECK(guarded_candidates(burst, threshold_only) == std::vector<int>{0, 1, 2});
+  // Waiting and pending count alike; the KV threshold still applies.
+  CHECK(guarded_candidates(std::vector{load(10, 0, 0), load(0, 0, 90, 100, 12), pending(20)},
+                           LoadGuard{}) == std::vector<int>{0});
+}
+
 TEST_CASE("scores: queue x2 + (1 - KV) x2 + prefix x3 by default, weights configurable") {
+  // Queue score (maxQ - q) / maxQ: 1 for the empty replica, 0 for the one with 4.
   const std::vector<ReplicaLoad> loads{load(0, 0, 50), load(4, 0, 50)};
   const std::vector<double> prefix{0.0, 1.0};
   const std::vector<int> both{0, 1};
@@ -165,6 +185,23 @@ TEST_CASE("prefix policy: follows the longest match, predicts its tokens, yields
   // A prompt made only of recorded chunks still leaves its last token to compute.
   policy->on_routed(query_of(3, shared), 1);
   CHECK(policy->pick(query_of(4, shared), idle).predicted_hit_tokens == 11);
+}
+
+TEST_CASE("prefix policy in a burst: affinity holds up to 1.25x the mean queue, not past it") {
+  auto policy = make_prefix_policy(prefix_options(3, 1000));
+  const std::vector<int32_t> shared = iota_tokens(12, 0);
+  policy->on_routed(query_of(0, concat(shared, {500})), 2);
+  const std::vector<int32_t> prompt = concat(shared, {600, 601, 602, 603});  // 3 of 4 chunks held
+  // Queued 10, 10, 13: bound 1.25 x 34 / 3 = 14.2 >= 14, so replica 2 stays a candidate, and its
+  // match outweighs the longest queue: 0 + 2 + 3 x 0.75 = 4.25 against 2 x 3/13 + 2 = 2.46.
+  RouteChoice choice =
+      policy->pick(query_of(1, prompt), std::vector{pending(10), pending(10), pending(13)});
+  CHECK(choice.replica == 2);
+  CHECK(choice.predicted_hit_tokens == 12);
+  // Queued 10, 10, 14: bound 1.25 x 35 / 3 = 14.6 < 15: replica 2 is left out.
+  choice = policy->pick(query_of(2, prompt), std::vector{pending(10), pending(10), pending(14)});
+  CHECK(choice.replica != 2);
+  CHECK(choice.predicted_hit_tokens == 0);
 }
 
 TEST_CASE("prefix policy: exploration 1 ignores affinity, replicas are used in turn") {
@@ -212,6 +249,47 @@ TEST_CASE("precise policy: the replicas' own indexes, plus prompts routed and no
   CHECK(choice.predicted_hit_tokens == 12);
   policy->on_finished(1, 0);
   CHECK(policy->pick(query_of(3, other), idle).predicted_hit_tokens == 0);
+}
+
+TEST_CASE("routed load: requests placed and not yet waiting, running or finished are pending") {
+  RoutedLoad routed(3);
+  for (int r : {0, 0, 0, 1}) routed.on_routed(r);
+  // Nothing stepped yet (an offline run's t=0): every placement is pending.
+  std::vector<ReplicaLoad> loads{load(0, 0, 0), load(0, 0, 0), load(0, 0, 0)};
+  routed.fill(loads);
+  CHECK(loads[0].pending == 3);
+  CHECK(loads[1].pending == 1);
+  CHECK(loads[2].pending == 0);
+  CHECK(loads[0].queued() == 3);
+  // Replica 0 stepped: it runs one, one waits; one finished; replica 1 took its one in.
+  routed.on_finished(0);
+  routed.on_routed(0);  // placed after that step: not seen yet
+  loads = {load(1, 1, 10), load(1, 0, 0), load(0, 0, 0)};
+  routed.fill(loads);
+  CHECK(loads[0].pending == 1);  // 4 routed - 1 finished - 1 waiting - 1 running
+  CHECK(loads[0].queued() == 2);
+  CHECK(loads[1].pending == 0);
+  CHECK(loads[1].queued() == 1);
+}
+
+TEST_CASE("pending requests count as queued for the guard, the queue score and least_loaded") {
+  // Replica 0 has 6 placed and none taken in: over the guard's 5 (and over 1.25 x the mean queue,
+  // 1.25 x 7 / 2 = 4.4 < 6 + 1), though its waiting count is 0.
+  const LoadGuard guard;
+  CHECK(guarded_candidates(std::vector{pending(6), pending(0)}, guard) == std::vector<int>{1});
+  // Queue score over queued (pending 4 vs 0): r0 = 0 + 2 + 3 * 0.5 = 3.5 < r1 = 2 + 2 = 4.
+  const std::vector<double> half{0.5, 0.0};
+  const std::vector<int> both{0, 1};
+  CHECK(pick_best_scored(both, std::vector{pending(4), pending(0)}, half, ScoreWeights{}, 0) == 1);
+  // The queue score is relative to the longest queue, not to the spread: 12 queued against 10
+  // costs r0 2 x 2/12 = 0.33 of r1's queue score, less than a half-prompt match gains (3 x 0.5):
+  // r0 = 0 + 2 + 1.5 = 3.5, r1 = 2 x 2/12 + 2 = 2.33. Over the spread, r1's 2 would win (4).
+  CHECK(pick_best_scored(both, std::vector{pending(12), pending(10)}, half, ScoreWeights{}, 0) ==
+        0);
+  // least_loaded: replica 0 placed 2, replica 1 runs 1: 1 is the less loaded.
+  auto policy = make_least_loaded_policy();
+  const std::vector<int32_t> prompt{1};
+  CHECK(policy->pick(query_of(0, prompt), std::vector{pending(2), load(0, 1, 0)}).replica == 1);
 }
 
 TEST_CASE("policy names: the four, and an unknown one is an error naming them") {

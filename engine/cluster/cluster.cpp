@@ -8,6 +8,7 @@
 #include <numeric>
 #include <utility>
 
+#include "engine/cluster/routed_load.h"
 #include "engine/common/error.h"
 
 namespace rose {
@@ -86,6 +87,7 @@ struct Cluster::Impl {
   // "available" hit rate. Null without a prefix cache.
   std::unique_ptr<RoutePolicy> probe;
   RoutingStats routing;
+  RoutedLoad routed{0};               // what the router placed and the replicas have not taken in
   std::vector<ReplicaEvents> events;  // per replica: what its last advance raised
 
   void make_policies();
@@ -103,6 +105,7 @@ void Cluster::Impl::make_policies() {
   precise.model_id = config.model_id;
   precise.cache_salt = config.engine.cache_salt;
   precise.block_size = replicas[0].handle->shape().block_size;
+  precise.guard = config.prefix.guard;  // one load guard for both prefix policies
   for (Replica& r : replicas) {
     ReplicaHandle* handle = r.handle.get();
     precise.replicas.push_back(
@@ -131,7 +134,7 @@ void Cluster::Impl::make_policies() {
   probe.reset();
   if (cached) {
     precise.weights = {0.0, 0.0, 1.0};
-    precise.guard = {INT_MAX, 2.0};
+    precise.guard = {.queue_threshold = INT_MAX, .queue_load_factor = 0, .kv_threshold = 2.0};
     probe = make_precise_policy(precise);
   }
 }
@@ -142,6 +145,7 @@ std::vector<ReplicaLoad> Cluster::Impl::loads() const {
     const ReplicaState& s = r.handle->state();
     out.push_back({s.waiting, s.running, s.kv_used_blocks, r.handle->shape().num_kv_blocks});
   }
+  routed.fill(out);
   return out;
 }
 
@@ -155,6 +159,7 @@ void Cluster::Impl::route(const EngineRequest& request, int input, double now) {
     probe->on_routed(query, choice.replica);
   }
   policy->on_routed(query, choice.replica);
+  routed.on_routed(choice.replica);
   routing.predicted_hit_tokens += choice.predicted_hit_tokens;
   routing.prompt_tokens += int64_t(request.prompt.size());
   Replica& replica = replicas[size_t(choice.replica)];
@@ -260,6 +265,7 @@ void Cluster::Impl::deliver(const RunCallbacks& callbacks) {
       if (callbacks.on_token) callbacks.on_token(e.index, e.token);
       continue;
     }
+    routed.on_finished(int(key.replica));
     policy->on_finished(e.index, int(key.replica));
     if (probe) probe->on_finished(e.index, int(key.replica));
     if (callbacks.on_finish) {
@@ -273,6 +279,7 @@ RunResult Cluster::run(const std::vector<EngineRequest>& requests, const RunCall
                        Clock* /*clock*/) {
   Impl& m = *impl_;
   m.routing = {};
+  m.routed = RoutedLoad(int(m.replicas.size()));
   m.events.assign(m.replicas.size(), {});
   for (Replica& replica : m.replicas) {
     replica.inputs.clear();

@@ -42,7 +42,8 @@ struct ClusterConfig {
   std::string model_id;
   std::string router = "round_robin";         // route_policy_names()
   const Tokenizer* stop_tokenizer = nullptr;  // every replica's Engine::set_stop_tokenizer
-  PrefixRouterOptions prefix;  // model_id and capacity_chunks are filled in by the cluster
+  // model_id and capacity_chunks are filled in by the cluster; its guard serves precise too.
+  PrefixRouterOptions prefix;
   // The replicas advance at the same time (above): for replicas on distinct GPUs, on the sim
   // backend, or on other ranks. CPU replicas of one process would share its cores, and each one's
   // stopwatch would count the time the others took from it. The Cluster constructor of backends

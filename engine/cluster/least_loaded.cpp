@@ -1,5 +1,6 @@
-// least_loaded: fewest requests in the replica (waiting + running), then the lowest KV use; ties
-// rotate so equal replicas share the work (vLLM's internal DP balancer, KubeAI's LeastLoad).
+// least_loaded: fewest requests in the replica (waiting + running + routed and not yet taken in),
+// then the lowest KV use; ties rotate so equal replicas share the work (vLLM's internal DP
+// balancer, KubeAI's LeastLoad).
 #include "engine/cluster/route_policy.h"
 
 namespace rose {
@@ -20,8 +21,8 @@ class LeastLoadedPolicy final : public RoutePolicy {
 
  private:
   static bool less_loaded(const ReplicaLoad& a, const ReplicaLoad& b) {
-    const int requests_a = a.waiting + a.running;
-    const int requests_b = b.waiting + b.running;
+    const int requests_a = a.queued() + a.running;
+    const int requests_b = b.queued() + b.running;
     if (requests_a != requests_b) return requests_a < requests_b;
     return a.kv_utilisation() < b.kv_utilisation();
   }

@@ -12,10 +12,15 @@ namespace rose {
 
 // What the router knows of one replica when it places a request.
 struct ReplicaLoad {
-  int waiting = 0;  // routed to it and not yet admitted by its scheduler
+  int waiting = 0;  // in its scheduler's waiting queue (not yet admitted)
   int running = 0;  // admitted and not finished
   int kv_used_blocks = 0;
   int kv_total_blocks = 0;
+  // Routed to it and not yet taken in by its scheduler (routed_load.h): within one instant, such
+  // as an offline run's t=0, the router's own placements are the only load it can see.
+  int pending = 0;
+  // Requests on the replica not yet admitted: what the load guard and the queue score count.
+  int queued() const { return waiting + pending; }
   double kv_utilisation() const {
     return kv_total_blocks > 0 ? double(kv_used_blocks) / kv_total_blocks : 0.0;
   }
@@ -43,10 +48,15 @@ class RoutePolicy {
 };
 
 // The seed's hard thresholds: a replica is a prefix candidate only below both (GAIE's
-// QUEUE_THRESHOLD_CRITICAL 5 and KV_CACHE_THRESHOLD 0.8); when no replica is, all are.
+// QUEUE_THRESHOLD_CRITICAL 5 and KV_CACHE_THRESHOLD 0.8); when no replica is, all are. In a burst
+// every queue passes 5 after a few requests per replica and the threshold then separates nothing,
+// so a longer queue still passes while this request would leave it within queue_load_factor of
+// the mean queue (this request counted): KubeAI's bounded load (CHWBL, meanLoadFactor 1.25), which
+// keeps affinity from piling a burst onto a few replicas.
 struct LoadGuard {
-  int queue_threshold = 5;    // waiting requests
-  double kv_threshold = 0.8;  // fraction of the KV pool in use
+  int queue_threshold = 5;          // queued requests (ReplicaLoad::queued)
+  double queue_load_factor = 1.25;  // 0: the threshold alone
+  double kv_threshold = 0.8;        // fraction of the KV pool in use
 };
 
 // GAIE's default profile: queue x2 + KV utilisation x2 + prefix x3, the maximum score wins.
