@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --device cuda --mode offline --model gpt2 --dataset-name prefix-groups:4:64:1024 --max-num-seqs 256 --max-num-batched-tokens 16384 --json /tmp/b1_work/groups_gpt2_base.json
