@@ -345,15 +345,33 @@ struct RowTiles {
   static constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
 };
 
+// The physical block of each of this lane's keys in tile `tile` of the keys [key_begin, key_end)
+// (-1 past them or when tile >= tile_end).
+template <int D, int G>
+__device__ __forceinline__ void fetch_tile_blocks(const int32_t* table, int block_size,
+                                                  int key_begin, int key_end, int tile,
+                                                  int tile_end, int lane,
+                                                  int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
+  using Tiles = RowTiles<D, G>;
+  const int row_lane = lane / Tiles::kLanesPerRow;
+#pragma unroll
+  for (int i = 0; i < Tiles::kSteps; ++i) {
+    const int key = key_begin + tile * Tiles::kTileKeys + i * Tiles::kRowsPerStep + row_lane;
+    blocks[i] = tile < tile_end && key < key_end ? __ldg(table + key / block_size) : -1;
+  }
+}
+
 // One warp's online softmax over tiles tile_begin + warp, + kWarps, ... < tile_end of the keys
 // [key_begin, key_end) read through `table`, for G query vectors (this lane's 8 columns of each,
-// pre-scaled to base 2): updates this lane's m, l and acc.
+// pre-scaled to base 2): updates this lane's m, l and acc. `blocks` holds the first tile's
+// entries (fetch_tile_blocks), which the kernels read before their PDL wait.
 template <typename T, int D, int G>
 __device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, const int32_t* table,
                                                  int kv_head, int key_begin, int key_end,
                                                  int tile_begin, int tile_end, int warp, int lane,
                                                  const float (&q)[G][8], float (&m)[G],
-                                                 float (&l)[G], float (&acc)[G][8]) {
+                                                 float (&l)[G], float (&acc)[G][8],
+                                                 int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
   using Tiles = RowTiles<D, G>;
   constexpr int kVec = Tiles::kVec, kLanesPerRow = Tiles::kLanesPerRow;
   constexpr int kRowsPerStep = Tiles::kRowsPerStep, kSteps = Tiles::kSteps;
@@ -364,17 +382,6 @@ __device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, cons
   const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
   const int64_t kv_row_vecs = int64_t(args.num_kv_heads) * (D / kVec);  // uint4s per cache row
   const int block_size = args.block_size;
-
-  // Physical block of each of this lane's keys in a tile (-1 past the keys).
-  auto fetch_blocks = [&](int tile, int32_t(&blocks)[kSteps]) {
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-      const int key = key_begin + tile * kTileKeys + i * kRowsPerStep + row_lane;
-      blocks[i] = tile < tile_end && key < key_end ? __ldg(table + key / block_size) : -1;
-    }
-  };
-  int32_t blocks[kSteps];
-  fetch_blocks(tile_begin + warp, blocks);
 
   for (int tile = tile_begin + warp; tile < tile_end; tile += kWarps) {
     uint4 k_raw[kSteps], v_raw[kSteps];
@@ -394,7 +401,9 @@ __device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, cons
     bool valid[kSteps];
 #pragma unroll
     for (int i = 0; i < kSteps; ++i) valid[i] = blocks[i] >= 0;
-    fetch_blocks(tile + kWarps, blocks);  // in flight while this tile computes
+    // The next tile's entries, in flight while this tile computes.
+    fetch_tile_blocks<D, G>(table, block_size, key_begin, key_end, tile + kWarps, tile_end, lane,
+                            blocks);
 
     float s[kSteps][G];
 #pragma unroll
@@ -501,8 +510,6 @@ constexpr int kPrefixVectors = kMaxGroup;
 // query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(AttentionArgs args) {
-  pdl_wait();
-  pdl_launch_dependents();
   using Tiles = RowTiles<D, G>;
   __shared__ float m_s[kWarps][G];
   __shared__ float l_s[kWarps][G];
@@ -514,6 +521,16 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
   const int token = work.token, seq = work.seq, kv_head = work.kv_head;
   const int head_begin = work.head_begin, heads = work.heads, split = work.split;
   if (split >= work.splits) return;  // a split past this row's keys (see block_work)
+  // The step's metadata and block tables were copied in before its first kernel and no kernel of
+  // the step writes them: block_work and the first tile's table entries are read before the PDL
+  // wait, so their dependent trips overlap the previous kernel's end. The queries and this row's
+  // new K/V come from the previous kernel (RoPE + KV write): only after the wait.
+  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  int32_t blocks[Tiles::kSteps];
+  fetch_tile_blocks<D, G>(table, args.block_size, work.key_begin, work.num_keys,
+                          work.tile_begin + warp, work.tile_end, lane, blocks);
+  pdl_wait();
+  pdl_launch_dependents();
 
   // This lane's 8 columns of each query head, pre-scaled so the softmax runs in base 2. Heads past
   // `heads` (a group that does not fill G) stay zero: harmless, never written out.
@@ -534,9 +551,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
 
   float m[G], l[G], acc[G][8];
   reset_state<G>(m, l, acc);
-  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
   attend_row_tiles<T, D, G>(args, table, kv_head, work.key_begin, work.num_keys, work.tile_begin,
-                            work.tile_end, warp, lane, q, m, l, acc);
+                            work.tile_end, warp, lane, q, m, l, acc, blocks);
   publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
   finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits,
                         work.prefix_count);
@@ -550,8 +566,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
 // table (the host enables this only when every real row shares it).
 template <typename T, int D, int kHeads>
 __global__ void __launch_bounds__(kThreads) shared_prefix_attention_kernel(AttentionArgs args) {
-  pdl_wait();
-  pdl_launch_dependents();
   constexpr int G = kPrefixVectors, kRows = G / kHeads;
   using Tiles = RowTiles<D, G>;
   __shared__ float m_s[kWarps][G];
@@ -569,13 +583,23 @@ __global__ void __launch_bounds__(kThreads) shared_prefix_attention_kernel(Atten
   const int col = (lane % Tiles::kLanesPerRow) * Tiles::kVec;
   const int group = args.num_heads / args.num_kv_heads;  // <= kHeads: one block per KV head
   const int kv_head = blockIdx.y, head_begin = kv_head * group;
-  const float qscale = args.scale * 1.4426950408889634f;
-  float q[G][8];
+  // Metadata and the prefix's table entries before the PDL wait (see the rows kernel).
   bool active[G];
 #pragma unroll
   for (int v = 0; v < G; ++v) {
     const int token = blockIdx.x * kRows + v / kHeads, g = v % kHeads;
     active[v] = token < args.num_tokens && g < group && args.shares_prefix[args.token_seq[token]];
+  }
+  int32_t blocks[Tiles::kSteps];
+  fetch_tile_blocks<D, G>(args.block_tables, args.block_size, 0, shared, tile_begin + warp,
+                          tile_end, lane, blocks);
+  pdl_wait();
+  pdl_launch_dependents();
+  const float qscale = args.scale * 1.4426950408889634f;
+  float q[G][8];
+#pragma unroll
+  for (int v = 0; v < G; ++v) {
+    const int token = blockIdx.x * kRows + v / kHeads, g = v % kHeads;
     if (active[v]) {
       const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
       load_as_float<T, 8>(q_row + (head_begin + g) * D + col, q[v]);
@@ -589,7 +613,7 @@ __global__ void __launch_bounds__(kThreads) shared_prefix_attention_kernel(Atten
   float m[G], l[G], acc[G][8];
   reset_state<G>(m, l, acc);
   attend_row_tiles<T, D, G>(args, args.block_tables, kv_head, 0, shared, tile_begin, tile_end, warp,
-                            lane, q, m, l, acc);
+                            lane, q, m, l, acc, blocks);
   publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
   __syncthreads();
   for (int i = threadIdx.x; i < G * D; i += kThreads) {

@@ -13,25 +13,39 @@ namespace {
 // work (no reduction), so only which thread computes it changes, never how.
 int threads_for(int num_tokens) { return num_tokens <= 1024 ? 512 : 128; }
 
+// Rounds of a thread's pairs whose rotation is computed before the PDL wait (decode: 2 to 5).
+constexpr int kAngleRounds = 4;
+
 // One block per token. Work items: q pairs, k pairs (rotated together: element j and j + half),
 // then v elements. The angle pos * inv_freq is computed in fp32 with the accurate sincosf, so long
 // positions keep their precision.
+
 template <typename T>
 __global__ void rope_kv_kernel(RopeKvArgs args) {
-  pdl_wait();
-  pdl_launch_dependents();
   const int token = blockIdx.x;
   const int head_dim = args.head_dim, half = head_dim / 2;
   const int q_dim = args.num_heads * head_dim, kv_dim = args.num_kv_heads * head_dim;
   T* row = static_cast<T*>(args.qkv) + int64_t(token) * (q_dim + 2 * kv_dim);
   const T* bias = static_cast<const T*>(args.qkv_bias);
+  const int num_pairs = (args.num_heads + args.num_kv_heads) * half;
+  // The position and slot (this step's metadata, copied in before its first kernel) and the
+  // rotation angles do not depend on the previous kernel: loaded and computed before the PDL
+  // wait, so the sincos and their memory trips overlap its end.
   const int64_t slot = args.slot_mapping[token];
   const float pos = static_cast<float>(args.positions[token]);
+  float sines[kAngleRounds], cosines[kAngleRounds];
+#pragma unroll
+  for (int r = 0; r < kAngleRounds; ++r) {
+    const int p = threadIdx.x + r * blockDim.x;
+    if (args.inv_freq && p < num_pairs)
+      sincosf(pos * args.inv_freq[p % half], &sines[r], &cosines[r]);
+  }
+  pdl_wait();
+  pdl_launch_dependents();
   T* k_dst = slot >= 0 ? static_cast<T*>(args.k_cache) + slot * kv_dim : nullptr;
   T* v_dst = slot >= 0 ? static_cast<T*>(args.v_cache) + slot * kv_dim : nullptr;
 
-  const int num_pairs = (args.num_heads + args.num_kv_heads) * half;
-  for (int p = threadIdx.x; p < num_pairs; p += blockDim.x) {
+  for (int p = threadIdx.x, round = 0; p < num_pairs; p += blockDim.x, ++round) {
     const int head = p / half, j = p % half;
     const int col = head * head_dim + j;  // in q|k, k heads follow q heads
     float a = to_float(row[col]), b = to_float(row[col + half]);
@@ -40,8 +54,18 @@ __global__ void rope_kv_kernel(RopeKvArgs args) {
       b += to_float(bias[col + half]);
     }
     if (args.inv_freq) {
-      float s, c;
-      sincosf(pos * args.inv_freq[j], &s, &c);
+      float s = 0.0f, c = 1.0f;
+      if (round < kAngleRounds) {
+#pragma unroll
+        for (int r = 0; r < kAngleRounds; ++r) {
+          if (r == round) {
+            s = sines[r];
+            c = cosines[r];
+          }
+        }
+      } else {
+        sincosf(pos * args.inv_freq[j], &s, &c);
+      }
       const float ra = a * c - b * s, rb = b * c + a * s;
       a = ra;
       b = rb;
