@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --model llama-1b --dataset-name grid:1:512:128 --device cuda --mode offline --json /tmp/issue10_work/bench/grid_llama1b_b1_base.json

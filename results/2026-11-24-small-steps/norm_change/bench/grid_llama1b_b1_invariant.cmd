@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model llama-1b --dataset-name grid:1:512:128 --device cuda --mode offline --batch-invariant --max-model-len 4096 --json /tmp/issue10_work/bench/grid_llama1b_b1_invariant.json

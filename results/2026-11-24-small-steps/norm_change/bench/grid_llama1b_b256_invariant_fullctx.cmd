@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model llama-1b --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --batch-invariant --json /tmp/issue10_work/bench/grid_llama1b_b256_invariant_fullctx.json

@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --model llama-1b --dataset-name nano256 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --json /tmp/issue10_work/bench/nano256_llama1b_base.json

@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model gpt2 --dataset-name seed000 --device cuda --mode offline --json /tmp/issue10_work/bench/seed000_gpt2_new.json
