@@ -302,13 +302,12 @@ std::string render_spread_table(const BenchReport& r, TableFormat format) {
 }
 
 std::string render_cluster_table(const BenchReport& r, TableFormat format) {
-  const RoutingStats& g = r.routing;
+  const RoutingFigures& g = r.routing_figures;
   const std::string router = fmt::format(
       "router {}: hit rate predicted {}, delivered {}, available anywhere {}; imbalance "
       "(max/mean) {} requests, {} tokens",
-      g.router, format_percent(g.rate(g.predicted_hit_tokens)),
-      format_percent(g.rate(g.delivered_hit_tokens)),
-      format_percent(g.rate(g.available_hit_tokens)), format_number(g.request_imbalance),
+      r.routing.router, format_percent(g.predicted_hit_rate), format_percent(g.delivered_hit_rate),
+      format_percent(g.available_hit_rate), format_number(g.request_imbalance),
       format_number(g.token_imbalance));
   std::string out;
   switch (format) {

@@ -93,11 +93,11 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
   add("decode_gbps", r.decode_gbps);
   if (r.bandwidth_floor_fraction) add("bandwidth_floor_fraction", *r.bandwidth_floor_fraction);
   if (!r.per_replica.empty()) {  // a cluster: flat keys, so compare can check them too
-    const RoutingStats& g = r.routing;
+    const RoutingFigures& g = r.routing_figures;
     add("data_parallel", double(r.per_replica.size()));
-    add("routing_predicted_hit_rate", g.rate(g.predicted_hit_tokens));
-    add("routing_delivered_hit_rate", g.rate(g.delivered_hit_tokens));
-    add("routing_available_hit_rate", g.rate(g.available_hit_tokens));
+    add("routing_predicted_hit_rate", g.predicted_hit_rate);
+    add("routing_delivered_hit_rate", g.delivered_hit_rate);
+    add("routing_available_hit_rate", g.available_hit_rate);
     add("request_imbalance", g.request_imbalance);
     add("token_imbalance", g.token_imbalance);
   }
@@ -612,6 +612,12 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   r.prefill_throughput = get_optional("prefill_throughput").value_or(0.0);
   r.decode_throughput = get_optional("decode_throughput").value_or(0.0);
   r.bandwidth_floor_fraction = get_optional("bandwidth_floor_fraction");
+  // A cluster run's router figures (its per_replica rows are read apart, into run_replicas).
+  r.routing_figures.predicted_hit_rate = get("routing_predicted_hit_rate");
+  r.routing_figures.delivered_hit_rate = get("routing_delivered_hit_rate");
+  r.routing_figures.available_hit_rate = get("routing_available_hit_rate");
+  r.routing_figures.request_imbalance = get("request_imbalance");
+  r.routing_figures.token_imbalance = get("token_imbalance");
   return r;
 }
 
