@@ -84,8 +84,10 @@ struct BenchReport {
   RoutingStats routing;                   // and its router's name and token counts
   RoutingFigures routing_figures;         // the router's hit rates and imbalance
   // With --repeat N (> 1): every number above is the median of N runs, and this holds each run
-  // key's spread.
+  // key's spread. detail, step_series, per_replica and routing are not medians but one repeat's:
+  // number representative_repeat (1-based), the one whose duration is nearest the median.
   int repeats = 1;
+  int representative_repeat = 1;
   std::map<std::string, Spread> spread;
 };
 

@@ -287,10 +287,13 @@ void write_config_value(JsonWriter& w, const ConfigValue& value) {
       value);
 }
 
-// --repeat N: how many runs the medians come from, and each key's spread over them.
+// --repeat N: how many runs the medians come from, which one the detail and per-replica rows are
+// from, and each key's spread over them.
 void write_spread(JsonWriter& w, const BenchReport& report) {
   w.key("repeats");
   w.integer(report.repeats);
+  w.key("representative_repeat");
+  w.integer(report.representative_repeat);
   w.key("spread");
   w.begin_object();
   for (const auto& [name, spread] : report.spread) {
@@ -855,6 +858,9 @@ void read_run(const Reader& reader, element run_element, size_t index, BenchResu
   report.spread = read_spread(reader, run, prefix, values);
   report.repeats =
       std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
+  if (const auto it = values.find("representative_repeat"); it != values.end()) {
+    report.representative_repeat = std::clamp(saturating_count<int>(it->second), 1, report.repeats);
+  }
   results.runs.push_back(std::move(report));
   results.run_values.push_back(std::move(values));
   results.run_replicas.push_back(read_per_replica(reader, run, prefix));
