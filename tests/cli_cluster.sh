@@ -73,4 +73,38 @@ SIM=results/2026-11-23-sim-calibration/llama-1b-h100.json
 check "--backend sim --data-parallel 8 exits 0" [ $? -eq 0 ]
 check "  8 replicas reported" grep -q '"data_parallel": *8' "$TMP/sim.json"
 
+# 5. --repeat on a cluster: the router figures are medians like every run key (with a spread), the
+#    per-replica rows are one named run's, and compare reads the file.
+REP=(--dataset-name prefix-groups:2:2:x1:4 --num-kv-blocks 8 --block-size 16 --random-output-len 2
+     --seed 1 --data-parallel 2 --router prefix "${COMMON[@]}")
+"$BIN" bench "${REP[@]}" --repeat 2 --json "$TMP/rep2.json" >"$TMP/rep2.out" 2>&1
+check "--data-parallel 2 --repeat 2 exits 0" [ $? -eq 0 ]
+# The spread names every key, so look in the run itself, not with grep.
+for key in data_parallel routing_predicted_hit_rate routing_delivered_hit_rate \
+  routing_available_hit_rate request_imbalance token_imbalance representative_repeat; do
+  check "repeated run has the number \"$key\"" python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+sys.exit(not isinstance(run.get(sys.argv[2]), (int, float)))' "$TMP/rep2.json" "$key"
+done
+check "  2 per-replica rows from run 1 or 2, the router, router keys in the spread" python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+ok = (run["repeats"] == 2 and run["router"] == "prefix" and len(run["per_replica"]) == 2
+      and run["representative_repeat"] in (1, 2) and run["data_parallel"] == 2
+      and sum(r["requests"] for r in run["per_replica"]) == 4
+      and "routing_delivered_hit_rate" in run["spread"] and "request_imbalance" in run["spread"])
+sys.exit(not ok)' "$TMP/rep2.json"
+check "  table: router line and whose replica rows" grep -q "replica rows: run [12] of 2" "$TMP/rep2.out"
+check "  spread table has the router figures" grep -qE '^ *routing_delivered_hit_rate ' "$TMP/rep2.out"
+"$BIN" bench "${REP[@]}" --json "$TMP/rep1.json" >/dev/null 2>&1
+for pair in "rep2 rep2" "rep1 rep2" "rep2 rep1"; do
+  set -- $pair
+  "$BIN" compare "$TMP/$1.json" "$TMP/$2.json" --metrics-only \
+    --metric routing_delivered_hit_rate:5 --metric request_imbalance:50 >"$TMP/cmp.out" 2>&1
+  check "compare $1 $2 (repeated cluster results) exits 0" [ $? -eq 0 ]
+  check "  and checks the router figures" \
+    grep -qE "routing_delivered_hit_rate +[0-9.]+ +[0-9.]+ .* ok$" "$TMP/cmp.out"
+done
+
 finish cluster

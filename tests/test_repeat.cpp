@@ -2,6 +2,7 @@
 // compare's noise-aware rule on synthetic result sets whose spread is known.
 #include <doctest/doctest.h>
 
+#include <map>
 #include <string>
 #include <vector>
 
@@ -146,4 +147,78 @@ TEST_CASE("compare: results without repeats keep the plain threshold rule") {
   CHECK_FALSE(row.noise_percent);
   CHECK(row.verdict == rose::Verdict::kRegression);
   CHECK_FALSE(rose::test::contains(rose::render_compare_table(result), "noise"));
+}
+
+namespace {
+
+// One measured run of a 2-replica cluster: its duration, delivered hit rate and the requests each
+// replica took (the other router figures follow from them).
+rose::BenchReport cluster_run(double duration_s, double delivered, int first_replica_requests) {
+  rose::BenchReport r = measured(64 / duration_s);
+  r.duration_s = duration_s;
+  r.routing.router = "prefix";
+  r.routing_figures = {delivered + 0.1, delivered, delivered + 0.2, 1.0 + delivered, 1.5};
+  rose::ReplicaStats a, b;
+  a.requests = first_replica_requests;
+  b.requests = 64 - first_replica_requests;
+  a.busy_s = b.busy_s = duration_s;
+  r.per_replica = {a, b};
+  return r;
+}
+
+}  // namespace
+
+TEST_CASE("repeated cluster runs keep the router figures as medians and one run's replica rows") {
+  // Durations 3, 1, 2: the median duration is the third run's, so its rows are the ones kept.
+  std::vector<rose::BenchReport> runs = {cluster_run(3.0, 0.2, 40), cluster_run(1.0, 0.6, 30),
+                                         cluster_run(2.0, 0.5, 33)};
+  rose::BenchResults written;
+  written.workload.fingerprint = "00ff";
+  written.runs = {rose::combine_repeats(runs, 7)};
+  const rose::BenchReport& combined = written.runs.front();
+  CHECK(combined.representative_repeat == 3);
+  CHECK(combined.routing.router == "prefix");
+  CHECK(combined.routing_figures.delivered_hit_rate == doctest::Approx(0.5));
+  const std::string json = rose::results_to_json(written, false);
+  CHECK(rose::test::contains(json, "\"router\": \"prefix\""));
+  CHECK(rose::test::contains(json, "\"representative_repeat\": 3"));
+
+  const rose::BenchResults results = rose::parse_results_json(json, "cluster.json");
+  const std::map<std::string, double>& values = results.run_values.at(0);
+  CHECK(values.at("data_parallel") == 2);
+  CHECK(values.at("routing_delivered_hit_rate") == doctest::Approx(0.5));  // median of .2 .6 .5
+  CHECK(values.at("routing_predicted_hit_rate") == doctest::Approx(0.6));
+  CHECK(values.at("routing_available_hit_rate") == doctest::Approx(0.7));
+  CHECK(values.at("request_imbalance") == doctest::Approx(1.5));
+  CHECK(values.at("token_imbalance") == doctest::Approx(1.5));
+  const rose::Spread& delivered = results.runs.at(0).spread.at("routing_delivered_hit_rate");
+  CHECK(delivered.min == doctest::Approx(0.2));
+  CHECK(delivered.max == doctest::Approx(0.6));
+  CHECK(results.runs.at(0).representative_repeat == 3);
+  const auto& replicas = results.run_replicas.at(0);
+  REQUIRE(replicas.size() == 2);
+  CHECK(replicas[0].at("requests") == 33);  // the representative run's, not a median
+  CHECK(replicas[1].at("requests") == 31);
+  CHECK(replicas[0].at("busy_s") == 2.0);
+
+  // The text table says the router figures and spread are medians and whose rows are shown.
+  const std::string table = rose::render_report_table(combined, rose::TableFormat::kText);
+  CHECK(rose::test::contains(table, "router prefix: hit rate predicted"));
+  CHECK(rose::test::contains(table, "replica rows: run 3 of 3"));
+  CHECK(rose::test::contains(rose::render_spread_table(combined, rose::TableFormat::kText),
+                             "routing_delivered_hit_rate"));
+
+  // compare checks the router figures of repeated results, noise rule included.
+  rose::CompareOptions options;
+  options.metrics = {rose::parse_metric_spec("routing_delivered_hit_rate:5")};
+  const rose::CompareResult same = rose::compare_results(results, results, options, "a", "b");
+  CHECK(same.exit_code() == rose::kCompareOk);
+  bool checked = false;
+  for (const rose::CompareRow& row : same.rows)
+    checked |= row.metric == "routing_delivered_hit_rate";
+  CHECK(checked);
+
+  // Two repeats of equal distance from the median: the first is kept.
+  runs = {cluster_run(1.0, 0.2, 40), cluster_run(3.0, 0.6, 30)};
+  CHECK(rose::combine_repeats(runs, 7).representative_repeat == 1);
 }

@@ -131,6 +131,9 @@ void add_step_figures(BenchReport& report, const RunResult& run,
   report.step_series = run.step_series;
   report.per_replica = run.per_replica;
   report.routing = run.routing;
+  const RoutingStats& g = run.routing;
+  report.routing_figures = {g.rate(g.predicted_hit_tokens), g.rate(g.delivered_hit_tokens),
+                            g.rate(g.available_hit_tokens), g.request_imbalance, g.token_imbalance};
   if (run.steps.decode_time_s > 0.0) {
     report.decode_gbps = run.steps.decode_bytes / run.steps.decode_time_s / 1e9;
   }

@@ -50,6 +50,13 @@ struct Spread {
   double ci_low = 0, ci_high = 0;  // bootstrap 95% interval of the median
 };
 
+// A cluster run's router figures, written as run keys so compare can check them: the three hit
+// rates over prompt tokens (RoutingStats::rate) and the max/mean imbalances over replicas.
+struct RoutingFigures {
+  double predicted_hit_rate = 0, delivered_hit_rate = 0, available_hit_rate = 0;
+  double request_imbalance = 0, token_imbalance = 0;
+};
+
 struct BenchReport {
   std::string mode;
   bool prefix_cache = true;
@@ -74,10 +81,13 @@ struct BenchReport {
   RequestDetail detail;
   StepSeries step_series;                 // written with --save-detailed
   std::vector<ReplicaStats> per_replica;  // a cluster run (--data-parallel): each replica
-  RoutingStats routing;                   // and its router's hit rates and imbalance
+  RoutingStats routing;                   // and its router's name and token counts
+  RoutingFigures routing_figures;         // the router's hit rates and imbalance
   // With --repeat N (> 1): every number above is the median of N runs, and this holds each run
-  // key's spread.
+  // key's spread. detail, step_series, per_replica and routing are not medians but one repeat's:
+  // number representative_repeat (1-based), the one whose duration is nearest the median.
   int repeats = 1;
+  int representative_repeat = 1;
   std::map<std::string, Spread> spread;
 };
 

@@ -284,42 +284,59 @@ constexpr const char* kHeadlineKeys[] = {
     "request_throughput", "output_throughput", "median_ttft_ms", "p99_ttft_ms",
     "median_tpot_ms",     "p99_tpot_ms",       "median_e2el_ms", "p99_e2el_ms",
 };
+// And a cluster run's router figures, which only cluster runs have.
+constexpr const char* kRoutingKeys[] = {
+    "routing_predicted_hit_rate",
+    "routing_delivered_hit_rate",
+    "routing_available_hit_rate",
+    "request_imbalance",
+    "token_imbalance",
+};
 
 }  // namespace
 
 std::string render_spread_table(const BenchReport& r, TableFormat format) {
   TextTable table;
   table.add_row({"key", "median", "min", "max", "95% interval"});
-  for (const char* key : kHeadlineKeys) {
+  auto add = [&](const char* key) {
     const auto it = r.spread.find(key);
-    if (it == r.spread.end()) continue;  // e.g. p99 when --percentiles leaves it out
+    if (it == r.spread.end()) return;  // e.g. p99 when --percentiles leaves it out
     const Spread& s = it->second;
     table.add_row({key, format_number(s.median), format_number(s.min), format_number(s.max),
                    fmt::format("[{}, {}]", format_number(s.ci_low), format_number(s.ci_high))});
-  }
+  };
+  for (const char* key : kHeadlineKeys) add(key);
+  for (const char* key : kRoutingKeys) add(key);
   return section_heading(fmt::format("spread over {} runs", r.repeats), format) +
          table.render_as(format, 2);
 }
 
 std::string render_cluster_table(const BenchReport& r, TableFormat format) {
-  const RoutingStats& g = r.routing;
+  const RoutingFigures& g = r.routing_figures;
   const std::string router = fmt::format(
       "router {}: hit rate predicted {}, delivered {}, available anywhere {}; imbalance "
       "(max/mean) {} requests, {} tokens",
-      g.router, format_percent(g.rate(g.predicted_hit_tokens)),
-      format_percent(g.rate(g.delivered_hit_tokens)),
-      format_percent(g.rate(g.available_hit_tokens)), format_number(g.request_imbalance),
+      r.routing.router, format_percent(g.predicted_hit_rate), format_percent(g.delivered_hit_rate),
+      format_percent(g.available_hit_rate), format_number(g.request_imbalance),
       format_number(g.token_imbalance));
+  // With --repeat the figures above are medians; the rows below are one run's.
+  const std::string rows_from =
+      r.repeats > 1 ? fmt::format("replica rows: run {} of {} (duration nearest the median)",
+                                  r.representative_repeat, r.repeats)
+                    : std::string();
   std::string out;
   switch (format) {
     case TableFormat::kMarkdown:
       out.append("\n**").append(markdown_cell(router)).append("**\n\n");
+      if (!rows_from.empty()) out.append(markdown_cell(rows_from)).append("\n\n");
       break;
     case TableFormat::kCsv:
       out = csv_cell("# " + router) + '\n';
+      if (!rows_from.empty()) out += csv_cell("# " + rows_from) + '\n';
       break;
     case TableFormat::kText:
       out = "  " + router + '\n';
+      if (!rows_from.empty()) out += "  " + rows_from + '\n';
       break;
   }
   TextTable table;

@@ -93,11 +93,11 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
   add("decode_gbps", r.decode_gbps);
   if (r.bandwidth_floor_fraction) add("bandwidth_floor_fraction", *r.bandwidth_floor_fraction);
   if (!r.per_replica.empty()) {  // a cluster: flat keys, so compare can check them too
-    const RoutingStats& g = r.routing;
+    const RoutingFigures& g = r.routing_figures;
     add("data_parallel", double(r.per_replica.size()));
-    add("routing_predicted_hit_rate", g.rate(g.predicted_hit_tokens));
-    add("routing_delivered_hit_rate", g.rate(g.delivered_hit_tokens));
-    add("routing_available_hit_rate", g.rate(g.available_hit_tokens));
+    add("routing_predicted_hit_rate", g.predicted_hit_rate);
+    add("routing_delivered_hit_rate", g.delivered_hit_rate);
+    add("routing_available_hit_rate", g.available_hit_rate);
     add("request_imbalance", g.request_imbalance);
     add("token_imbalance", g.token_imbalance);
   }
@@ -287,10 +287,13 @@ void write_config_value(JsonWriter& w, const ConfigValue& value) {
       value);
 }
 
-// --repeat N: how many runs the medians come from, and each key's spread over them.
+// --repeat N: how many runs the medians come from, which one the detail and per-replica rows are
+// from, and each key's spread over them.
 void write_spread(JsonWriter& w, const BenchReport& report) {
   w.key("repeats");
   w.integer(report.repeats);
+  w.key("representative_repeat");
+  w.integer(report.representative_repeat);
   w.key("spread");
   w.begin_object();
   for (const auto& [name, spread] : report.spread) {
@@ -612,6 +615,12 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   r.prefill_throughput = get_optional("prefill_throughput").value_or(0.0);
   r.decode_throughput = get_optional("decode_throughput").value_or(0.0);
   r.bandwidth_floor_fraction = get_optional("bandwidth_floor_fraction");
+  // A cluster run's router figures (its per_replica rows are read apart, into run_replicas).
+  r.routing_figures.predicted_hit_rate = get("routing_predicted_hit_rate");
+  r.routing_figures.delivered_hit_rate = get("routing_delivered_hit_rate");
+  r.routing_figures.available_hit_rate = get("routing_available_hit_rate");
+  r.routing_figures.request_imbalance = get("request_imbalance");
+  r.routing_figures.token_imbalance = get("token_imbalance");
   return r;
 }
 
@@ -849,6 +858,9 @@ void read_run(const Reader& reader, element run_element, size_t index, BenchResu
   report.spread = read_spread(reader, run, prefix, values);
   report.repeats =
       std::max(1, saturating_count<int>(values.count("repeats") ? values["repeats"] : 1));
+  if (const auto it = values.find("representative_repeat"); it != values.end()) {
+    report.representative_repeat = std::clamp(saturating_count<int>(it->second), 1, report.repeats);
+  }
   results.runs.push_back(std::move(report));
   results.run_values.push_back(std::move(values));
   results.run_replicas.push_back(read_per_replica(reader, run, prefix));

@@ -11,7 +11,10 @@
 // output_lens, cached_tokens, ttfts, e2els (seconds), itls (seconds, one array per request),
 // arrivals and first_scheduled (seconds since the run's start), and one sample per engine step:
 // step_times, step_kv_used_blocks, step_running, step_waiting. With --repeat N the flat keys are
-// medians over N runs, plus "repeats": N and "spread": {key: {min, max, ci95_low, ci95_high}}.
+// medians over N runs (a cluster's routing_* and *_imbalance keys too), plus "repeats": N,
+// "representative_repeat": the 1-based run whose detail arrays and per_replica rows are written
+// (the one whose duration is nearest the median), and "spread": {key: {min, max, ci95_low,
+// ci95_high}}.
 // With --sweep: "sweep": {parameter, values: [one per run, null for inf]}.
 // Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
 #include <cstdint>
