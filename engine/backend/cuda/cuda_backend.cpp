@@ -75,7 +75,8 @@ void CudaBackend::open_device() {
   ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
   const char* stats_env = std::getenv("ROSEINFER_CUDA_STATS");
-  print_stats_ = stats_env && stats_env[0] == '1';
+  print_stats_ = stats_env && (stats_env[0] == '1' || stats_env[0] == '2');
+  print_step_times_ = stats_env && stats_env[0] == '2';
   read_measurement_switches();
 
   num_sms_ = prop.multiProcessorCount;
@@ -184,11 +185,13 @@ void CudaBackend::allocate_kv_pool() {
 // as online, which ran after it on the same backend). Warm-up steps write nothing (slot -1) and
 // read block 0.
 void CudaBackend::warm_up() {
+  warming_up_ = true;
   StepPlan plan;
   StepOutput out;
   warm_up_prefill(plan, out);
   if (options_.cuda_graphs) warm_up_graphs(plan, out);
   stats_ = Stats{};
+  warming_up_ = false;
 }
 
 // Prefill steps of several sizes: the token budget, then a quarter of it, down to 16 tokens.
@@ -405,6 +408,13 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
   stats_.pack_s += t2 - t1;
   stats_.launch_s += t3 - t2;
   stats_.sync_s += t4 - t3;
+  if (print_step_times_ && !warming_up_) {
+    std::fprintf(stderr,
+                 "cuda step %lld: %d tokens, %d seqs, %s; us: pack+copy %.1f, launch %.1f, "
+                 "wait %.1f\n",
+                 static_cast<long long>(stats_.steps - 1), plan.num_tokens(), s,
+                 use_graph ? "graph" : "eager", (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6);
+  }
   std::memcpy(out.sampled.data(), pinned_sampled_, size_t(s) * 4);
   if (plan.return_logits) copy_logits(plan, out);
 }

@@ -158,6 +158,10 @@ class CudaBackend final : public Backend {
   std::string device_name_;
   int num_sms_ = 0;
   bool print_stats_ = false;
+  // ROSEINFER_CUDA_STATS=2: also one line per step (after warm-up) with its host enqueue and wait
+  // times, to tell a first use's host-side cost (kernel loading, algorithm choice) from GPU time.
+  bool print_step_times_ = false;
+  bool warming_up_ = false;  // inside warm_up(): no per-step lines
   // Measurement switches, read once at start (docs/gpu-notes.md):
   // ROSEINFER_CUDA_PROFILE_STEP=k: cudaProfilerStart/Stop around the k-th step after warm-up, for
   // `ncu --profile-from-start off`; -1: off.

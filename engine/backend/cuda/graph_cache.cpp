@@ -43,6 +43,9 @@ GraphCache::Run GraphCache::run(int bucket, cudaStream_t stream,
   ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
   ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
   ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
+  // Uploads it now (warm-up), not at its first replay: that one paid ~0.16 ms more on the host
+  // (results/2026-11-24-small-steps/step_times).
+  ROSE_CUDA_CHECK(cudaGraphUpload(exec, stream));
   graphs_[{bucket, variant}] = exec;
   return Run::kCaptured;
 }
