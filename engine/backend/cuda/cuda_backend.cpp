@@ -38,6 +38,10 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (options_.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
     invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);
     if (print_stats_) std::fprintf(stderr, "%s\n", invariant_gemm_->describe().c_str());
+  } else if (const char* env = std::getenv("ROSEINFER_CUDA_BUCKETED_GEMM"); !env || env[0] != '0') {
+    bucketed_gemm_ = std::make_unique<BucketedGemm>(gemm_shapes(), dtype_, cublas_workspace_,
+                                                    kCublasWorkspaceBytes);
+    if (print_stats_) std::fprintf(stderr, "%s\n", bucketed_gemm_->describe().c_str());
   }
   allocate_kv_pool();
   build_layer_args();
@@ -186,12 +190,33 @@ void CudaBackend::allocate_kv_pool() {
 // read block 0.
 void CudaBackend::warm_up() {
   warming_up_ = true;
+  if (bucketed_gemm_) warm_up_gemms();
   StepPlan plan;
   StepOutput out;
   warm_up_prefill(plan, out);
   if (options_.cuda_graphs) warm_up_graphs(plan, out);
   stats_ = Stats{};
   warming_up_ = false;
+}
+
+// Runs every bucket's algorithm once, on layer 0's weights and the step buffers (whatever they
+// hold): the first run of a cuBLAS algorithm costs the host milliseconds, which a step of a row
+// count never seen before would otherwise pay (results/2026-11-24-small-steps/step_times).
+void CudaBackend::warm_up_gemms() {
+  if (config_.num_layers == 0) return;
+  const LayerWeights& w = weights_.layers[0];
+  const bool gated = config_.mlp_kind() == MlpKind::kSiluGated;
+  for (int n : BucketedGemm::bucket_bounds(plan_.max_tokens)) {
+    if (n <= 4) continue;  // the GEMV's rows
+    gemm(normed_, w.qkv, qkv_, n, false);
+    gemm(attn_, w.o, proj_, n, false);
+    gemm(normed_, w.up, mlp_, n, false);
+    gemm(gated ? act_ : mlp_, w.down, proj_, n, false);
+  }
+  for (int n : BucketedGemm::bucket_bounds(plan_.max_seqs)) {
+    if (n > 4) gemm(final_normed_, weights_.lm_head, logits_, n, true);
+  }
+  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
 }
 
 // Prefill steps of several sizes: the token budget, then a quarter of it, down to 16 tokens.
@@ -266,6 +291,7 @@ CudaBackend::~CudaBackend() {
   cudaSetDevice(options_.device);
   graphs_.clear();
   invariant_gemm_.reset();
+  bucketed_gemm_.reset();
   if (cublas_) cublasDestroy(cublas_);
   if (stream_) cudaStreamDestroy(stream_);
   arena_.release();

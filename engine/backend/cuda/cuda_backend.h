@@ -22,6 +22,7 @@
 #include "engine/backend/cuda/workspace_plan.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/gemm_bucketed.h"
 #include "kernels/cuda/gemm_invariant.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
@@ -94,6 +95,7 @@ class CudaBackend final : public Backend {
   void* v_cache(int layer) const;
   void warm_up();
   void warm_up_prefill(StepPlan& plan, StepOutput& out);
+  void warm_up_gemms();  // each BucketedGemm bucket's algorithm run once, at its largest n
   void warm_up_graphs(StepPlan& plan, StepOutput& out);
 
   // One step (cuda_backend.cpp).
@@ -178,6 +180,9 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
   std::unique_ptr<InvariantGemm> invariant_gemm_;
+  // Otherwise, above the GEMV's rows: cuBLASLt algorithms per row bucket chosen at start, so a new
+  // row count costs no algorithm choice (ROSEINFER_CUDA_BUCKETED_GEMM=0: cublasGemmEx alone).
+  std::unique_ptr<BucketedGemm> bucketed_gemm_;
   DeviceArena arena_;  // every device buffer below, freed in the destructor
   void* cublas_workspace_ = nullptr;
   void* pinned_meta_ = nullptr;        // (plan_.bytes.meta) host mirror of meta_device_

@@ -275,6 +275,7 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
   }
+  if (bucketed_gemm_ && bucketed_gemm_->run(x, w, y, n, in, out, f32_out, stream_)) return;
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in, x,
