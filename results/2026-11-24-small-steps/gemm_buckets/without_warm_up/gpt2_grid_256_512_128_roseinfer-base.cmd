@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --model gpt2 --device cuda --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline --json /tmp/buckets_work/gpt2_grid_256_512_128_roseinfer-base.json

@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model llama-1b --device cuda --dataset-name grid:16:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline --json /tmp/buckets_work/llama-1b_grid_16_512_128_roseinfer.json
