@@ -68,9 +68,10 @@ class FailingBackend : public FakeBackend {
   int steps_ = 0;
 };
 
-std::vector<EngineRequest> prefix_group_requests() {
+std::vector<EngineRequest> prefix_group_requests(
+    const std::string& spec = "prefix-groups:8:8:64:8") {
   WorkloadOptions o;
-  o.name = "prefix-groups:8:8:64:8";
+  o.name = spec;
   o.vocab_size = kVocab;
   o.random_output_len = 4;
   std::vector<EngineRequest> requests;
@@ -223,18 +224,7 @@ TEST_CASE("an offline burst: prefix routing sees its own placements, not idle re
   // 256 requests at t=0 (32 groups of 8, a 32-token prefix and 8 tokens of their own) on 8
   // replicas whose caches hold every group. The replicas take nothing in until they step, so only
   // what the router itself placed tells a loaded replica from an idle one.
-  WorkloadOptions o;
-  o.name = "prefix-groups:32:8:32:8";
-  o.vocab_size = kVocab;
-  o.random_output_len = 4;
-  std::vector<EngineRequest> requests;
-  for (const RequestSpec& spec : make_workload(o, nullptr)) {
-    EngineRequest r;
-    r.prompt = *spec.prompt_token_ids;
-    r.max_tokens = *spec.max_tokens;
-    r.ignore_eos = true;
-    requests.push_back(r);
-  }
+  const std::vector<EngineRequest> requests = prefix_group_requests("prefix-groups:32:8:32:8");
   for (const std::string router : {"prefix", "precise", "least_loaded"}) {
     CAPTURE(router);
     std::vector<std::unique_ptr<FakeBackend>> backends;

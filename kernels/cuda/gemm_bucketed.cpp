@@ -1,6 +1,5 @@
 // BucketedGemm (gemm_bucketed.h): one cuBLASLt algorithm per (weight shape, row bucket), chosen at
-// start. The column-major mapping is InvariantGemm's (gemm_invariant.cpp): cuBLASLt's D (out, n) =
-// op(A) B with A = W as column-major (in, out), ld in, transa T; B = x as (in, n), ld in.
+// start; the descriptors are gemm_lt.h's.
 #include "kernels/cuda/gemm_bucketed.h"
 
 #include <cublasLt.h>
@@ -17,11 +16,8 @@ namespace {
 
 struct ShapeAlgos {
   GemmShape shape;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr;  // W: column-major (in, out), ld in
-  cublasLtMatrixLayout_t b = nullptr;  // x: column-major (in, n), ld in
-  cublasLtMatrixLayout_t d = nullptr;  // y: column-major (out, n), ld out
-  std::vector<int> bounds;             // bucket i holds rows (bounds[i-1], bounds[i]]
+  LtLayouts layouts;
+  std::vector<int> bounds;  // bucket i holds rows (bounds[i-1], bounds[i]]
   std::vector<std::optional<cublasLtMatmulAlgo_t>> algo;  // per bucket; nullopt: fall back
 };
 
@@ -36,54 +32,27 @@ struct BucketedGemm::Impl {
   std::vector<ShapeAlgos> shapes;
 
   ~Impl() {  // errors ignored: destructors must not throw
-    for (ShapeAlgos& s : shapes) {
-      if (s.a) cublasLtMatrixLayoutDestroy(s.a);
-      if (s.b) cublasLtMatrixLayoutDestroy(s.b);
-      if (s.d) cublasLtMatrixLayoutDestroy(s.d);
-      if (s.desc) cublasLtMatmulDescDestroy(s.desc);
-    }
+    for (ShapeAlgos& s : shapes) s.layouts.destroy();
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (lt) cublasLtDestroy(lt);
-  }
-
-  void make_descriptors(ShapeAlgos& s) const {
-    const cudaDataType_t t = dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
-    const cudaDataType_t yt = s.shape.f32_out ? CUDA_R_32F : t;
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&s.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
-                                                     sizeof(transa)));
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(s.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
-                                                     sizeof(transb)));
-    const int max_n = s.shape.max_rows;
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.a, t, s.shape.in, s.shape.out, s.shape.in));
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.b, t, s.shape.in, max_n, s.shape.in));
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&s.d, yt, s.shape.out, max_n, s.shape.out));
-  }
-
-  static void set_rows(ShapeAlgos& s, int n) {
-    const uint64_t cols = uint64_t(n);
-    ROSE_CUBLAS_CHECK(
-        cublasLtMatrixLayoutSetAttribute(s.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
-    ROSE_CUBLAS_CHECK(
-        cublasLtMatrixLayoutSetAttribute(s.d, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
   }
 
   // The heuristic's best at the bucket's largest n, kept only if cuBLASLt also accepts it at the
   // bucket's smallest n (run() still checks the status at every other n and falls back).
   std::optional<cublasLtMatmulAlgo_t> choose(ShapeAlgos& s, int lo, int hi) const {
-    set_rows(s, hi);
+    s.layouts.set_rows(hi);
     cublasLtMatmulHeuristicResult_t result{};
     int count = 0;
-    if (cublasLtMatmulAlgoGetHeuristic(lt, s.desc, s.a, s.b, s.d, s.d, pref, 1, &result, &count) !=
-            CUBLAS_STATUS_SUCCESS ||
+    if (cublasLtMatmulAlgoGetHeuristic(lt, s.layouts.desc, s.layouts.a, s.layouts.b, s.layouts.d,
+                                       s.layouts.d, pref, 1, &result,
+                                       &count) != CUBLAS_STATUS_SUCCESS ||
         count < 1 || result.state != CUBLAS_STATUS_SUCCESS) {
       return std::nullopt;
     }
-    set_rows(s, lo);
+    s.layouts.set_rows(lo);
     cublasLtMatmulHeuristicResult_t check{};
-    if (cublasLtMatmulAlgoCheck(lt, s.desc, s.a, s.b, s.d, s.d, &result.algo, &check) !=
-            CUBLAS_STATUS_SUCCESS ||
+    if (cublasLtMatmulAlgoCheck(lt, s.layouts.desc, s.layouts.a, s.layouts.b, s.layouts.d,
+                                s.layouts.d, &result.algo, &check) != CUBLAS_STATUS_SUCCESS ||
         check.workspaceSize > workspace_bytes) {
       return std::nullopt;
     }
@@ -129,7 +98,7 @@ BucketedGemm::BucketedGemm(const std::vector<GemmShape>& shapes, DType dtype, vo
     m.shapes.push_back(ShapeAlgos{s});
   }
   for (ShapeAlgos& s : m.shapes) {
-    m.make_descriptors(s);
+    s.layouts.create(s.shape, m.dtype);
     s.bounds = bucket_bounds(s.shape.max_rows);
     int lo = 1;
     for (int hi : s.bounds) {
@@ -152,11 +121,11 @@ bool BucketedGemm::run(const void* x, const void* w, void* y, int n, int in, int
       size_t(std::lower_bound(it->bounds.begin(), it->bounds.end(), n) - it->bounds.begin());
   const std::optional<cublasLtMatmulAlgo_t>& algo = it->algo[bucket];
   if (!algo) return false;
-  Impl::set_rows(*it, n);
+  it->layouts.set_rows(n);
   const float alpha = 1.0f, beta = 0.0f;
-  const cublasStatus_t status =
-      cublasLtMatmul(m.lt, it->desc, &alpha, w, it->a, x, it->b, &beta, y, it->d, y, it->d, &*algo,
-                     m.workspace, m.workspace_bytes, stream);
+  const cublasStatus_t status = cublasLtMatmul(
+      m.lt, it->layouts.desc, &alpha, w, it->layouts.a, x, it->layouts.b, &beta, y, it->layouts.d,
+      y, it->layouts.d, &*algo, m.workspace, m.workspace_bytes, stream);
   // An algorithm this n does not take is refused before anything is launched: the caller falls
   // back. Any other failure is an error.
   if (status == CUBLAS_STATUS_NOT_SUPPORTED || status == CUBLAS_STATUS_INVALID_VALUE) return false;

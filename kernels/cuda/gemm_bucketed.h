@@ -12,7 +12,7 @@
 #include <vector>
 
 #include "kernels/cuda/dtype.cuh"
-#include "kernels/cuda/gemm_invariant.h"  // GemmShape
+#include "kernels/cuda/gemm_lt.h"  // GemmShape
 
 namespace rose {
 

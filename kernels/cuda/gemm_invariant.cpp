@@ -1,10 +1,7 @@
 // InvariantGemm (gemm_invariant.h): cuBLASLt algorithms pinned per (weight shape, bucket of n),
 // chosen and checked bit for bit once at start.
 //
-// cuBLASLt is column-major. The backend's row-major y (n, out) = x (n, in) W^T, W (out, in), is
-// D (out, n) = op(A) B in cuBLASLt terms: A is W read as the column-major (in, out) matrix with
-// ld = in and transa = T; B is x as column-major (in, n), ld = in; D is y as column-major
-// (out, n), ld = out. So cuBLASLt's m = out, k = in, and its n is our row count.
+// The cuBLASLt descriptors and their column-major mapping are gemm_lt.h's.
 #include "kernels/cuda/gemm_invariant.h"
 
 #include <cublasLt.h>
@@ -75,10 +72,7 @@ struct Scratch {
 // algorithm per bucket (nullopt: the fixed-order kernel).
 struct ShapePlan {
   GemmShape shape;
-  cublasLtMatmulDesc_t desc = nullptr;
-  cublasLtMatrixLayout_t a = nullptr;  // W: column-major (in, out), ld in
-  cublasLtMatrixLayout_t b = nullptr;  // x: column-major (in, n), ld in
-  cublasLtMatrixLayout_t d = nullptr;  // y: column-major (out, n), ld out
+  LtLayouts layouts;
   std::array<std::optional<cublasLtMatmulAlgo_t>, kNumBuckets> algo;
   std::array<std::string, kNumBuckets> label;
   double choose_s = 0;
@@ -97,42 +91,14 @@ struct InvariantGemm::Impl {
   std::vector<ShapePlan> plans;
 
   ~Impl() {  // errors ignored: destructors must not throw
-    for (ShapePlan& p : plans) {
-      if (p.a) cublasLtMatrixLayoutDestroy(p.a);
-      if (p.b) cublasLtMatrixLayoutDestroy(p.b);
-      if (p.d) cublasLtMatrixLayoutDestroy(p.d);
-      if (p.desc) cublasLtMatmulDescDestroy(p.desc);
-    }
+    for (ShapePlan& p : plans) p.layouts.destroy();
     if (pref) cublasLtMatmulPreferenceDestroy(pref);
     if (lt) cublasLtDestroy(lt);
   }
 
-  cudaDataType_t storage_type() const { return dtype == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F; }
   size_t y_size(const ShapePlan& p) const { return p.shape.f32_out ? 4 : 2; }
 
-  void make_descriptors(ShapePlan& p) const {
-    const cudaDataType_t t = storage_type();
-    const cudaDataType_t yt = p.shape.f32_out ? CUDA_R_32F : t;
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescCreate(&p.desc, CUBLAS_COMPUTE_32F, CUDA_R_32F));
-    const cublasOperation_t transa = CUBLAS_OP_T, transb = CUBLAS_OP_N;
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSA, &transa,
-                                                     sizeof(transa)));
-    ROSE_CUBLAS_CHECK(cublasLtMatmulDescSetAttribute(p.desc, CUBLASLT_MATMUL_DESC_TRANSB, &transb,
-                                                     sizeof(transb)));
-    const int max_n = p.shape.max_rows;
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.a, t, p.shape.in, p.shape.out, p.shape.in));
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.b, t, p.shape.in, max_n, p.shape.in));
-    ROSE_CUBLAS_CHECK(cublasLtMatrixLayoutCreate(&p.d, yt, p.shape.out, max_n, p.shape.out));
-  }
-
-  // Sets the row count n on B's and D's layouts (host-side descriptor state only).
-  static void set_rows(ShapePlan& p, int n) {
-    const uint64_t cols = uint64_t(n);
-    ROSE_CUBLAS_CHECK(
-        cublasLtMatrixLayoutSetAttribute(p.b, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
-    ROSE_CUBLAS_CHECK(
-        cublasLtMatrixLayoutSetAttribute(p.d, CUBLASLT_MATRIX_LAYOUT_COLS, &cols, sizeof(cols)));
-  }
+  static void set_rows(ShapePlan& p, int n) { p.layouts.set_rows(n); }
 
   // The heuristic's candidates at n, best first: workspace 0 and one K split only.
   std::vector<cublasLtMatmulAlgo_t> candidates(ShapePlan& p, int n) const {
@@ -140,7 +106,8 @@ struct InvariantGemm::Impl {
     std::array<cublasLtMatmulHeuristicResult_t, kCandidatesPerBucket> results{};
     int count = 0;
     const cublasStatus_t status = cublasLtMatmulAlgoGetHeuristic(
-        lt, p.desc, p.a, p.b, p.d, p.d, pref, kCandidatesPerBucket, results.data(), &count);
+        lt, p.layouts.desc, p.layouts.a, p.layouts.b, p.layouts.d, p.layouts.d, pref,
+        kCandidatesPerBucket, results.data(), &count);
     std::vector<cublasLtMatmulAlgo_t> out;
     p.last_query = fmt::format("heuristic status {} count {}", int(status), count);
     if (status != CUBLAS_STATUS_SUCCESS) return out;  // none for this shape: the fixed kernel
@@ -168,8 +135,8 @@ struct InvariantGemm::Impl {
   bool accepts(ShapePlan& p, const cublasLtMatmulAlgo_t& algo, int n) const {
     set_rows(p, n);
     cublasLtMatmulHeuristicResult_t check{};
-    const cublasStatus_t status =
-        cublasLtMatmulAlgoCheck(lt, p.desc, p.a, p.b, p.d, p.d, &algo, &check);
+    const cublasStatus_t status = cublasLtMatmulAlgoCheck(
+        lt, p.layouts.desc, p.layouts.a, p.layouts.b, p.layouts.d, p.layouts.d, &algo, &check);
     if (status != CUBLAS_STATUS_SUCCESS) {
       p.last_failure = fmt::format("algo check at n={}: status {}", n, int(status));
     }
@@ -181,8 +148,9 @@ struct InvariantGemm::Impl {
                   void* y, int n) const {
     if (!accepts(p, algo, n)) return false;
     const float alpha = 1.0f, beta = 0.0f;
-    const cublasStatus_t status = cublasLtMatmul(lt, p.desc, &alpha, w, p.a, x, p.b, &beta, y, p.d,
-                                                 y, p.d, &algo, nullptr, 0, stream);
+    const cublasStatus_t status =
+        cublasLtMatmul(lt, p.layouts.desc, &alpha, w, p.layouts.a, x, p.layouts.b, &beta, y,
+                       p.layouts.d, y, p.layouts.d, &algo, nullptr, 0, stream);
     if (status != CUBLAS_STATUS_SUCCESS) {
       p.last_failure = fmt::format("matmul at n={}: status {}", n, int(status));
     }
@@ -375,7 +343,7 @@ InvariantGemm::InvariantGemm(const std::vector<GemmShape>& shapes, DType dtype, 
       continue;
     }
     m.plans.push_back(ShapePlan{s});
-    m.make_descriptors(m.plans.back());
+    m.plans.back().layouts.create(s, m.dtype);
   }
   for (ShapePlan& p : m.plans) {
     if (fixed_only) {
@@ -405,8 +373,9 @@ void InvariantGemm::run(const void* x, const void* w, void* y, int n, int in, in
   }
   Impl::set_rows(*it, n);
   const float alpha = 1.0f, beta = 0.0f;
-  ROSE_CUBLAS_CHECK(cublasLtMatmul(m.lt, it->desc, &alpha, w, it->a, x, it->b, &beta, y, it->d, y,
-                                   it->d, &*algo, nullptr, 0, stream));
+  ROSE_CUBLAS_CHECK(cublasLtMatmul(m.lt, it->layouts.desc, &alpha, w, it->layouts.a, x,
+                                   it->layouts.b, &beta, y, it->layouts.d, y, it->layouts.d, &*algo,
+                                   nullptr, 0, stream));
 }
 
 std::string InvariantGemm::describe() const {

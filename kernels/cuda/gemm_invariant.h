@@ -14,15 +14,9 @@
 #include <vector>
 
 #include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/gemm_lt.h"  // GemmShape
 
 namespace rose {
-
-struct GemmShape {
-  int out = 0;           // rows of W (out, in): output features
-  int in = 0;            // columns of W: input features (the reduction length)
-  bool f32_out = false;  // y in fp32 (the lm_head's logits), else in the storage dtype
-  int max_rows = 0;      // the largest n this shape runs with (token or sequence budget)
-};
 
 class InvariantGemm {
  public:

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers for the GPU tests: device buffers, bf16/fp16 rounding on the host (so the CPU reference
 // sees exactly the values the GPU kernels read), random fills and tolerance checks.
+#include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -108,6 +109,48 @@ inline void check_close(const std::vector<float>& got, const std::vector<float>&
   }
   INFO(what << ": worst abs error " << worst << " over " << got.size() << " elements");
   CHECK(misses == 0);
+}
+
+// Storage bits of an fp32 value that is exactly representable in bf16 and in fp16 (bf16 values of
+// magnitude >= 2^-10 are exact in both).
+inline uint16_t storage_bits(float f, DType dtype) {
+  if (dtype == DType::kBF16) return f32_to_bf16_bits(f);
+  const __half_raw raw = __float2half_rn(f);
+  return raw.x;
+}
+
+// Element `index` of a GEMM output downloaded as bytes: fp32 when f32_out, else dtype.
+inline float output_value(const std::vector<uint8_t>& y, size_t index, bool f32_out, DType dtype) {
+  if (f32_out) {
+    float f;
+    std::memcpy(&f, y.data() + index * 4, 4);
+    return f;
+  }
+  uint16_t bits;
+  std::memcpy(&bits, y.data() + index * 2, 2);
+  if (dtype == DType::kBF16) return bf16_bits_to_f32(bits);
+  __half_raw raw;
+  raw.x = bits;
+  return __half2float(__half(raw));
+}
+
+// Random values on the bf16 grid, away from fp16's subnormals; f32 for the reference, bits for the
+// device (count,).
+struct Operand {
+  std::vector<float> f32;
+  std::vector<uint16_t> bits;
+};
+inline Operand random_operand(size_t count, float scale, DType dtype, std::mt19937& rng) {
+  std::uniform_real_distribution<float> dist(0.25f, 1.0f);
+  Operand o;
+  o.f32.resize(count);
+  o.bits.resize(count);
+  for (size_t i = 0; i < count; ++i) {
+    const float sign = (rng() & 1) ? -1.0f : 1.0f;
+    o.f32[i] = round_bf16(sign * dist(rng) * scale);
+    o.bits[i] = storage_bits(o.f32[i], dtype);
+  }
+  return o;
 }
 
 }  // namespace rose::gputest

@@ -21,46 +21,14 @@ namespace {
 
 constexpr float kAtol = 1e-2f, kRtol = 1e-2f;
 
-uint16_t storage_bits(float f, DType dtype) {
-  if (dtype == DType::kBF16) return f32_to_bf16_bits(f);
-  const __half_raw raw = __float2half_rn(f);
-  return raw.x;
-}
-
-float output_value(const std::vector<uint8_t>& y, size_t index, bool f32_out, DType dtype) {
-  if (f32_out) {
-    float f;
-    std::memcpy(&f, y.data() + index * 4, 4);
-    return f;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, y.data() + index * 2, 2);
-  if (dtype == DType::kBF16) return bf16_bits_to_f32(bits);
-  __half_raw raw;
-  raw.x = bits;
-  return __half2float(__half(raw));
-}
-
-// Values on the bf16 grid of magnitude 0.25..1 times scale (exact in fp16 too), (count,).
-void random_values(size_t count, float scale, DType dtype, std::mt19937& rng,
-                   std::vector<float>& f32, std::vector<uint16_t>& bits) {
-  std::uniform_real_distribution<float> dist(0.25f, 1.0f);
-  f32.resize(count);
-  bits.resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    f32[i] = round_bf16(((rng() & 1) ? -1.0f : 1.0f) * dist(rng) * scale);
-    bits[i] = storage_bits(f32[i], dtype);
-  }
-}
-
 void check_shape(BucketedGemm& gemm, const GemmShape& s, DType dtype, std::mt19937& rng) {
   INFO("shape out " << s.out << " in " << s.in << " f32_out " << s.f32_out << " dtype "
                     << (dtype == DType::kBF16 ? "bf16" : "fp16"));
-  std::vector<float> w, x;
-  std::vector<uint16_t> w_bits, x_bits;
-  random_values(size_t(s.out) * s.in, 1.0f / std::sqrt(float(s.in)), dtype, rng, w, w_bits);
-  random_values(size_t(s.max_rows) * s.in, 1.0f, dtype, rng, x, x_bits);
-  DeviceArray<uint16_t> w_dev(w_bits), x_dev(x_bits);  // (out, in), (max_rows, in)
+  const Operand wo =
+      random_operand(size_t(s.out) * s.in, 1.0f / std::sqrt(float(s.in)), dtype, rng);
+  const Operand xo = random_operand(size_t(s.max_rows) * s.in, 1.0f, dtype, rng);
+  const std::vector<float>&w = wo.f32, &x = xo.f32;
+  DeviceArray<uint16_t> w_dev(wo.bits), x_dev(xo.bits);  // (out, in), (max_rows, in)
   const size_t ys = s.f32_out ? 4 : 2;
   DeviceArray<uint8_t> y_dev(size_t(s.max_rows) * s.out * ys);
   std::vector<int> counts;

@@ -25,46 +25,6 @@ namespace {
 constexpr float kAtol = 1e-2f, kRtol = 1e-2f;
 constexpr int kRowCounts[] = {1, 2, 7, 64, 255, 256, 1024, 8192};
 
-// Storage bits of an fp32 value that is exactly representable in bf16 and in fp16 (the random
-// values below are bf16 values of magnitude >= 2^-10, so both conversions are exact).
-uint16_t storage_bits(float f, DType dtype) {
-  if (dtype == DType::kBF16) return f32_to_bf16_bits(f);
-  const __half_raw raw = __float2half_rn(f);
-  return raw.x;
-}
-float output_value(const std::vector<uint8_t>& y, size_t index, bool f32_out, DType dtype) {
-  if (f32_out) {
-    float f;
-    std::memcpy(&f, y.data() + index * 4, 4);
-    return f;
-  }
-  uint16_t bits;
-  std::memcpy(&bits, y.data() + index * 2, 2);
-  if (dtype == DType::kBF16) return bf16_bits_to_f32(bits);
-  __half_raw raw;
-  raw.x = bits;
-  return __half2float(__half(raw));
-}
-
-// Random values on the bf16 grid, away from fp16's subnormals; f32 for the reference, bits for the
-// device (count,).
-struct Operand {
-  std::vector<float> f32;
-  std::vector<uint16_t> bits;
-};
-Operand random_operand(size_t count, float scale, DType dtype, std::mt19937& rng) {
-  std::uniform_real_distribution<float> dist(0.25f, 1.0f);
-  Operand o;
-  o.f32.resize(count);
-  o.bits.resize(count);
-  for (size_t i = 0; i < count; ++i) {
-    const float sign = (rng() & 1) ? -1.0f : 1.0f;
-    o.f32[i] = round_bf16(sign * dist(rng) * scale);
-    o.bits[i] = storage_bits(o.f32[i], dtype);
-  }
-  return o;
-}
-
 std::vector<uint8_t> download_bytes(const void* ptr, size_t bytes) {
   std::vector<uint8_t> host(bytes);
   ROSE_CUDA_CHECK(cudaDeviceSynchronize());
