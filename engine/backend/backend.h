@@ -10,6 +10,7 @@
 
 #include "engine/model/config.h"
 #include "engine/model/weights.h"
+#include "engine/parallel/collective.h"
 #include "kernels/common/sampling_rule.h"
 
 namespace rose {
@@ -85,6 +86,9 @@ struct BackendOptions {
   // CUDA: the GPU this backend lives on. One thread may drive several backends (in-process
   // replicas), so the backend selects it in its constructor, destructor and every execute().
   int device = 0;
+  // Tensor parallel (engine/parallel): this rank's collective, the weights then being its shard
+  // (ModelConfig::is_shard). Null: the whole model on one device.
+  Collective* collective = nullptr;
 };
 
 class Backend {

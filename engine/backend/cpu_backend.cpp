@@ -14,6 +14,7 @@
 #include "engine/common/error.h"
 #include "engine/model/quantized_source.h"
 #include "engine/model/rope.h"
+#include "engine/parallel/shard_plan.h"
 #include "kernels/cpu/ops.h"
 
 namespace rose {
@@ -69,6 +70,11 @@ class CpuBackend final : public Backend {
   void add_norm(float* residual, const float* delta, const std::vector<float>& weight,
                 const std::vector<float>& bias, int n, float* out) const;
   void mlp(const LayerWeights& layer, const float* normed, int n, float* out);
+  // A row-parallel layer's output (n, H): summed over the tensor-parallel ranks, then its bias
+  // added once (when given). Without tensor parallel the bias was added by the linear layer.
+  void reduce_rows(float* out, const std::vector<float>& bias, int n);
+  // The sampled rows' logits (rows, V): the lm_head's, or gathered from every rank's vocab rows.
+  const float* logits_rows(const float* normed, int rows);
 
   ModelConfig config_;
   int block_size_ = 0;
@@ -80,6 +86,8 @@ class CpuBackend final : public Backend {
   int64_t weight_bytes_ = 0;
   std::string weight_types_;  // "fp32", or "fp32 (dequantized from Q4_1 x 120, ...)"
   mutable cpu::ThreadPool pool_;
+  // Tensor parallel: this rank's collective, config_ being its shard (engine/parallel); else null.
+  Collective* collective_ = nullptr;
 
   std::vector<float> tok_emb_;                      // (V, H)
   std::vector<float> pos_emb_;                      // (P, H) GPT-2
@@ -105,8 +113,11 @@ class CpuBackend final : public Backend {
   std::vector<int32_t> last_rows_;  // (max_seqs,) flat row of each sampling sequence's last token
   std::vector<int32_t> last_seqs_;  // (max_seqs,) its sequence
   std::vector<float> last_residual_, last_delta_, last_normed_;  // (kLogitsChunk, H)
-  std::vector<float> logits_;                                    // (kLogitsChunk, V)
-  std::vector<float> sample_scratch_;                            // (2 V,)
+  std::vector<float> logits_;  // (kLogitsChunk, lm_head rows), or (kLogitsChunk, stride) sharded
+  // Tensor parallel: every rank's logits (tp_size, kLogitsChunk, stride), and the sampled rows'
+  // whole logits assembled from them (kLogitsChunk, V).
+  std::vector<float> gathered_logits_, full_logits_;
+  std::vector<float> sample_scratch_;  // (2 V,)
 };
 
 std::vector<float> CpuBackend::load(const WeightSource& weights, const std::string& name,
@@ -118,7 +129,7 @@ std::vector<float> CpuBackend::load(const WeightSource& weights, const std::stri
 }
 
 CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& options)
-    : config_(weights.config()), pool_(0) {
+    : config_(weights.config()), pool_(0), collective_(options.collective) {
   check_model_and_options(options);
   load_weights(weights);
   weight_types_ = has_quantized_linear(weights)
@@ -152,6 +163,11 @@ void CpuBackend::check_model_and_options(const BackendOptions& options) {
         "positive",
         options.block_size, options.max_num_seqs, options.max_num_batched_tokens);
   }
+  const int ranks = collective_ ? collective_->size() : 1;
+  if (c.tp_size != ranks || (collective_ && collective_->rank() != c.tp_rank)) {
+    fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})", c.name,
+         c.tp_rank, c.tp_size, collective_ ? collective_->rank() : 0, ranks);
+  }
   block_size_ = options.block_size;
   max_num_seqs_ = options.max_num_seqs;
   max_num_tokens_ = options.max_num_batched_tokens;
@@ -176,7 +192,8 @@ void CpuBackend::load_weights(const WeightSource& weights) {
   for (int l = 0; l < c.num_layers; ++l) layers_.push_back(load_layer(weights, l));
   final_norm_w_ = load(weights, "final_norm.weight", H);
   if (c.norm_kind() == NormKind::kLayerNorm) final_norm_b_ = load(weights, "final_norm.bias", H);
-  if (!c.tie_word_embeddings) lm_head_ = load(weights, "lm_head.weight", V * H);
+  if (!c.tie_word_embeddings)
+    lm_head_ = load(weights, "lm_head.weight", c.lm_head_vocab_rows() * H);
   if (c.uses_rope()) {
     inv_freq_.resize(c.head_dim / 2);
     rope_inv_freq(c.head_dim, c.rope_theta, c.rope_scaling, inv_freq_.data());
@@ -244,7 +261,14 @@ void CpuBackend::allocate_workspaces() {
   last_residual_.resize(kLogitsChunk * H);
   last_delta_.resize(kLogitsChunk * H);
   last_normed_.resize(kLogitsChunk * H);
-  logits_.resize(kLogitsChunk * V);
+  if (c.is_shard()) {
+    const int stride = vocab_shard_stride(c.vocab_size, c.tp_size);
+    logits_.resize(size_t(kLogitsChunk) * stride);
+    gathered_logits_.resize(size_t(c.tp_size) * kLogitsChunk * stride);
+    full_logits_.resize(size_t(kLogitsChunk) * V);
+  } else {
+    logits_.resize(size_t(kLogitsChunk) * V);
+  }
   sample_scratch_.resize(2 * V);
 }
 
@@ -269,13 +293,45 @@ void CpuBackend::mlp(const LayerWeights& w, const float* normed, int n, float* o
     if (config_.mlp_kind() == MlpKind::kGeluTanh) {
       cpu::linear(x, w.up_w.data(), w.up_b.data(), rows, H, I, mlp_up_.data(), &pool_);
       cpu::gelu_tanh(mlp_up_.data(), int64_t(rows) * I);
-      cpu::linear(mlp_up_.data(), w.down_w.data(), w.down_b.data(), rows, I, H, y, &pool_);
+      cpu::linear(mlp_up_.data(), w.down_w.data(), collective_ ? nullptr : w.down_b.data(), rows, I,
+                  H, y, &pool_);
     } else {
       cpu::linear(x, w.up_w.data(), nullptr, rows, H, 2 * I, mlp_up_.data(), &pool_);
       cpu::silu_and_mul(mlp_up_.data(), rows, I, mlp_act_.data());
       cpu::linear(mlp_act_.data(), w.down_w.data(), nullptr, rows, I, H, y, &pool_);
     }
   }
+  if (collective_) reduce_rows(out, w.down_b, n);
+}
+
+void CpuBackend::reduce_rows(float* out, const std::vector<float>& bias, int n) {
+  const int H = config_.hidden_size;
+  collective_->all_reduce_sum(out, int64_t(n) * H, CollectiveType::kF32, nullptr);
+  if (bias.empty()) return;
+  for (int64_t r = 0; r < n; ++r) {
+    for (int i = 0; i < H; ++i) out[r * H + i] += bias[size_t(i)];
+  }
+}
+
+const float* CpuBackend::logits_rows(const float* normed, int rows) {
+  const ModelConfig& c = config_;
+  const float* head = lm_head_.empty() ? tok_emb_.data() : lm_head_.data();
+  cpu::linear(normed, head, nullptr, rows, c.hidden_size, c.lm_head_vocab_rows(), logits_.data(),
+              &pool_);
+  if (!collective_) return logits_.data();
+  // Every rank sends its whole (kLogitsChunk, stride) buffer, rows (rows, its vocab rows) used.
+  const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
+  collective_->all_gather(logits_.data(), gathered_logits_.data(), kLogitsChunk * stride,
+                          CollectiveType::kF32, nullptr);
+  for (int rank = 0; rank < c.tp_size; ++rank) {
+    const RowRun vocab = vocab_shard(c.vocab_size, c.tp_size, rank);
+    const float* part = gathered_logits_.data() + int64_t(rank) * kLogitsChunk * stride;
+    for (int r = 0; r < rows; ++r) {
+      std::copy_n(part + r * vocab.count, vocab.count,
+                  full_logits_.data() + int64_t(r) * c.vocab_size + vocab.begin);
+    }
+  }
+  return full_logits_.data();
 }
 
 void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
@@ -309,8 +365,9 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
                          plan.query_start.data(), plan.context_lens.data(),
                          plan.block_tables.data(), plan.block_table_stride, num_seqs, c.num_heads,
                          c.num_kv_heads, c.head_dim, block_size_, scale, attn_.data(), &pool_);
-    cpu::linear(attn_.data(), w.o_w.data(), data_or_null(w.o_b), n, c.q_dim(), H, delta_.data(),
-                &pool_);
+    cpu::linear(attn_.data(), w.o_w.data(), collective_ ? nullptr : data_or_null(w.o_b), n,
+                c.q_dim(), H, delta_.data(), &pool_);
+    if (collective_) reduce_rows(delta_.data(), w.o_b, n);
     add_norm(residual_.data(), delta_.data(), w.mlp_norm_w, w.mlp_norm_b, n, normed_.data());
     mlp(w, normed_.data(), n, delta_.data());
     pending = delta_.data();
@@ -324,7 +381,6 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
     last_seqs_[num_sampled] = s;
     ++num_sampled;
   }
-  const float* head = lm_head_.empty() ? tok_emb_.data() : lm_head_.data();
   for (int r0 = 0; r0 < num_sampled; r0 += kLogitsChunk) {
     const int rows = std::min(kLogitsChunk, num_sampled - r0);
     for (int r = 0; r < rows; ++r) {
@@ -334,10 +390,10 @@ void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {
     }
     add_norm(last_residual_.data(), last_delta_.data(), final_norm_w_, final_norm_b_, rows,
              last_normed_.data());
-    cpu::linear(last_normed_.data(), head, nullptr, rows, H, V, logits_.data(), &pool_);
+    const float* logits = logits_rows(last_normed_.data(), rows);
     for (int r = 0; r < rows; ++r) {
       const int s = last_seqs_[r0 + r];
-      const float* row_logits = &logits_[size_t(r) * V];
+      const float* row_logits = logits + size_t(r) * V;
       // A NaN would make every comparison false and argmax return id 0 forever: flag the row.
       const bool finite =
           std::all_of(row_logits, row_logits + V, [](float v) { return std::isfinite(v); });

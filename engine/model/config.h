@@ -46,6 +46,14 @@ struct ModelConfig {
   int bos_token_id = -1;
   std::vector<int> eos_token_ids;
   bool synthetic_weights = false;  // a preset: deterministic random weights, meaningless text
+  // Tensor parallel (engine/parallel/shard_plan.h): set when this config is rank `tp_rank`'s shard
+  // of a model split over `tp_size` devices. num_heads, num_kv_heads and intermediate_size are then
+  // the shard's; hidden and vocab stay the model's (the embedding is whole on every rank), and the
+  // shard's own lm_head.weight holds vocab rows [lm_head_begin, lm_head_begin + lm_head_rows).
+  int tp_rank = 0;
+  int tp_size = 1;
+  int lm_head_begin = 0;
+  int lm_head_rows = 0;
 
   // The model properties that follow from the architecture. Code asks these instead of testing
   // `arch`, so adding an architecture means answering them here, not finding every branch.
@@ -67,6 +75,10 @@ struct ModelConfig {
   int64_t mlp_up_rows() const {
     return (mlp_kind() == MlpKind::kSiluGated ? 2 : 1) * int64_t(intermediate_size);
   }
+
+  bool is_shard() const { return tp_size > 1; }
+  // Rows of the lm_head this config computes logits for: the vocabulary, or a shard's part of it.
+  int lm_head_vocab_rows() const { return is_shard() ? lm_head_rows : vocab_size; }
 
   int q_dim() const { return num_heads * head_dim; }
   int kv_dim() const { return num_kv_heads * head_dim; }

@@ -50,7 +50,7 @@ std::vector<TensorSpec> canonical_tensors(const ModelConfig& config) {
   }
   add("final_norm.weight", {hidden});
   if (layer_norm) add("final_norm.bias", {hidden});
-  if (!config.tie_word_embeddings) add("lm_head.weight", {config.vocab_size, hidden});
+  if (!config.tie_word_embeddings) add("lm_head.weight", {config.lm_head_vocab_rows(), hidden});
   return specs;
 }
 

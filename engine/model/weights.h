@@ -14,7 +14,8 @@
 //   layers.N.up.weight       GPT-2: (I, H) + .bias (I); Llama: (2I, H) rows gate | up, no bias
 //   layers.N.down.weight     (H, I)                .bias (H)   GPT-2 only
 //   final_norm.weight (H)    .bias (H)             bias GPT-2 only
-//   lm_head.weight           (V, H)                absent when tie_word_embeddings (use tok_emb)
+//   lm_head.weight           (V, H)                absent when tie_word_embeddings (use tok_emb);
+//                                                  a tensor-parallel shard's: (lm_head_rows, H)
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -36,13 +37,23 @@ struct TensorSpec {
 // Every canonical tensor of a model, in a fixed order (the order is part of the synthetic seeds).
 std::vector<TensorSpec> canonical_tensors(const ModelConfig& config);
 
-// How a preset's synthetic tensor is made; see kernels/common/counter_rng.h for the generator, which is
-// shared with the GPU so a preset has bit-identical fp32 weights on both backends.
+// Rows [begin, begin + count) of a matrix (or elements of a vector).
+struct RowRun {
+  int64_t begin = 0, count = 0;
+};
+
+// How a preset's synthetic tensor is made; see kernels/common/counter_rng.h for the generator,
+// which is shared with the GPU so a preset has bit-identical fp32 weights on both backends.
 struct SyntheticInit {
   enum class Kind { kUniform, kConstant } kind = Kind::kUniform;
   uint64_t seed = 0;   // per tensor: derived from the preset seed and the tensor's index
   float scale = 0.0f;  // kUniform: values in [-scale, scale)
   float value = 0.0f;  // kConstant
+  // A tensor-parallel shard (engine/parallel/shard_plan.h) of a kUniform tensor: the values at
+  // rows `rows` (runs, in order) and columns [col_begin, col_begin + cols) of the whole tensor of
+  // `source_cols` columns that `seed` describes. Empty rows: the whole tensor.
+  std::vector<RowRun> rows;
+  int64_t source_cols = 0, col_begin = 0, cols = 0;
 };
 
 // One stored tensor supplying a contiguous run of a canonical tensor's rows, still in its file

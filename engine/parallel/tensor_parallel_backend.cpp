@@ -1,0 +1,118 @@
+// A tensor-parallel Backend over shard backends (tensor_parallel_backend.h).
+#include "engine/parallel/tensor_parallel_backend.h"
+
+#include <fmt/format.h>
+
+#include <algorithm>
+
+#include "engine/common/error.h"
+#include "engine/parallel/rank_threads.h"
+#include "engine/parallel/shard_plan.h"
+#include "engine/parallel/sharded_weights.h"
+#include "engine/parallel/thread_collective.h"
+
+namespace rose {
+namespace {
+
+class TensorParallelBackend final : public Backend {
+ public:
+  TensorParallelBackend(const WeightSource& weights, const BackendOptions& options,
+                        const std::vector<int>& devices,
+                        std::vector<std::unique_ptr<Collective>> collectives,
+                        const ShardBackendFactory& make_shard);
+  ~TensorParallelBackend() override;
+
+  void execute(const StepPlan& plan, StepOutput& out) override;
+  const PlanLimits& limits() const override { return limits_; }
+  std::string device_name() const override {
+    return fmt::format("{} x {} (tensor parallel)", degree(), shards_[0]->device_name());
+  }
+  const ModelConfig& config() const override { return config_; }
+  int64_t weight_bytes() const override {
+    return sum([](const Backend& b) { return b.weight_bytes(); });
+  }
+  std::string weight_types() const override { return shards_[0]->weight_types(); }
+  int64_t kv_bytes_per_token() const override {
+    return sum([](const Backend& b) { return b.kv_bytes_per_token(); });
+  }
+
+ private:
+  int degree() const { return int(shards_.size()); }
+  template <typename F>
+  int64_t sum(F value) const {
+    int64_t total = 0;
+    for (const auto& shard : shards_) total += value(*shard);
+    return total;
+  }
+
+  ModelConfig config_;  // the whole model's
+  PlanLimits limits_;
+  std::vector<std::unique_ptr<Collective>> collectives_;  // (degree,)
+  std::vector<std::unique_ptr<WeightSource>> sources_;    // (degree,) each rank's shard
+  std::vector<std::unique_ptr<Backend>> shards_;          // (degree,)
+  std::vector<StepOutput> rank_outputs_;                  // (degree,) ranks 1.. (discarded)
+  RankThreads threads_;
+};
+
+TensorParallelBackend::TensorParallelBackend(const WeightSource& weights,
+                                             const BackendOptions& options,
+                                             const std::vector<int>& devices,
+                                             std::vector<std::unique_ptr<Collective>> collectives,
+                                             const ShardBackendFactory& make_shard)
+    : config_(weights.config()),
+      collectives_(std::move(collectives)),
+      rank_outputs_(collectives_.size()),
+      threads_(int(collectives_.size())) {
+  const int n = int(collectives_.size());
+  ROSE_ASSERT(n >= 1 && int(devices.size()) == n);
+  check_tensor_parallel(config_, n);
+  shards_.resize(size_t(n));
+  for (int r = 0; r < n; ++r) sources_.push_back(shard_weights(weights, n, r));
+  threads_.run([&](int rank) {
+    BackendOptions rank_options = options;
+    rank_options.device = devices[size_t(rank)];
+    rank_options.collective = collectives_[size_t(rank)].get();
+    shards_[size_t(rank)] = make_shard(*sources_[size_t(rank)], rank_options);
+  });
+  // The engine sees one pool: the blocks every rank has.
+  limits_ = shards_[0]->limits();
+  limits_.vocab_size = config_.vocab_size;
+  for (const auto& shard : shards_) {
+    limits_.num_kv_blocks = std::min(limits_.num_kv_blocks, shard->limits().num_kv_blocks);
+  }
+}
+
+// Each rank's backend is destroyed on its own thread (a GPU backend selects its device there).
+TensorParallelBackend::~TensorParallelBackend() {
+  try {
+    threads_.run([&](int rank) { shards_[size_t(rank)].reset(); });
+  } catch (...) {  // a destructor never throws; the shards' own destructors do not either
+  }
+}
+
+void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {
+  // Checked here once, so no rank fails alone and leaves the others waiting in a collective.
+  validate_step_plan(plan, limits_);
+  threads_.run([&](int rank) {
+    shards_[size_t(rank)]->execute(plan, rank == 0 ? out : rank_outputs_[size_t(rank)]);
+  });
+}
+
+}  // namespace
+
+std::unique_ptr<Backend> make_tensor_parallel_backend(
+    const WeightSource& weights, const BackendOptions& options, const std::vector<int>& devices,
+    std::vector<std::unique_ptr<Collective>> collectives, const ShardBackendFactory& make_shard) {
+  return std::make_unique<TensorParallelBackend>(weights, options, devices, std::move(collectives),
+                                                 make_shard);
+}
+
+std::unique_ptr<Backend> make_cpu_tensor_parallel_backend(const WeightSource& weights,
+                                                          const BackendOptions& options,
+                                                          int degree) {
+  check_tensor_parallel(weights.config(), degree);
+  return make_tensor_parallel_backend(weights, options, std::vector<int>(size_t(degree), 0),
+                                      make_thread_collectives(degree), make_cpu_backend);
+}
+
+}  // namespace rose

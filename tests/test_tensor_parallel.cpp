@@ -1,0 +1,325 @@
+// Tensor parallel on the CPU (engine/parallel): the shard plan on hand-computed cases, the
+// sharded weights against slices of the whole tensors, the thread collective, and the whole
+// forward pass split over 2 and 4 ranks against the unsplit CPU backend on the same weights
+// (logits within fp32 rounding, greedy tokens identical).
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <random>
+#include <span>
+#include <stdexcept>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "engine/backend/backend.h"
+#include "engine/common/error.h"
+#include "engine/model/presets.h"
+#include "engine/model/weights.h"
+#include "engine/parallel/rank_threads.h"
+#include "engine/parallel/shard_plan.h"
+#include "engine/parallel/sharded_weights.h"
+#include "engine/parallel/tensor_parallel_backend.h"
+#include "engine/parallel/thread_collective.h"
+
+namespace {
+
+// Random canonical tensors, biases included (so a bias added once per rank instead of once after
+// the all-reduce shows), each seeded by its name.
+class RandomWeights : public rose::WeightSource {
+ public:
+  explicit RandomWeights(rose::ModelConfig config) : config_(std::move(config)) {}
+  const rose::ModelConfig& config() const override { return config_; }
+  void read_f32(const std::string& name, std::span<float> dst) const override {
+    uint32_t seed = 2166136261u;  // FNV-1a of the name
+    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
+    const bool norm_weight = name.find("norm.weight") != std::string::npos;
+    for (float& x : dst) x = norm_weight ? 1.0f + dist(rng) : dist(rng);
+  }
+
+ private:
+  rose::ModelConfig config_;
+};
+
+rose::ModelConfig llama_config() {
+  rose::ModelConfig c;
+  c.arch = rose::Arch::kLlama;
+  c.name = "tp-llama";
+  c.vocab_size = 97;  // odd: the vocab shards differ in size
+  c.hidden_size = 32;
+  c.intermediate_size = 48;
+  c.num_layers = 2;
+  c.num_heads = 8;
+  c.num_kv_heads = 4;
+  c.head_dim = 8;
+  c.max_position_embeddings = 256;
+  c.tie_word_embeddings = false;
+  c.qkv_bias = true;
+  return c;
+}
+
+rose::ModelConfig gpt2_config() {
+  rose::ModelConfig c;
+  c.arch = rose::Arch::kGpt2;
+  c.name = "tp-gpt2";
+  c.vocab_size = 101;
+  c.hidden_size = 32;
+  c.intermediate_size = 128;
+  c.num_layers = 2;
+  c.num_heads = 4;
+  c.num_kv_heads = 4;
+  c.head_dim = 8;
+  c.max_position_embeddings = 256;
+  c.tie_word_embeddings = true;  // the lm_head shards are rows of tok_emb
+  return c;
+}
+
+rose::ModelConfig smollm2_shape() {  // SmolLM2-135M: 9 query heads, 3 KV heads
+  rose::ModelConfig c = llama_config();
+  c.name = "smollm2-shape";
+  c.hidden_size = 576;
+  c.intermediate_size = 1536;
+  c.num_heads = 9;
+  c.num_kv_heads = 3;
+  c.head_dim = 64;
+  return c;
+}
+
+}  // namespace
+
+TEST_CASE("the degrees a model allows, and a clear refusal of the others") {
+  CHECK(rose::tensor_parallel_degrees(llama_config()) == std::vector<int>{1, 2, 4});
+  CHECK(rose::tensor_parallel_degrees(smollm2_shape()) == std::vector<int>{1, 3});
+  CHECK(rose::tensor_parallel_refusal(smollm2_shape(), 3).empty());
+  const std::string why = rose::tensor_parallel_refusal(smollm2_shape(), 2);
+  CHECK(why.find("num_key_value_heads (3)") != std::string::npos);
+  CHECK(why.find("allows --tensor-parallel 1, 3") != std::string::npos);
+  // The heads split evenly but the intermediate size does not.
+  rose::ModelConfig odd_mlp = llama_config();
+  odd_mlp.intermediate_size = 50;
+  CHECK(rose::tensor_parallel_refusal(odd_mlp, 4).find("intermediate_size (50)") !=
+        std::string::npos);
+  CHECK_THROWS_AS(rose::check_tensor_parallel(smollm2_shape(), 2), rose::Error);
+  CHECK(!rose::tensor_parallel_refusal(llama_config(), 0).empty());
+}
+
+TEST_CASE("shard configs and slices, computed by hand") {
+  const rose::ModelConfig m = llama_config();  // q_dim 64, kv_dim 32, qkv rows 128, I 48
+  const rose::ModelConfig s1 = rose::shard_config(m, 2, 1);
+  CHECK(s1.num_heads == 4);
+  CHECK(s1.num_kv_heads == 2);
+  CHECK(s1.intermediate_size == 24);
+  CHECK(s1.hidden_size == 32);
+  CHECK(s1.vocab_size == 97);
+  CHECK(s1.is_shard());
+  CHECK(s1.lm_head_begin == 49);  // ceil(97 / 2) rows per rank
+  CHECK(s1.lm_head_rows == 48);
+  CHECK(s1.lm_head_vocab_rows() == 48);
+
+  const rose::TensorSlice qkv = rose::shard_slice(m, 2, 1, "layers.0.qkv.weight");
+  REQUIRE(qkv.rows.size() == 3);
+  CHECK(qkv.rows[0].begin == 32);  // q heads 4..7
+  CHECK(qkv.rows[0].count == 32);
+  CHECK(qkv.rows[1].begin == 64 + 16);  // k heads 2..3
+  CHECK(qkv.rows[1].count == 16);
+  CHECK(qkv.rows[2].begin == 96 + 16);  // v heads 2..3
+  CHECK(qkv.cols == 32);
+  CHECK(qkv.numel() == 64 * 32);
+  const rose::TensorSlice o = rose::shard_slice(m, 2, 1, "layers.1.o.weight");
+  CHECK(o.col_begin == 32);
+  CHECK(o.cols == 32);
+  CHECK(o.source_cols == 64);
+  CHECK(o.rows[0].count == 32);
+  const rose::TensorSlice up = rose::shard_slice(m, 2, 0, "layers.0.up.weight");
+  REQUIRE(up.rows.size() == 2);  // gate rows 0..23, up rows 48..71
+  CHECK(up.rows[0].begin == 0);
+  CHECK(up.rows[1].begin == 48);
+  CHECK(up.rows[1].count == 24);
+  const rose::TensorSlice down = rose::shard_slice(m, 2, 1, "layers.0.down.weight");
+  CHECK(down.col_begin == 24);
+  CHECK(down.cols == 24);
+  const rose::TensorSlice head = rose::shard_slice(m, 2, 1, "lm_head.weight");
+  CHECK(head.source == "lm_head.weight");
+  CHECK(head.rows[0].begin == 49);
+  CHECK(head.rows[0].count == 48);
+  CHECK(rose::shard_slice(m, 2, 1, "layers.0.attn_norm.weight").whole());
+  // A tied model's lm_head shard comes from tok_emb.
+  CHECK(rose::shard_slice(gpt2_config(), 4, 3, "lm_head.weight").source == "tok_emb");
+  CHECK(rose::vocab_shard(101, 4, 3).begin == 78);
+  CHECK(rose::vocab_shard(101, 4, 3).count == 23);
+  // GPT-2's biases: up's split with its rows, o's and down's whole (added after the all-reduce).
+  CHECK(rose::shard_slice(gpt2_config(), 2, 1, "layers.0.up.bias").rows[0].begin == 64);
+  CHECK(rose::shard_slice(gpt2_config(), 2, 1, "layers.0.o.bias").whole());
+  CHECK(rose::shard_slice(gpt2_config(), 2, 1, "layers.0.down.bias").whole());
+}
+
+TEST_CASE("a shard's tensors are the slices of the whole model's") {
+  const RandomWeights whole(llama_config());
+  const auto shard = rose::shard_weights(whole, 2, 1);
+  std::vector<float> o_whole(32 * 64), o_shard(32 * 32);
+  whole.read_f32("layers.0.o.weight", o_whole);
+  shard->read_f32("layers.0.o.weight", o_shard);
+  for (int r = 0; r < 32; ++r) {
+    for (int c = 0; c < 32; ++c)
+      CHECK(o_shard[size_t(r * 32 + c)] == o_whole[size_t(r * 64 + 32 + c)]);
+  }
+  std::vector<float> qkv_whole(128 * 32), qkv_shard(64 * 32);
+  whole.read_f32("layers.1.qkv.weight", qkv_whole);
+  shard->read_f32("layers.1.qkv.weight", qkv_shard);
+  CHECK(qkv_shard[0] == qkv_whole[32 * 32]);                // row 0: whole row 32 (q head 4)
+  CHECK(qkv_shard[32 * 32] == qkv_whole[size_t(80 * 32)]);  // row 32: whole row 80 (k head 2)
+  CHECK(qkv_shard[48 * 32 + 5] == qkv_whole[size_t(112 * 32 + 5)]);  // v head 2
+  // A preset's synthetic slice keeps the whole tensor's seed and scale, with the slice's place.
+  const auto tiny = rose::open_preset("tiny");
+  const auto tiny_shard = rose::shard_weights(*tiny, 2, 1);
+  const auto init = tiny_shard->synthetic("layers.0.down.weight");
+  REQUIRE(init);
+  CHECK(init->seed == tiny->synthetic("layers.0.down.weight")->seed);
+  CHECK(init->scale == tiny->synthetic("layers.0.down.weight")->scale);
+  CHECK(init->col_begin == 344);
+  CHECK(init->cols == 344);
+  CHECK(init->source_cols == 688);
+  CHECK(!tiny_shard->synthetic("layers.0.attn_norm.weight")->rows.size());
+}
+
+TEST_CASE("the thread collective sums in rank order and gathers in rank order") {
+  const int n = 3;
+  auto ranks = rose::make_thread_collectives(n);
+  rose::RankThreads threads(n);
+  std::vector<std::vector<float>> sums(n), gathered(n);
+  threads.run([&](int r) {
+    sums[size_t(r)] = {float(r), 10.0f * float(r + 1), -1.0f};
+    ranks[size_t(r)]->all_reduce_sum(sums[size_t(r)].data(), 3, rose::CollectiveType::kF32,
+                                     nullptr);
+    const float mine[2] = {float(r), float(r) + 0.5f};
+    gathered[size_t(r)].resize(6);
+    ranks[size_t(r)]->all_gather(mine, gathered[size_t(r)].data(), 2, rose::CollectiveType::kF32,
+                                 nullptr);
+  });
+  for (int r = 0; r < n; ++r) {
+    CHECK(sums[size_t(r)] == std::vector<float>{3.0f, 60.0f, -3.0f});
+    CHECK(gathered[size_t(r)] == std::vector<float>{0.0f, 0.5f, 1.0f, 1.5f, 2.0f, 2.5f});
+  }
+}
+
+TEST_CASE("rank threads rethrow a rank's exception and keep working") {
+  rose::RankThreads threads(2);
+  CHECK_THROWS_AS(threads.run([](int r) {
+    if (r == 1) throw std::runtime_error("rank 1 failed");
+  }),
+                  std::runtime_error);
+  std::atomic<int> ran{0};
+  threads.run([&](int) { ++ran; });
+  CHECK(ran == 2);
+}
+
+namespace {
+
+constexpr int kBlockSize = 16;
+constexpr int kStride = 8;  // block table columns
+
+rose::BackendOptions small_options() {
+  rose::BackendOptions options;
+  options.block_size = kBlockSize;
+  options.num_kv_blocks = 64;
+  options.max_num_seqs = 8;
+  options.max_num_batched_tokens = 128;
+  return options;
+}
+
+// Sequence s owns blocks [s * kStride, (s + 1) * kStride).
+void add_tokens(rose::StepPlan& plan, int s, const std::vector<int32_t>& tokens, int cached) {
+  for (size_t i = 0; i < tokens.size(); ++i) {
+    const int pos = cached + int(i);
+    plan.token_ids.push_back(tokens[i]);
+    plan.positions.push_back(pos);
+    plan.slot_mapping.push_back((s * kStride + pos / kBlockSize) * kBlockSize + pos % kBlockSize);
+  }
+  if (plan.query_start.empty()) plan.query_start.push_back(0);
+  plan.query_start.push_back(plan.query_start.back() + int32_t(tokens.size()));
+  plan.context_lens.push_back(cached + int32_t(tokens.size()));
+  for (int b = 0; b < kStride; ++b) plan.block_tables.push_back(s * kStride + b);
+  plan.block_table_stride = kStride;
+  plan.do_sample.push_back(1);
+  plan.sampling.push_back(rose::SamplingParams{});
+  plan.sample_index.push_back(0);
+}
+
+// Three prompts prefilled together, then greedy decode steps: every step's logits and ids.
+struct Run {
+  std::vector<std::vector<float>> logits;  // per step (num_seqs, vocab)
+  std::vector<std::vector<int32_t>> ids;   // per step (num_seqs,)
+};
+
+Run greedy_run(rose::Backend& backend, int vocab, int decode_steps) {
+  const std::vector<int> lengths = {5, 17, 40};
+  std::vector<std::vector<int32_t>> prompts;
+  std::mt19937 rng(7);
+  for (int len : lengths) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i) p.push_back(int32_t(rng() % uint32_t(vocab)));
+    prompts.push_back(p);
+  }
+  Run run;
+  rose::StepPlan plan;
+  rose::StepOutput out;
+  for (int s = 0; s < 3; ++s) add_tokens(plan, s, prompts[size_t(s)], 0);
+  plan.return_logits = true;
+  std::vector<int> context = lengths;
+  for (int step = 0; step <= decode_steps; ++step) {
+    backend.execute(plan, out);
+    run.logits.push_back(out.logits);
+    run.ids.push_back(out.sampled);
+    plan.clear();
+    plan.return_logits = true;
+    for (int s = 0; s < 3; ++s) {
+      add_tokens(plan, s, {out.sampled[size_t(s)]}, context[size_t(s)]);
+      ++context[size_t(s)];
+    }
+  }
+  return run;
+}
+
+void check_same_run(const Run& split, const Run& whole) {
+  REQUIRE(split.ids.size() == whole.ids.size());
+  for (size_t step = 0; step < whole.ids.size(); ++step) {
+    CHECK(split.ids[step] == whole.ids[step]);
+    REQUIRE(split.logits[step].size() == whole.logits[step].size());
+    double worst = 0;
+    for (size_t i = 0; i < whole.logits[step].size(); ++i) {
+      worst = std::max(worst, double(std::fabs(split.logits[step][i] - whole.logits[step][i])));
+    }
+    CHECK(worst < 1e-4);  // fp32, sums in another order
+  }
+}
+
+}  // namespace
+
+TEST_CASE("the forward pass split over ranks equals the whole model's (CPU)") {
+  for (const rose::ModelConfig& config : {llama_config(), gpt2_config()}) {
+    CAPTURE(config.name);
+    const RandomWeights weights(config);
+    const auto whole = rose::make_cpu_backend(weights, small_options());
+    const Run expected = greedy_run(*whole, config.vocab_size, 6);
+    for (int degree : {2, 4}) {
+      CAPTURE(degree);
+      const auto split = rose::make_cpu_tensor_parallel_backend(weights, small_options(), degree);
+      CHECK(split->config().num_heads == config.num_heads);  // the engine sees the whole model
+      CHECK(split->limits().vocab_size == config.vocab_size);
+      CHECK(split->num_kv_blocks() == 64);
+      check_same_run(greedy_run(*split, config.vocab_size, 6), expected);
+    }
+  }
+}
+
+TEST_CASE("a preset split over 2 ranks (synthetic weights read as slices)") {
+  const auto tiny = rose::open_preset("tiny");
+  const auto whole = rose::make_cpu_backend(*tiny, small_options());
+  const auto split = rose::make_cpu_tensor_parallel_backend(*tiny, small_options(), 2);
+  check_same_run(greedy_run(*split, 512, 3), greedy_run(*whole, 512, 3));
+  CHECK_THROWS_AS(rose::make_cpu_tensor_parallel_backend(*tiny, small_options(), 4), rose::Error);
+}
