@@ -3,7 +3,8 @@ SHELL := /bin/bash
 JOBS ?= $(shell nproc)
 BUILD ?= build
 CMAKE_FLAGS ?=
-DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev libxxhash-dev doctest-dev libpcre2-dev
+DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev libxxhash-dev doctest-dev libpcre2-dev \
+                libutf8proc-dev
 # What `make run` runs: the shipped chat prompts on the real default model (SmolLM2-135M-Instruct,
 # fetched once into the cache by scripts/fetch_default_model.sh), on the best device present; the
 # tiny preset when the model cannot be had. MODEL=... picks another model.

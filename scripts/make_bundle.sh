@@ -24,7 +24,7 @@ mkdir -p bundle
 for exe in "$BUILD"/test_* "$BUILD"/gpu_test_* "$BUILD"/gpu_bench_*; do
   [[ -f "$exe" && -x "$exe" ]] && cp "$exe" bundle/
 done
-for lib in libsimdjson.so.14 libpcre2-8.so.0 libfmt.so.9; do
+for lib in libsimdjson.so.14 libpcre2-8.so.0 libfmt.so.9 libutf8proc.so.2; do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   if [[ -n "$path" ]]; then cp -L "$path" bundle/; else echo "warning: $lib not found" >&2; fi
 done

@@ -1,6 +1,6 @@
 #pragma once
 // Unicode Normalization Form C, for tokenizer.json's {"type": "NFC"} normalizer (Qwen2 uses it).
-// Data: nfc_tables.h, generated from Python's unicodedata by scripts/make_tokenizer_fixtures.py.
+// Data and algorithm: utf8proc (Debian's libutf8proc-dev).
 #include <string>
 #include <string_view>
 
