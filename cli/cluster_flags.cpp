@@ -45,13 +45,19 @@ void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags) {
 void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flags) {
   const RankWorld& world = rank_world();
   if (world.size > 1) check_rank_count(flags.data_parallel, world.size);
+  if (model_flags.tensor_parallel > 1 && flags.backend == "sim") {
+    throw CLI::ValidationError("--tensor-parallel",
+                               "needs --backend model (the sim backend "
+                               "models one replica's step time)");
+  }
   if (model_flags.device != "cuda" || flags.backend == "sim") {
     if (!flags.gpus.empty()) throw CLI::ValidationError("--gpus", "needs --device cuda");
     return;
   }
-  if (flags.data_parallel == 1 && flags.gpus.empty()) return;  // the usual one-GPU run
-  // Each process's replicas need GPUs of its own node.
-  replica_devices(flags.gpus, flags.data_parallel / world.size, world.local_rank,
+  const int tp = model_flags.tensor_parallel;
+  if (flags.data_parallel == 1 && tp == 1 && flags.gpus.empty()) return;  // the usual one-GPU run
+  // Each process's replicas need GPUs of its own node, tp of them each.
+  replica_devices(flags.gpus, flags.data_parallel / world.size * tp, world.local_rank,
                   cuda_device_count());
 }
 
@@ -80,9 +86,11 @@ Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
     step_time = read_step_time_model(flags.sim_model);
   }
   BackendOptions options = backend_options(model_flags, engine_flags);
-  std::vector<int> devices(size_t(local), 0);
+  // Replica r's GPUs: devices[r * tp, (r + 1) * tp).
+  const int tp = model_flags.tensor_parallel;
+  std::vector<int> devices(size_t(local * tp), 0);
   if (!replicas.sim && model.cuda) {
-    devices = replica_devices(flags.gpus, local, world.local_rank, cuda_device_count());
+    devices = replica_devices(flags.gpus, local * tp, world.local_rank, cuda_device_count());
   }
   for (int r = 0; r < local; ++r) {
     if (replicas.sim) {
@@ -90,9 +98,8 @@ Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
       replicas.backends.push_back(
           make_sim_backend(model.config(), options, step_time, *replicas.clocks.back()));
     } else {
-      options.device = devices[size_t(r)];
-      replicas.backends.push_back(model.cuda ? make_cuda_backend(*model.weights, options)
-                                             : make_cpu_backend(*model.weights, options));
+      const std::vector<int> mine(devices.begin() + r * tp, devices.begin() + (r + 1) * tp);
+      replicas.backends.push_back(make_backend_on(model, model_flags, options, mine));
     }
   }
   return replicas;

@@ -756,6 +756,7 @@ void register_bench_command(CLI::App& app, int& exit_code) {
   add_output_flags(cmd, *args);
   rose::cli::add_request_flags(cmd, args->defaults);
   rose::cli::add_model_flags(cmd, args->model);
+  rose::cli::add_tensor_parallel_flag(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,
                               "workload and arrival seed; sampling seed of request i is seed + i");
   rose::cli::add_cluster_flags(cmd, args->cluster);

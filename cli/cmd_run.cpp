@@ -477,6 +477,7 @@ void register_run_command(CLI::App& app, int& exit_code) {
       ->capture_default_str();
   rose::cli::add_request_flags(cmd, args->defaults);
   rose::cli::add_model_flags(cmd, args->model);
+  rose::cli::add_tensor_parallel_flag(cmd, args->model);
   rose::cli::add_engine_flags(cmd, args->engine,
                               "sampling seed of a request without one: --seed + its index");
   cmd->callback([args, &exit_code] {

@@ -7,6 +7,8 @@
 #include "engine/metrics/results_json.h"
 #include "engine/model/presets.h"
 #include "engine/model/quantized_source.h"
+#include "engine/parallel/shard_plan.h"
+#include "engine/parallel/tensor_parallel_backend.h"
 
 namespace rose::cli {
 namespace {
@@ -57,6 +59,15 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
                   "quantize a preset's or safetensors model's linear layers at load (a GGUF keeps "
                   "its own types); the GPU keeps them in ggml blocks, the CPU dequantizes them")
       ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+}
+
+void add_tensor_parallel_flag(CLI::App* cmd, ModelFlags& flags) {
+  cmd->add_option("--tensor-parallel", flags.tensor_parallel,
+                  "split the model over N GPUs (attention heads and MLP columns; NCCL all-reduce "
+                  "after the o and down projections); on --device cpu, N threads (for tests); "
+                  "`roseinfer info` lists the degrees a model allows")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
 }
 
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed_help) {
@@ -150,9 +161,29 @@ BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engin
 
 std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags& model_flags,
                                       const EngineFlags& engine_flags) {
-  const BackendOptions options = backend_options(model_flags, engine_flags);
-  if (model.cuda) return make_cuda_backend(*model.weights, options);
-  return make_cpu_backend(*model.weights, options);
+  const int ranks = model_flags.tensor_parallel;
+  std::vector<int> devices;
+  for (int d = 0; d < ranks; ++d) devices.push_back(d);
+  if (model.cuda && ranks > cuda_device_count()) {
+    throw CLI::ValidationError(
+        "--tensor-parallel", fmt::format("{} GPUs needed, {} present", ranks, cuda_device_count()));
+  }
+  return make_backend_on(model, model_flags, backend_options(model_flags, engine_flags), devices);
+}
+
+std::unique_ptr<Backend> make_backend_on(const LoadedModel& model, const ModelFlags& model_flags,
+                                         const BackendOptions& options,
+                                         const std::vector<int>& devices) {
+  const int ranks = model_flags.tensor_parallel;
+  if (ranks > 1) {
+    check_tensor_parallel(model.config(), ranks);
+    return model.cuda ? make_cuda_tensor_parallel_backend(*model.weights, options, devices)
+                      : make_cpu_tensor_parallel_backend(*model.weights, options, ranks);
+  }
+  BackendOptions one = options;
+  one.device = devices.empty() ? options.device : devices.front();
+  if (model.cuda) return make_cuda_backend(*model.weights, one);
+  return make_cpu_backend(*model.weights, one);
 }
 
 EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache) {

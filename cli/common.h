@@ -36,6 +36,7 @@ struct ModelFlags {
   bool dtype_given = false;   // --dtype on the command line: a GGUF's blocks are then dequantized
   std::string quantize;       // --quantize q8_0|q4_0|q4_k ("": the checkpoint's own types)
   std::string chat_template;  // --chat-template FILE: overrides the model's own template
+  int tensor_parallel = 1;    // --tensor-parallel N: the model split over N GPUs (or CPU threads)
 };
 
 struct EngineFlags {
@@ -53,6 +54,8 @@ struct EngineFlags {
 using RequestDefaults = rose::RequestDefaults;
 
 void add_model_flags(CLI::App* cmd, ModelFlags& flags);
+// --tensor-parallel, for the commands that build backends (run, bench).
+void add_tensor_parallel_flag(CLI::App* cmd, ModelFlags& flags);
 void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed_help);
 void add_request_flags(CLI::App* cmd, RequestDefaults& defaults);
 
@@ -66,8 +69,13 @@ struct LoadedModel : ModelBundle {
 LoadedModel open_model(ModelFlags& flags);
 
 BackendOptions backend_options(const ModelFlags& model, const EngineFlags& engine);
+// One replica's backend: the model on one device, or split over --tensor-parallel devices
+// (`devices`, rank r on devices[r]; ignored on the CPU, whose ranks are threads).
 std::unique_ptr<Backend> make_backend(const LoadedModel& model, const ModelFlags& model_flags,
                                       const EngineFlags& engine_flags);
+std::unique_ptr<Backend> make_backend_on(const LoadedModel& model, const ModelFlags& model_flags,
+                                         const BackendOptions& options,
+                                         const std::vector<int>& devices);
 
 // The engine's budgets from the flags for one scheduler mode and prefix-cache setting.
 EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool prefix_cache);

@@ -35,6 +35,9 @@ printf '{"prompt_token_ids": [1, 2], "max_tokens": 5000}\n' >"$TMP/long.jsonl"
 expect 1 "long.jsonl:1: 2 prompt tokens + max_tokens 5000" run "$TMP/long.jsonl" "${COMMON[@]}"
 expect 1 "no/such/dir/out.jsonl: cannot write" run datasets/openai_batch.jsonl -o "$TMP/no/such/dir/out.jsonl" "${COMMON[@]}"
 expect 1 "unknown model 'no-such-model'" info --model no-such-model --device cpu
+# A tensor-parallel degree the model cannot be split into (tiny has 2 KV heads).
+expect 1 "its num_key_value_heads (2) is not a multiple of 4 (it allows --tensor-parallel 1, 2)" run datasets/sample.jsonl --tensor-parallel 4 "${COMMON[@]}"
+expect 2 "--tensor-parallel" bench --dataset-name random --tensor-parallel 2 --backend sim "${COMMON[@]}"
 
 # Flags and values (CLI11 validation: exit 2, nothing runs).
 expect 2 "--bogus" run datasets/sample.jsonl --bogus

@@ -340,8 +340,10 @@ TEST_CASE("preset configs have the shapes of the models they stand for") {
   CHECK(preset_config("llama-1b")->rope_scaling.type == "llama3");
   CHECK_FALSE(preset_config("llama-8b")->tie_word_embeddings);
   CHECK_FALSE(preset_config("llama-3b").has_value());
-  CHECK(preset_names() == std::vector<std::string>{"tiny", "gpt2", "llama-1b", "llama-8b"});
-  CHECK(preset_names_text() == "tiny, gpt2, llama-1b, llama-8b");
+  CHECK(preset_config("llama-70b")->num_parameters() == 70553706496);  // Llama-3-70B
+  CHECK(preset_names() ==
+        std::vector<std::string>{"tiny", "gpt2", "llama-1b", "llama-8b", "llama-70b"});
+  CHECK(preset_names_text() == "tiny, gpt2, llama-1b, llama-8b, llama-70b");
 }
 
 TEST_CASE("JSON: integers beyond 64 bits read as doubles, as Python's json reads them") {

@@ -23,6 +23,7 @@
 #include "engine/parallel/sharded_weights.h"
 #include "engine/parallel/tensor_parallel_backend.h"
 #include "engine/parallel/thread_collective.h"
+#include "tests/tensor_parallel_plans.h"
 
 namespace {
 
@@ -217,87 +218,10 @@ TEST_CASE("rank threads rethrow a rank's exception and keep working") {
   CHECK(ran == 2);
 }
 
-namespace {
-
-constexpr int kBlockSize = 16;
-constexpr int kStride = 8;  // block table columns
-
-rose::BackendOptions small_options() {
-  rose::BackendOptions options;
-  options.block_size = kBlockSize;
-  options.num_kv_blocks = 64;
-  options.max_num_seqs = 8;
-  options.max_num_batched_tokens = 128;
-  return options;
-}
-
-// Sequence s owns blocks [s * kStride, (s + 1) * kStride).
-void add_tokens(rose::StepPlan& plan, int s, const std::vector<int32_t>& tokens, int cached) {
-  for (size_t i = 0; i < tokens.size(); ++i) {
-    const int pos = cached + int(i);
-    plan.token_ids.push_back(tokens[i]);
-    plan.positions.push_back(pos);
-    plan.slot_mapping.push_back((s * kStride + pos / kBlockSize) * kBlockSize + pos % kBlockSize);
-  }
-  if (plan.query_start.empty()) plan.query_start.push_back(0);
-  plan.query_start.push_back(plan.query_start.back() + int32_t(tokens.size()));
-  plan.context_lens.push_back(cached + int32_t(tokens.size()));
-  for (int b = 0; b < kStride; ++b) plan.block_tables.push_back(s * kStride + b);
-  plan.block_table_stride = kStride;
-  plan.do_sample.push_back(1);
-  plan.sampling.push_back(rose::SamplingParams{});
-  plan.sample_index.push_back(0);
-}
-
-// Three prompts prefilled together, then greedy decode steps: every step's logits and ids.
-struct Run {
-  std::vector<std::vector<float>> logits;  // per step (num_seqs, vocab)
-  std::vector<std::vector<int32_t>> ids;   // per step (num_seqs,)
-};
-
-Run greedy_run(rose::Backend& backend, int vocab, int decode_steps) {
-  const std::vector<int> lengths = {5, 17, 40};
-  std::vector<std::vector<int32_t>> prompts;
-  std::mt19937 rng(7);
-  for (int len : lengths) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < len; ++i) p.push_back(int32_t(rng() % uint32_t(vocab)));
-    prompts.push_back(p);
-  }
-  Run run;
-  rose::StepPlan plan;
-  rose::StepOutput out;
-  for (int s = 0; s < 3; ++s) add_tokens(plan, s, prompts[size_t(s)], 0);
-  plan.return_logits = true;
-  std::vector<int> context = lengths;
-  for (int step = 0; step <= decode_steps; ++step) {
-    backend.execute(plan, out);
-    run.logits.push_back(out.logits);
-    run.ids.push_back(out.sampled);
-    plan.clear();
-    plan.return_logits = true;
-    for (int s = 0; s < 3; ++s) {
-      add_tokens(plan, s, {out.sampled[size_t(s)]}, context[size_t(s)]);
-      ++context[size_t(s)];
-    }
-  }
-  return run;
-}
-
-void check_same_run(const Run& split, const Run& whole) {
-  REQUIRE(split.ids.size() == whole.ids.size());
-  for (size_t step = 0; step < whole.ids.size(); ++step) {
-    CHECK(split.ids[step] == whole.ids[step]);
-    REQUIRE(split.logits[step].size() == whole.logits[step].size());
-    double worst = 0;
-    for (size_t i = 0; i < whole.logits[step].size(); ++i) {
-      worst = std::max(worst, double(std::fabs(split.logits[step][i] - whole.logits[step][i])));
-    }
-    CHECK(worst < 1e-4);  // fp32, sums in another order
-  }
-}
-
-}  // namespace
+using tptest::check_same_run;
+using tptest::greedy_run;
+using tptest::Run;
+using tptest::small_options;
 
 TEST_CASE("the forward pass split over ranks equals the whole model's (CPU)") {
   for (const rose::ModelConfig& config : {llama_config(), gpt2_config()}) {
@@ -305,7 +229,7 @@ TEST_CASE("the forward pass split over ranks equals the whole model's (CPU)") {
     const RandomWeights weights(config);
     const auto whole = rose::make_cpu_backend(weights, small_options());
     const Run expected = greedy_run(*whole, config.vocab_size, 6);
-    for (int degree : {2, 4}) {
+    for (int degree : {1, 2, 4}) {
       CAPTURE(degree);
       const auto split = rose::make_cpu_tensor_parallel_backend(weights, small_options(), degree);
       CHECK(split->config().num_heads == config.num_heads);  // the engine sees the whole model

@@ -14,8 +14,8 @@
 #include "engine/common/error.h"
 #include "engine/model/presets.h"
 #include "engine/model/safetensors.h"
-#include "kernels/common/counter_rng.h"
 #include "engine/model/weights.h"
+#include "kernels/common/counter_rng.h"
 #include "tests/test_util.h"
 
 using namespace rose;
@@ -404,7 +404,8 @@ TEST_CASE("checkpoint errors name the tensor") {
 
 TEST_CASE("unknown models") {
   CHECK(error_of([] { open_model("nope"); }) ==
-        "unknown model 'nope': not a preset (tiny, gpt2, llama-1b, llama-8b) nor a folder with "
+        "unknown model 'nope': not a preset (tiny, gpt2, llama-1b, llama-8b, llama-70b) nor a "
+        "folder with "
         "config.json");
   TempDir dir("weights", "model");  // a folder, but without config.json
   CHECK(contains(error_of([&] { open_model(dir.path.string()); }), "not a preset"));

@@ -7,6 +7,7 @@
 
 #include "engine/backend/cuda/workspace_plan.h"
 #include "engine/model/presets.h"
+#include "engine/parallel/shard_plan.h"
 #include "kernels/common/attention_split.h"
 
 using namespace rose;
@@ -81,6 +82,23 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.merge_counters == 64 * 2 * 4);
   CHECK(b.meta == 1456 + 8 * 128 * 4);
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 64 * 2);
+}
+
+TEST_CASE("a tensor-parallel shard: its heads and I, and the gathered logits") {
+  // tiny over 2 ranks: 4 heads and 1 KV head each (qkv_dim 128 + 2 * 32 = 192), I 344 (up rows
+  // 688); vocab 512 in two shards of 256 rows; the KV block holds one head.
+  const ModelConfig c = shard_config(preset("tiny"), 2, 1);
+  const WorkspaceBytes b = plan_workspaces(c, inputs(64, 8, 2048, false)).bytes;
+  CHECK(b.qkv == 64 * 192 * 2);
+  CHECK(b.attn == 64 * 128 * 2);
+  CHECK(b.proj == 64 * 256 * 2);  // o and down outputs stay hidden-wide (then all-reduced)
+  CHECK(b.mlp == 64 * 688 * 2);
+  CHECK(b.act == 64 * 344 * 2);
+  CHECK(b.logits == 8 * 512 * 4);  // the whole vocabulary, sampled on every rank
+  CHECK(b.shard_logits == 8 * 256 * 4);
+  CHECK(b.gathered_logits == 2 * 8 * 256 * 4);
+  CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 32 * 2);
+  CHECK(plan_workspaces(preset("tiny"), inputs(64, 8, 2048, false)).bytes.shard_logits == 0);
 }
 
 TEST_CASE("tiny preset, --batch-invariant: fixed grid of 512-key splits") {

@@ -129,7 +129,11 @@ std::vector<float> CpuBackend::load(const WeightSource& weights, const std::stri
 }
 
 CpuBackend::CpuBackend(const WeightSource& weights, const BackendOptions& options)
-    : config_(weights.config()), pool_(0), collective_(options.collective) {
+    : config_(weights.config()),
+      pool_(0),
+      // A one-rank collective (--tensor-parallel 1 through the wrapper) has nothing to combine.
+      collective_(options.collective && options.collective->size() > 1 ? options.collective
+                                                                       : nullptr) {
   check_model_and_options(options);
   load_weights(weights);
   weight_types_ = has_quantized_linear(weights)
@@ -163,10 +167,11 @@ void CpuBackend::check_model_and_options(const BackendOptions& options) {
         "positive",
         options.block_size, options.max_num_seqs, options.max_num_batched_tokens);
   }
-  const int ranks = collective_ ? collective_->size() : 1;
-  if (c.tp_size != ranks || (collective_ && collective_->rank() != c.tp_rank)) {
+  const Collective* collective = options.collective;
+  const int ranks = collective ? collective->size() : 1;
+  if (c.tp_size != ranks || (collective && collective->rank() != c.tp_rank)) {
     fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})", c.name,
-         c.tp_rank, c.tp_size, collective_ ? collective_->rank() : 0, ranks);
+         c.tp_rank, c.tp_size, collective ? collective->rank() : 0, ranks);
   }
   block_size_ = options.block_size;
   max_num_seqs_ = options.max_num_seqs;

@@ -96,11 +96,24 @@ ModelConfig make_llama_8b() {
   return c;
 }
 
+// Llama-3-70B: 141 GB of bf16 weights, more than one GPU holds (--tensor-parallel 2 on two H200s).
+ModelConfig make_llama_70b() {
+  ModelConfig c = make_llama_8b();
+  c.hidden_size = 8192;
+  c.intermediate_size = 28672;
+  c.num_layers = 80;
+  c.num_heads = 64;
+  c.num_kv_heads = 8;
+  c.head_dim = 128;
+  return c;
+}
+
 constexpr Preset kPresets[] = {
     {"tiny", 0x7469'6E79'0000'0001ull, make_tiny},
     {"gpt2", 0x6770'7432'0000'0002ull, make_gpt2},
     {"llama-1b", 0x6C6C'3162'0000'0003ull, make_llama_1b},
     {"llama-8b", 0x6C6C'3862'0000'0004ull, make_llama_8b},
+    {"llama-70b", 0x6C6C'3730'6200'0005ull, make_llama_70b},
 };
 
 const Preset* find_preset(std::string_view name) {

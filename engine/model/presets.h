@@ -16,7 +16,7 @@
 
 namespace rose {
 
-// "tiny", "gpt2", "llama-1b", "llama-8b" (tiny first: it is the CPU and test default).
+// "tiny", "gpt2", "llama-1b", "llama-8b", "llama-70b" (tiny first: it is the CPU and test default).
 std::vector<std::string> preset_names();
 // "tiny, gpt2, llama-1b, llama-8b", for help texts and errors.
 std::string preset_names_text();

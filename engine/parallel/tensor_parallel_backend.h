@@ -27,4 +27,10 @@ std::unique_ptr<Backend> make_cpu_tensor_parallel_backend(const WeightSource& we
                                                           const BackendOptions& options,
                                                           int degree);
 
+// GPUs `devices`, rank r on devices[r], over NCCL (engine/backend/cuda/nccl_collective.h).
+// Throws rose::Error when this roseinfer was built without CUDA or NCCL.
+std::unique_ptr<Backend> make_cuda_tensor_parallel_backend(const WeightSource& weights,
+                                                           const BackendOptions& options,
+                                                           const std::vector<int>& devices);
+
 }  // namespace rose

@@ -29,7 +29,12 @@ double host_seconds() {
 }  // namespace
 
 CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& options)
-    : config_(weights.config()), options_(options), graphs_(options.max_num_seqs) {
+    : config_(weights.config()),
+      options_(options),
+      // A one-rank collective (--tensor-parallel 1 through the wrapper) has nothing to combine.
+      collective_(options.collective && options.collective->size() > 1 ? options.collective
+                                                                       : nullptr),
+      graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();
   weights_ =
@@ -70,6 +75,12 @@ void CudaBackend::resolve_options() {
          options.max_num_batched_tokens);
   }
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
+  const Collective* collective = options.collective;
+  const int ranks = collective ? collective->size() : 1;
+  if (c.tp_size != ranks || (collective && collective->rank() != c.tp_rank)) {
+    fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})", c.name,
+         c.tp_rank, c.tp_size, collective ? collective->rank() : 0, ranks);
+  }
 }
 
 void CudaBackend::open_device() {
@@ -102,8 +113,11 @@ void CudaBackend::read_measurement_switches() {
   }
   const char* skip = std::getenv("ROSEINFER_CUDA_SKIP");
   const std::string list = skip ? skip : "";
-  const std::pair<const char*, SkipKernel> kinds[] = {
-      {"norm", kSkipNorm}, {"rope", kSkipRope}, {"attention", kSkipAttention}, {"gemv", kSkipGemv}};
+  const std::pair<const char*, SkipKernel> kinds[] = {{"norm", kSkipNorm},
+                                                      {"rope", kSkipRope},
+                                                      {"attention", kSkipAttention},
+                                                      {"gemv", kSkipGemv},
+                                                      {"collective", kSkipCollective}};
   for (const auto& [name, bit] : kinds) {
     if (list.find(name) != std::string::npos) skip_kernels_ |= bit;
   }
@@ -136,6 +150,10 @@ void CudaBackend::allocate_workspaces() {
   if (b.dequantized > 0) dequantized_ = arena_.alloc(b.dequantized);
   final_normed_ = arena_.alloc(b.final_normed);
   logits_ = arena_.alloc_as<float>(b.logits);
+  if (b.shard_logits > 0) {
+    shard_logits_ = arena_.alloc_as<float>(b.shard_logits);
+    gathered_logits_ = arena_.alloc_as<float>(b.gathered_logits);
+  }
   sampled_ = arena_.alloc_as<int32_t>(b.sampled);
   partial_out_ = arena_.alloc_as<float>(b.partial_out);
   partial_lse_ = arena_.alloc_as<float>(b.partial_lse);

@@ -120,6 +120,11 @@ class CudaBackend final : public Backend {
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
   // Dispatches on the weight's storage: dense, or ggml blocks (quantized GEMV, or a decoded copy).
   void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out);
+  // Tensor parallel: a row-parallel layer's output proj_ (n, H) summed over the ranks, in place.
+  void all_reduce_proj(int n);
+  // The lm_head's logits into logits_ (num_seqs, V): this rank's vocab rows, gathered from every
+  // rank under tensor parallel.
+  void lm_head_logits(int num_seqs);
   // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
   void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
   // A quantized matrix decoded into dequantized_; returns it.
@@ -173,11 +178,19 @@ class CudaBackend final : public Backend {
   unsigned skip_kernels_ = 0;
   // ROSEINFER_CUDA_SHARED_PREFIX=0: never the shared-prefix attention launch (for comparisons).
   bool shared_prefix_enabled_ = true;
-  enum SkipKernel : unsigned { kSkipNorm = 1, kSkipRope = 2, kSkipAttention = 4, kSkipGemv = 8 };
+  enum SkipKernel : unsigned {
+    kSkipNorm = 1,
+    kSkipRope = 2,
+    kSkipAttention = 4,
+    kSkipGemv = 8,
+    kSkipCollective = 16,  // tensor parallel's all-reduces and the logits' gather
+  };
   bool skipped(SkipKernel kind) const { return (skip_kernels_ & kind) != 0; }
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
+  // Tensor parallel: this rank's NCCL collective (config_ is its shard); null for a whole model.
+  Collective* collective_ = nullptr;
   // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
   std::unique_ptr<InvariantGemm> invariant_gemm_;
   // Otherwise, above the GEMV's rows: cuBLASLt algorithms per row bucket chosen at start, so a new
@@ -197,20 +210,22 @@ class CudaBackend final : public Backend {
   int64_t kv_layer_bytes_ = 0;  // one layer's K (or V): num_blocks * block_size * kv_dim elements
 
   // Workspaces (T = plan_.max_tokens, S = plan_.max_seqs): sizes in workspace_plan.h.
-  float* residual_ = nullptr;     // (T, H) fp32
-  void* normed_ = nullptr;        // (T, H)
-  void* qkv_ = nullptr;           // (T, qkv_dim)
-  void* attn_ = nullptr;          // (T, q_dim)
-  void* proj_ = nullptr;          // (T, H) o and down outputs
-  void* mlp_ = nullptr;           // (T, mlp_up_rows)
-  void* act_ = nullptr;           // (T, I) gated MLPs
-  void* dequantized_ = nullptr;   // (largest quantized rows * cols) a kept matrix, decoded for a
-                                  // product of more rows than the quantized GEMV takes
-  void* final_normed_ = nullptr;  // (S, H)
-  float* logits_ = nullptr;       // (S, V) fp32
-  int32_t* sampled_ = nullptr;    // (S,)
-  float* partial_out_ = nullptr;  // (partial_rows, head_dim) attention split partials
-  float* partial_lse_ = nullptr;  // (partial_rows,)
+  float* residual_ = nullptr;      // (T, H) fp32
+  void* normed_ = nullptr;         // (T, H)
+  void* qkv_ = nullptr;            // (T, qkv_dim)
+  void* attn_ = nullptr;           // (T, q_dim)
+  void* proj_ = nullptr;           // (T, H) o and down outputs
+  void* mlp_ = nullptr;            // (T, mlp_up_rows)
+  void* act_ = nullptr;            // (T, I) gated MLPs
+  void* dequantized_ = nullptr;    // (largest quantized rows * cols) a kept matrix, decoded for a
+                                   // product of more rows than the quantized GEMV takes
+  void* final_normed_ = nullptr;   // (S, H)
+  float* logits_ = nullptr;        // (S, V) fp32
+  float* shard_logits_ = nullptr;  // (S, vocab_shard_stride) fp32: tensor parallel, this rank's
+  float* gathered_logits_ = nullptr;   // (tp_size, S, vocab_shard_stride) fp32: every rank's
+  int32_t* sampled_ = nullptr;         // (S,)
+  float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
+  float* partial_lse_ = nullptr;       // (partial_rows,)
   int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
 
   GraphCache graphs_;

@@ -154,7 +154,14 @@ TensorMap Uploader::run(const std::vector<TensorSpec>& specs, DeviceArena& arena
 }
 
 void Uploader::fill_synthetic(const SyntheticInit& init, void* dst, int64_t numel) {
-  if (init.kind == SyntheticInit::Kind::kUniform) {
+  if (init.kind == SyntheticInit::Kind::kUniform && !init.rows.empty()) {  // a shard's slice
+    char* out = static_cast<char*>(dst);
+    for (const RowRun& run : init.rows) {
+      launch_fill_uniform_slice(out, dtype_, run.count, init.cols, run.begin, init.source_cols,
+                                init.col_begin, init.seed, init.scale, stream_);
+      out += run.count * init.cols * element_size_;
+    }
+  } else if (init.kind == SyntheticInit::Kind::kUniform) {
     launch_fill_uniform(dst, dtype_, numel, init.seed, init.scale, stream_);
   } else {
     launch_fill_constant(dst, dtype_, numel, init.value, stream_);

@@ -4,6 +4,7 @@
 #include <cmath>
 
 #include "engine/backend/cuda/cuda_backend.h"
+#include "engine/parallel/shard_plan.h"
 #include "kernels/common/error.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
@@ -150,7 +151,7 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   final_norm.row_index = step.sample_rows;
   final_norm.num_rows = num_seqs;
   launch_add_norm(final_norm, stream_);
-  gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true);
+  lm_head_logits(num_seqs);
   launch_sample(sampled_, logits_, step.sample_params, num_seqs, c.vocab_size, stream_);
 }
 
@@ -192,6 +193,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
     launch_paged_attention(at, stream_);
   }
   gemm(attn_, w.o, proj_, n, false);
+  all_reduce_proj(n);
 }
 
 // Add-norm, up (or gate|up) with its activation, down; down's output stays in proj_ for the next
@@ -217,6 +219,36 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
     }
   }
   gemm(hidden_act, w.down, proj_, n, false);
+  all_reduce_proj(n);
+}
+
+// The sum is in the activation dtype, as the o and down outputs are (the usual choice of serving
+// engines): a rank's partial rounds once more than the whole product does.
+void CudaBackend::all_reduce_proj(int n) {
+  if (!collective_ || skipped(kSkipCollective)) return;
+  const CollectiveType type = dtype_ == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
+  collective_->all_reduce_sum(proj_, int64_t(n) * config_.hidden_size, type, stream_);
+}
+
+// Under tensor parallel each rank computes its vocab rows' logits (num_seqs, its rows), sends a
+// whole (num_seqs, stride) chunk, and copies every rank's rows into place in logits_ (num_seqs, V);
+// every rank then samples the same logits.
+void CudaBackend::lm_head_logits(int num_seqs) {
+  if (!collective_) return gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true);
+  const ModelConfig& c = config_;
+  gemm(final_normed_, weights_.lm_head, shard_logits_, num_seqs, true);
+  if (skipped(kSkipCollective)) return;
+  const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
+  collective_->all_gather(shard_logits_, gathered_logits_, num_seqs * stride, CollectiveType::kF32,
+                          stream_);
+  for (int rank = 0; rank < c.tp_size; ++rank) {
+    const RowRun vocab = vocab_shard(c.vocab_size, c.tp_size, rank);
+    const size_t row_bytes = size_t(vocab.count) * 4;
+    ROSE_CUDA_CHECK(cudaMemcpy2DAsync(logits_ + vocab.begin, size_t(c.vocab_size) * 4,
+                                      gathered_logits_ + int64_t(rank) * num_seqs * stride,
+                                      row_bytes, row_bytes, size_t(num_seqs),
+                                      cudaMemcpyDeviceToDevice, stream_));
+  }
 }
 
 // Every (out, in, f32_out) forward() passes to gemm(), with the most rows it passes.
@@ -225,11 +257,11 @@ std::vector<GemmShape> CudaBackend::gemm_shapes() const {
   const int H = c.hidden_size, I = c.intermediate_size;
   const int T = plan_.max_tokens;
   return {
-      GemmShape{c.qkv_dim(), H, false, T},               // qkv
-      GemmShape{H, c.q_dim(), false, T},                 // o
-      GemmShape{int(c.mlp_up_rows()), H, false, T},      // up, or gate|up when gated
-      GemmShape{H, I, false, T},                         // down
-      GemmShape{c.vocab_size, H, true, plan_.max_seqs},  // lm_head, fp32 logits
+      GemmShape{c.qkv_dim(), H, false, T},                         // qkv
+      GemmShape{H, c.q_dim(), false, T},                           // o
+      GemmShape{int(c.mlp_up_rows()), H, false, T},                // up, or gate|up when gated
+      GemmShape{H, I, false, T},                                   // down
+      GemmShape{c.lm_head_vocab_rows(), H, true, plan_.max_seqs},  // lm_head, fp32 logits
   };
 }
 
@@ -268,7 +300,7 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
     return;
   }
-  if (gemv_supported(n, in)) {  // small-batch decode: stream the weights with enough blocks
+  if (gemv_supported(n, in)) {       // small-batch decode: stream the weights with enough blocks
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;

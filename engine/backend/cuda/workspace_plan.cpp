@@ -3,6 +3,7 @@
 
 #include <algorithm>
 
+#include "engine/parallel/shard_plan.h"
 #include "kernels/common/attention_split.h"
 #include "kernels/common/sampling_rule.h"
 
@@ -90,6 +91,11 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
   if (c.mlp_kind() == MlpKind::kSiluGated) b.act = T * c.intermediate_size * e;
   b.final_normed = S * H * e;
   b.logits = S * c.vocab_size * 4;
+  if (c.is_shard()) {
+    const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
+    b.shard_logits = S * stride * 4;
+    b.gathered_logits = c.tp_size * S * stride * 4;
+  }
   b.sampled = S * 4;
   b.dequantized = in.max_quantized_elems * e;
   plan_attention_partials(c, in, plan);

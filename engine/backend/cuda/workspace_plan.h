@@ -58,16 +58,20 @@ struct WorkspaceInputs {
 // Bytes of every device buffer a step uses (T = WorkspacePlan::max_tokens, S = max_seqs, H hidden,
 // I intermediate, V vocab, e the element size). 0: not allocated.
 struct WorkspaceBytes {
-  int64_t residual = 0;        // (T, H) fp32 residual stream
-  int64_t normed = 0;          // (T, H) e: norm output, the next linear layer's input
-  int64_t qkv = 0;             // (T, qkv_dim) e
-  int64_t attn = 0;            // (T, q_dim) e: attention output
-  int64_t proj = 0;            // (T, H) e: o and down outputs
-  int64_t mlp = 0;             // (T, mlp_up_rows) e: up (or gate|up) output
-  int64_t act = 0;             // (T, I) e: silu(gate) * up; gated MLPs only
-  int64_t dequantized = 0;     // (max_quantized_elems,) e: a quantized matrix decoded for a GEMM
-  int64_t final_normed = 0;    // (S, H) e: each sequence's last row, normed
-  int64_t logits = 0;          // (S, V) fp32
+  int64_t residual = 0;      // (T, H) fp32 residual stream
+  int64_t normed = 0;        // (T, H) e: norm output, the next linear layer's input
+  int64_t qkv = 0;           // (T, qkv_dim) e
+  int64_t attn = 0;          // (T, q_dim) e: attention output
+  int64_t proj = 0;          // (T, H) e: o and down outputs
+  int64_t mlp = 0;           // (T, mlp_up_rows) e: up (or gate|up) output
+  int64_t act = 0;           // (T, I) e: silu(gate) * up; gated MLPs only
+  int64_t dequantized = 0;   // (max_quantized_elems,) e: a quantized matrix decoded for a GEMM
+  int64_t final_normed = 0;  // (S, H) e: each sequence's last row, normed
+  int64_t logits = 0;        // (S, V) fp32
+  // Tensor parallel (ModelConfig::is_shard), else 0: this rank's logits, (S, stride) fp32 with
+  // stride = vocab_shard_stride, and every rank's gathered, (tp_size, S, stride) fp32.
+  int64_t shard_logits = 0;
+  int64_t gathered_logits = 0;
   int64_t sampled = 0;         // (S,) int32, also the pinned host copy
   int64_t partial_out = 0;     // (partial_rows, head_dim) fp32 attention split partials
   int64_t partial_lse = 0;     // (partial_rows,) fp32

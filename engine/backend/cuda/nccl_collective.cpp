@@ -1,0 +1,79 @@
+// NCCL collectives for tensor parallel (nccl_collective.h), and the CUDA tensor-parallel backend.
+#include "engine/backend/cuda/nccl_collective.h"
+
+#include <cuda_runtime_api.h>
+#include <nccl.h>
+
+#include "engine/common/error.h"
+#include "engine/parallel/shard_plan.h"
+#include "engine/parallel/tensor_parallel_backend.h"
+
+namespace rose {
+namespace {
+
+// ROSE_NCCL_CHECK(ncclAllReduce(...)): every NCCL call goes through it; a failure is rose::Error
+// naming the call, file and line, with NCCL's own text (as ROSE_CUDA_CHECK does for CUDA).
+void nccl_check(ncclResult_t result, const char* stmt, const char* file, int line) {
+  if (result == ncclSuccess) return;
+  fail("NCCL error at {}:{}: {}: {} ({})", file, line, stmt, ncclGetErrorString(result),
+       ncclGetLastError(nullptr));
+}
+#define ROSE_NCCL_CHECK(stmt) nccl_check((stmt), #stmt, __FILE__, __LINE__)
+
+ncclDataType_t nccl_type(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kF32:
+      return ncclFloat32;
+    case CollectiveType::kBF16:
+      return ncclBfloat16;
+    case CollectiveType::kF16:
+      return ncclFloat16;
+  }
+  return ncclFloat32;
+}
+
+class NcclCollective final : public Collective {
+ public:
+  NcclCollective(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  ~NcclCollective() override { ncclCommDestroy(comm_); }  // errors ignored: destructors never throw
+  NcclCollective(const NcclCollective&) = delete;
+  NcclCollective& operator=(const NcclCollective&) = delete;
+
+  int rank() const override { return rank_; }
+  int size() const override { return size_; }
+  void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, void* stream) override {
+    ROSE_NCCL_CHECK(ncclAllReduce(buffer, buffer, size_t(count), nccl_type(type), ncclSum, comm_,
+                                  static_cast<cudaStream_t>(stream)));
+  }
+  void all_gather(const void* send, void* recv, int64_t count, CollectiveType type,
+                  void* stream) override {
+    ROSE_NCCL_CHECK(ncclAllGather(send, recv, size_t(count), nccl_type(type), comm_,
+                                  static_cast<cudaStream_t>(stream)));
+  }
+
+ private:
+  ncclComm_t comm_;
+  int rank_, size_;
+};
+
+}  // namespace
+
+std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector<int>& devices) {
+  const int n = int(devices.size());
+  std::vector<ncclComm_t> comms(static_cast<size_t>(n));
+  ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
+  std::vector<std::unique_ptr<Collective>> ranks;
+  for (int r = 0; r < n; ++r)
+    ranks.push_back(std::make_unique<NcclCollective>(comms[size_t(r)], r, n));
+  return ranks;
+}
+
+std::unique_ptr<Backend> make_cuda_tensor_parallel_backend(const WeightSource& weights,
+                                                           const BackendOptions& options,
+                                                           const std::vector<int>& devices) {
+  check_tensor_parallel(weights.config(), int(devices.size()));
+  return make_tensor_parallel_backend(weights, options, devices, make_nccl_collectives(devices),
+                                      make_cuda_backend);
+}
+
+}  // namespace rose
