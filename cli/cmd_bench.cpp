@@ -436,6 +436,9 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("device", model.cuda ? "cuda" : "cpu");
   c.emplace_back("dtype", model.cuda ? args.model.dtype : std::string("fp32"));
   c.emplace_back("weights", backend.weight_types());
+  if (args.model.tensor_parallel > 1) {
+    c.emplace_back("tensor_parallel", static_cast<int64_t>(args.model.tensor_parallel));
+  }
   c.emplace_back("mode", args.mode);
   c.emplace_back("prefix_cache", args.both_cache_settings
                                      ? std::string("both")
@@ -550,7 +553,9 @@ void bench_command(BenchArgs& args) {
   if (args.copy_bandwidth_opt->count()) {
     b.copy_bandwidth = args.copy_bandwidth_gbps;
   } else if (model.cuda) {
-    b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps;
+    // Under tensor parallel every GPU reads its shard at once: the floor is N GPUs' bandwidth
+    // (the backend's weight bytes are the sum of the shards').
+    b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps * args.model.tensor_parallel;
   }
 
   cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
@@ -735,7 +740,7 @@ void add_output_flags(CLI::App* cmd, BenchArgs& args) {
   args.copy_bandwidth_opt =
       cmd->add_option("--copy-bandwidth-gbps", args.copy_bandwidth_gbps,
                       "device copy bandwidth in GB/s for the decode '% of floor' figure (default "
-                      "3000 on CUDA, none on the CPU)")
+                      "3000 per GPU on CUDA, times --tensor-parallel; none on the CPU)")
           ->check(CLI::PositiveNumber);
 }
 

@@ -105,11 +105,17 @@ std::string weights_config(const rose::cli::ModelFlags& flags,
 std::string result_config(const RunArgs& args, const rose::cli::LoadedModel& model) {
   const rose::cli::RequestDefaults& d = args.defaults;
   return fmt::format(
-      "model={};cuda={};dtype={};chat_template={};max_tokens={};temperature={};top_k={};top_p={};"
-      "ignore_eos={};seed={};skip_invalid={}{}",
-      model.name, model.cuda, model.cuda ? args.model.dtype : "fp32", args.model.chat_template,
-      d.max_tokens, d.temperature, d.top_k, d.top_p, d.ignore_eos, args.engine.seed,
-      args.skip_invalid, weights_config(args.model, model));
+             "model={};cuda={};dtype={};chat_template={};max_tokens={};temperature={};top_k={};top_"
+             "p={};"
+             "ignore_eos={};seed={};skip_invalid={}{}",
+             model.name, model.cuda, model.cuda ? args.model.dtype : "fp32",
+             args.model.chat_template, d.max_tokens, d.temperature, d.top_k, d.top_p, d.ignore_eos,
+             args.engine.seed, args.skip_invalid, weights_config(args.model, model)) +
+         // A split model sums in another order: its tokens may differ, so a journal of one
+         // degree does not resume at another. (Absent at 1, so earlier journals still match.)
+         (args.model.tensor_parallel > 1
+              ? fmt::format(";tensor_parallel={}", args.model.tensor_parallel)
+              : std::string());
 }
 
 // The journal's finished requests, 8 bytes per request of the file: request index -> id hash | 1

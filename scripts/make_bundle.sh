@@ -20,10 +20,16 @@ cmake --build "$BUILD" -j "$JOBS" "${target_args[@]}" -- -k || build_status=$?
 
 rm -rf bundle
 mkdir -p bundle
-[[ -f "$BUILD/roseinfer" ]] && cp "$BUILD/roseinfer" bundle/
-for exe in "$BUILD"/test_* "$BUILD"/gpu_test_* "$BUILD"/gpu_bench_*; do
-  [[ -f "$exe" && -x "$exe" ]] && cp "$exe" bundle/
-done
+# ONLY="roseinfer gpu_test_cuda_backend ..." puts only those executables in the bundle (each GPU
+# executable carries every kernel, ~14 MB: all of them exceed the carry limit with the tree).
+if [[ -n "${ONLY:-}" ]]; then
+  for exe in $ONLY; do cp "$BUILD/$exe" bundle/; done
+else
+  [[ -f "$BUILD/roseinfer" ]] && cp "$BUILD/roseinfer" bundle/
+  for exe in "$BUILD"/test_* "$BUILD"/gpu_test_* "$BUILD"/gpu_bench_*; do
+    [[ -f "$exe" && -x "$exe" ]] && cp "$exe" bundle/
+  done
+fi
 for lib in libsimdjson.so.14 libpcre2-8.so.0 libfmt.so.9 libutf8proc.so.2; do
   path=$(ldconfig -p | awk -v l="$lib" '$1 == l && !found {print $NF; found = 1}')
   if [[ -n "$path" ]]; then cp -L "$path" bundle/; else echo "warning: $lib not found" >&2; fi

@@ -106,6 +106,18 @@ TEST_CASE("the degrees a model allows, and a clear refusal of the others") {
         std::string::npos);
   CHECK_THROWS_AS(rose::check_tensor_parallel(smollm2_shape(), 2), rose::Error);
   CHECK(!rose::tensor_parallel_refusal(llama_config(), 0).empty());
+  rose::ModelConfig tiny_vocab = llama_config();  // every rank needs lm_head rows
+  tiny_vocab.vocab_size = 3;
+  CHECK(rose::tensor_parallel_refusal(tiny_vocab, 4).find("vocab_size is 3") != std::string::npos);
+  CHECK(rose::tensor_parallel_degrees(tiny_vocab) == std::vector<int>{1, 2});
+}
+
+TEST_CASE("--batch-invariant is refused past 2 ranks (the sum order would follow the batch)") {
+  const RandomWeights weights(smollm2_shape());
+  rose::BackendOptions options = tptest::small_options();
+  options.batch_invariant = true;
+  CHECK_THROWS_WITH_AS(rose::make_cpu_tensor_parallel_backend(weights, options, 3),
+                       doctest::Contains("only up to 2 ranks"), rose::Error);
 }
 
 TEST_CASE("shard configs and slices, computed by hand") {

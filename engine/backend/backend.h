@@ -89,6 +89,10 @@ struct BackendOptions {
   // Tensor parallel (engine/parallel): this rank's collective, the weights then being its shard
   // (ModelConfig::is_shard). Null: the whole model on one device.
   Collective* collective = nullptr;
+  // The constructor leaves warm_up() to the caller. Tensor parallel does: warm-up runs
+  // collectives, so it starts only once every rank's construction (weights, KV pool) succeeded;
+  // a rank that failed there would otherwise leave the others waiting in a collective forever.
+  bool defer_warm_up = false;
 };
 
 class Backend {
@@ -107,6 +111,9 @@ class Backend {
   // when ggml blocks are kept on the device.
   virtual std::string weight_types() const = 0;
   virtual int64_t kv_bytes_per_token() const = 0;
+  // First-use costs paid before the first step (CUDA: kernels, cuBLAS algorithms, decode graphs).
+  // The constructor calls it unless BackendOptions::defer_warm_up.
+  virtual void warm_up() {}
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights,

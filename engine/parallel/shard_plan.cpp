@@ -33,6 +33,10 @@ std::string tensor_parallel_refusal(const ModelConfig& m, int degree) {
   } else if (m.intermediate_size % degree != 0) {
     field = "intermediate_size", value = m.intermediate_size;
   }
+  if (!field && m.vocab_size < degree) {  // every rank needs lm_head rows
+    return fmt::format("model {} cannot be split over {} devices: its vocab_size is {}", m.name,
+                       degree, m.vocab_size);
+  }
   if (!field) return "";
   std::string allowed;
   for (int d : tensor_parallel_degrees(m))
@@ -46,7 +50,8 @@ std::string tensor_parallel_refusal(const ModelConfig& m, int degree) {
 std::vector<int> tensor_parallel_degrees(const ModelConfig& m) {
   std::vector<int> degrees;
   for (int d = 1; d <= std::max(1, m.num_kv_heads); ++d) {
-    if (m.num_kv_heads % d == 0 && m.num_heads % d == 0 && m.intermediate_size % d == 0) {
+    if (m.num_kv_heads % d == 0 && m.num_heads % d == 0 && m.intermediate_size % d == 0 &&
+        m.vocab_size >= d) {
       degrees.push_back(d);
     }
   }

@@ -23,6 +23,7 @@ class TensorParallelBackend final : public Backend {
   ~TensorParallelBackend() override;
 
   void execute(const StepPlan& plan, StepOutput& out) override;
+  void warm_up() override;
   const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override {
     return fmt::format("{} x {} (tensor parallel)", degree(), shards_[0]->device_name());
@@ -66,14 +67,26 @@ TensorParallelBackend::TensorParallelBackend(const WeightSource& weights,
   const int n = int(collectives_.size());
   ROSE_ASSERT(n >= 1 && int(devices.size()) == n);
   check_tensor_parallel(config_, n);
+  // NCCL's ring sums more than two ranks' partials in an order that follows the message size,
+  // so a row's bits would depend on the step's rows; two ranks add once (a + b = b + a).
+  if (options.batch_invariant && n > 2) {
+    fail(
+        "--batch-invariant with --tensor-parallel {}: only up to 2 ranks keep a row's sums "
+        "independent of the batch",
+        n);
+  }
   shards_.resize(size_t(n));
   for (int r = 0; r < n; ++r) sources_.push_back(shard_weights(weights, n, r));
+  // Two phases: every rank loads its shard and sizes its KV pool (no collectives; an error on one
+  // rank, such as GPU memory, ends here for all of them), then all warm up together (collectives).
   threads_.run([&](int rank) {
     BackendOptions rank_options = options;
     rank_options.device = devices[size_t(rank)];
     rank_options.collective = collectives_[size_t(rank)].get();
+    rank_options.defer_warm_up = true;
     shards_[size_t(rank)] = make_shard(*sources_[size_t(rank)], rank_options);
   });
+  if (!options.defer_warm_up) warm_up();
   // The engine sees one pool: the blocks every rank has.
   limits_ = shards_[0]->limits();
   limits_.vocab_size = config_.vocab_size;
@@ -88,6 +101,10 @@ TensorParallelBackend::~TensorParallelBackend() {
     threads_.run([&](int rank) { shards_[size_t(rank)].reset(); });
   } catch (...) {  // a destructor never throws; the shards' own destructors do not either
   }
+}
+
+void TensorParallelBackend::warm_up() {
+  threads_.run([&](int rank) { shards_[size_t(rank)]->warm_up(); });
 }
 
 void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <memory>
 #include <string>
+#include <string_view>
 
 #include "engine/common/error.h"
 #include "kernels/cuda/check.cuh"
@@ -37,8 +38,20 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();
-  weights_ =
-      upload_weights(weights, dtype_, stream_, arena_, print_stats_, !options_.dequantize_weights);
+  try {
+    weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,
+                              !options_.dequantize_weights);
+  } catch (const Error& e) {  // out of memory: a model larger than the GPU, said so
+    size_t free_bytes = 0, total_bytes = 0;
+    if (std::string_view(e.what()).find("out of memory") == std::string_view::npos ||
+        cudaMemGetInfo(&free_bytes, &total_bytes) != cudaSuccess) {
+      throw;
+    }
+    fail(
+        "model {}: its weights do not fit on GPU {} ({:.1f} of {:.1f} GB free; "
+        "--tensor-parallel splits a model over GPUs, --quantize shrinks it): {}",
+        config_.name, options_.device, free_bytes / 1e9, total_bytes / 1e9, e.what());
+  }
   allocate_workspaces();
   if (options_.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
     invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);
@@ -50,7 +63,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   }
   allocate_kv_pool();
   build_layer_args();
-  warm_up();
+  if (!options_.defer_warm_up) warm_up();
 }
 
 void CudaBackend::resolve_options() {
@@ -207,6 +220,7 @@ void CudaBackend::allocate_kv_pool() {
 // as online, which ran after it on the same backend). Warm-up steps write nothing (slot -1) and
 // read block 0.
 void CudaBackend::warm_up() {
+  ROSE_CUDA_CHECK(cudaSetDevice(options_.device));  // the caller's thread may not have selected it
   warming_up_ = true;
   if (bucketed_gemm_) warm_up_gemms();
   StepPlan plan;

@@ -79,6 +79,7 @@ class CudaBackend final : public Backend {
   int64_t kv_bytes_per_token() const override {
     return config_.kv_elements_per_token() * element_size_;
   }
+  void warm_up() override;
 
  private:
   // Construction, in this order (cuda_backend.cpp).
@@ -93,7 +94,6 @@ class CudaBackend final : public Backend {
   AttentionArgs attention_args(int layer) const;
   void* k_cache(int layer) const;
   void* v_cache(int layer) const;
-  void warm_up();
   void warm_up_prefill(StepPlan& plan, StepOutput& out);
   void warm_up_gemms();  // each BucketedGemm bucket's algorithm run once, at its largest n
   void warm_up_graphs(StepPlan& plan, StepOutput& out);
