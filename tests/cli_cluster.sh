@@ -107,4 +107,24 @@ for pair in "rep2 rep2" "rep1 rep2" "rep2 rep1"; do
     grep -qE "routing_delivered_hit_rate +[0-9.]+ +[0-9.]+ .* ok$" "$TMP/cmp.out"
 done
 
+# 6. --tensor-parallel on the CPU (ranks as threads): the split model's completions are the whole
+# model's (the tiny preset's greedy tokens on the sample prompts), alone and under --data-parallel
+# 2, and the results record the degree.
+"$BIN" run datasets/sample.jsonl -o "$TMP/tp1.jsonl" "${COMMON[@]}" >/dev/null 2>&1
+"$BIN" run datasets/sample.jsonl -o "$TMP/tp2.jsonl" --tensor-parallel 2 "${COMMON[@]}" >/dev/null 2>&1
+check "run --tensor-parallel 2 exits 0" [ $? -eq 0 ]
+check "  with the same tokens as one rank" python3 -c '
+import json, sys
+ids = [[json.loads(l)["token_ids"] for l in open(f)] for f in sys.argv[1:]]
+sys.exit(not (ids[0] == ids[1] and len(ids[0]) > 0))' "$TMP/tp1.jsonl" "$TMP/tp2.jsonl"
+"$BIN" bench --dataset-name random --num-prompts 8 --random-input-len 24 --random-output-len 4 \
+  --tensor-parallel 2 --data-parallel 2 --json "$TMP/tpdp.json" "${COMMON[@]}" >"$TMP/tpdp.out" 2>&1
+check "bench --tensor-parallel 2 --data-parallel 2 exits 0" [ $? -eq 0 ]
+check "  2 replicas of 2 ranks, the degree in the config" python3 -c '
+import json, sys
+d = json.load(open(sys.argv[1]))
+run = d["runs"][0]
+sys.exit(not (d["config"]["tensor_parallel"] == 2 and len(run["per_replica"]) == 2
+              and run["completed"] == 8 and "tensor parallel" in d["device"]))' "$TMP/tpdp.json"
+
 finish cluster
