@@ -146,9 +146,13 @@ __device__ __forceinline__ uint32_t pack2(float lo, float hi) {
 //   q_s (kTileQ, D)          the block's query rows (rows past the chunk zero)
 //   k_s (2, kTileK, D)       double-buffered key tile, keys past the last query's position zero
 //   v_s (2, kTileK, D)       same for values
-template <typename T, int D>
+template <typename T, int D, bool kDecode>
 __global__ void __launch_bounds__(kThreads)
     prefill_attention_kernel(AttentionArgs args, int num_seqs, int tiles_per_seq) {
+  // kDecode (pure decode, one query token per sequence): a block per (sequence, KV head) whose
+  // tile rows are that KV head's query heads, all at the sequence's last position, so each K/V
+  // tile is read once per KV head. A row's arithmetic is the same as in a one-head tile (rows
+  // never mix), so a position gets the same bits either way.
   static_assert(D == 64 || D == 128, "head_dim 64 or 128");
   constexpr int kChunks = D / 8;                    // 16-byte chunks per row
   constexpr int kRowsPerPass = kThreads / kChunks;  // rows one pass of the block copies
@@ -159,8 +163,10 @@ __global__ void __launch_bounds__(kThreads)
   T* k_s = q_s + kTileQ * D;
   T* v_s = k_s + 2 * kTileK * D;
 
-  const int head = int(blockIdx.x % unsigned(args.num_heads));
-  const int rest = int(blockIdx.x / unsigned(args.num_heads));
+  const int group = args.num_heads / args.num_kv_heads;
+  const int blocks_per_seq = kDecode ? args.num_kv_heads : args.num_heads;
+  const int head = int(blockIdx.x % unsigned(blocks_per_seq));  // kDecode: the KV head
+  const int rest = int(blockIdx.x / unsigned(blocks_per_seq));
   const int seq = rest % num_seqs;
   const int tile = tiles_per_seq - 1 - rest / num_seqs;
 
@@ -169,12 +175,12 @@ __global__ void __launch_bounds__(kThreads)
   const int q_len = args.query_start[seq + 1] - q_begin;
   const int row0 = tile * kTileQ;  // first chunk row of this block
   if (row0 >= q_len) return;
-  const int rows = min(kTileQ, q_len - row0);
+  const int rows = kDecode ? group : min(kTileQ, q_len - row0);
   const int ctx = args.context_lens[seq];
   const int first_pos = ctx - q_len + row0;  // position of the block's row 0
-  const int last_pos = first_pos + rows - 1;
+  const int last_pos = kDecode ? first_pos : first_pos + rows - 1;
   const int num_key_tiles = last_pos / kTileK + 1;  // keys past last_pos are never needed
-  const int kv_head = head / (args.num_heads / args.num_kv_heads);
+  const int kv_head = kDecode ? head : head / group;
   const int32_t* table = args.block_tables + int64_t(seq) * *args.block_table_stride;
   const T* q = static_cast<const T*>(args.q);
   const T* k_cache = static_cast<const T*>(args.k_cache);
@@ -187,8 +193,11 @@ __global__ void __launch_bounds__(kThreads)
   // Query rows of the chunk; rows past it read nothing and stay zero.
   for (int r = first_row; r < kTileQ; r += kRowsPerPass) {
     const bool valid = r < rows;
-    const T* src =
-        valid ? q + int64_t(q_begin + row0 + r) * args.q_stride + head * D + chunk * 8 : q;
+    // Row r: query head `head` of chunk token row0 + r, or (kDecode) query head kv_head * group + r
+    // of the one token.
+    const int64_t token = kDecode ? q_begin : q_begin + row0 + r;
+    const int q_head = kDecode ? kv_head * group + r : head;
+    const T* src = valid ? q + token * args.q_stride + q_head * D + chunk * 8 : q;
     cp_async_16(q_s + tile_offset<D>(r, chunk * 8), src, valid);
   }
   // Key tile kt into buffer buf, each key found through the block table. Keys past last_pos (past
@@ -216,8 +225,9 @@ __global__ void __launch_bounds__(kThreads)
   // the chunk take the last row's position (finite, never written).
   const int g = lane >> 2, t = lane & 3;
   const int warp_row0 = warp * kRowsPerWarp;
-  const int pos_lo = min(first_pos + warp_row0 + g, last_pos);
-  const int pos_hi = min(first_pos + warp_row0 + g + 8, last_pos);
+  const int pos_lo = kDecode ? last_pos : min(first_pos + warp_row0 + g, last_pos);
+  const int pos_hi = kDecode ? last_pos : min(first_pos + warp_row0 + g + 8, last_pos);
+  const int warp_first_pos = kDecode ? last_pos : first_pos + warp_row0;
   const float scale_log2 = args.scale * kLog2e;
 
   uint32_t q_frag[D / 16][4];  // A fragments of the warp's 16 query rows, k-step by k-step
@@ -257,7 +267,7 @@ __global__ void __launch_bounds__(kThreads)
 
     // Scale into the log2 domain; the causal mask only where a key can pass a row's position.
     const int key_base = kt * kTileK;
-    const bool diagonal = key_base + kTileK - 1 > first_pos + warp_row0;
+    const bool diagonal = key_base + kTileK - 1 > warp_first_pos;
     float tile_max_lo = -INFINITY, tile_max_hi = -INFINITY;
 #pragma unroll
     for (int j = 0; j < kTileK / 8; ++j) {
@@ -338,13 +348,14 @@ __global__ void __launch_bounds__(kThreads)
   uint32_t* out = static_cast<uint32_t*>(args.out);  // pairs of T
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
-    const int col = head * D + j * 8 + 2 * t;
-    if (row_lo < rows)
-      out[(int64_t(q_begin + row0 + row_lo) * out_stride + col) / 2] =
-          pack2<T>(o[j][0] * inv_lo, o[j][1] * inv_lo);
-    if (row_hi < rows)
-      out[(int64_t(q_begin + row0 + row_hi) * out_stride + col) / 2] =
-          pack2<T>(o[j][2] * inv_hi, o[j][3] * inv_hi);
+    // Row r's place: (token, head) as its query was read above.
+    auto at = [&](int r) {
+      const int64_t token = kDecode ? q_begin : q_begin + row0 + r;
+      const int q_head = kDecode ? kv_head * group + r : head;
+      return (token * out_stride + q_head * D + j * 8 + 2 * t) / 2;
+    };
+    if (row_lo < rows) out[at(row_lo)] = pack2<T>(o[j][0] * inv_lo, o[j][1] * inv_lo);
+    if (row_hi < rows) out[at(row_hi)] = pack2<T>(o[j][2] * inv_hi, o[j][3] * inv_hi);
   }
 }
 
@@ -353,9 +364,9 @@ constexpr size_t smem_bytes() {
   return size_t(kTileQ + 4 * kTileK) * D * 2;  // q_s, k_s and v_s (two buffers each)
 }
 
-template <typename T, int D>
+template <typename T, int D, bool kDecode>
 void launch_typed(const AttentionArgs& args, int num_seqs, int max_query_len, cudaStream_t stream) {
-  auto* kernel = prefill_attention_kernel<T, D>;
+  auto* kernel = prefill_attention_kernel<T, D, kDecode>;
   constexpr size_t smem = smem_bytes<D>();
   // Above 48 KiB needs the opt-in, which is a property of the function on the current device:
   // once per device (replicas on several GPUs, driven from several threads), bit d for device d.
@@ -369,7 +380,8 @@ void launch_typed(const AttentionArgs& args, int num_seqs, int max_query_len, cu
     configured.fetch_or(bit, std::memory_order_release);
   }
   const int tiles_per_seq = (max_query_len + kTileQ - 1) / kTileQ;
-  const int64_t blocks = int64_t(num_seqs) * tiles_per_seq * args.num_heads;
+  const int64_t blocks =
+      int64_t(num_seqs) * tiles_per_seq * (kDecode ? args.num_kv_heads : args.num_heads);
   if (blocks > int64_t(0x7fffffff)) {
     cuda_fail("grid too large", "launch_prefill_attention", __FILE__, __LINE__);
   }
@@ -379,10 +391,14 @@ void launch_typed(const AttentionArgs& args, int num_seqs, int max_query_len, cu
 
 template <typename T>
 void launch_dim(const AttentionArgs& args, int num_seqs, int max_query_len, cudaStream_t stream) {
+  // Pure decode with a GQA group that fits one tile: the query heads of a KV head share a block.
+  const bool decode = max_query_len == 1 && args.num_heads / args.num_kv_heads <= kTileQ;
   if (args.head_dim == 64) {
-    launch_typed<T, 64>(args, num_seqs, max_query_len, stream);
+    decode ? launch_typed<T, 64, true>(args, num_seqs, max_query_len, stream)
+           : launch_typed<T, 64, false>(args, num_seqs, max_query_len, stream);
   } else {
-    launch_typed<T, 128>(args, num_seqs, max_query_len, stream);
+    decode ? launch_typed<T, 128, true>(args, num_seqs, max_query_len, stream)
+           : launch_typed<T, 128, false>(args, num_seqs, max_query_len, stream);
   }
 }
 

@@ -8,7 +8,11 @@
 // tiles of 64 (gathered through the block table with cp.async, double buffered) with an online
 // softmax in the log2 domain; each warp owns 16 query rows. Decode rows (query length 1) are a tile
 // with one live row: correct, if wasteful, so the kernel serves mixed steps too. Pure-decode steps
-// keep the split-KV kernel (attention.cuh), which fills the GPU better there.
+// keep the split-KV kernel (attention.cuh), which fills the GPU better there, except under
+// --batch-invariant: a row's keys are walked in 64-key tiles from position 0 and its scores,
+// maxima and sums never mix with other rows', so this kernel gives a position the same bits in a
+// prefill chunk as in a decode step, and then runs every step (a decode graph is one shape:
+// max_query_len 1).
 //
 // Needs no partial_out, partial_lse, merge_counters or num_splits; token_seq is not read.
 #include <cuda_runtime_api.h>
@@ -23,7 +27,8 @@ bool prefill_attention_supported(const AttentionArgs& args);
 
 // num_seqs: rows of query_start minus one; max_query_len: the step's longest query chunk (the
 // grid has num_seqs * ceil(max_query_len / 64) * num_heads blocks; those past a sequence's chunk
-// exit at once). Eager steps only: the grid depends on the step's shape.
+// exit at once). The grid depends on the step's shape: eager steps, or decode graphs
+// (max_query_len 1) under --batch-invariant.
 void launch_prefill_attention(const AttentionArgs& args, int num_seqs, int max_query_len,
                               cudaStream_t stream);
 

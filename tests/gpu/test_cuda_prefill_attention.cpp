@@ -215,6 +215,85 @@ TEST_CASE("prefill attention: mixed steps, prefill chunks with decode rows") {
   }
 }
 
+namespace {
+
+// The kernel's output bits for one step over a given cache (block_size 16, tables row-major).
+std::vector<uint16_t> attention_bits(const HeadShape& sh, const std::vector<uint16_t>& q,
+                                     int q_stride, const DeviceArray<uint16_t>& k,
+                                     const DeviceArray<uint16_t>& v,
+                                     const std::vector<int32_t>& tables, int stride,
+                                     const std::vector<int32_t>& query_start,
+                                     const std::vector<int32_t>& context_lens) {
+  const int num_seqs = int(context_lens.size());
+  int max_query_len = 0;
+  for (int s = 0; s < num_seqs; ++s) {
+    max_query_len = std::max(max_query_len, query_start[s + 1] - query_start[s]);
+  }
+  const int num_tokens = query_start.back();
+  DeviceArray<uint16_t> d_q(q), d_out(size_t(num_tokens) * sh.heads * sh.head_dim);
+  DeviceArray<int32_t> d_tables(tables), d_stride(std::vector<int32_t>{stride}), d_qs(query_start),
+      d_ctx(context_lens);
+  AttentionArgs args;
+  args.q = d_q.get();
+  args.q_stride = q_stride;
+  args.k_cache = k.get();
+  args.v_cache = v.get();
+  args.block_tables = d_tables.get();
+  args.block_table_stride = d_stride.get();
+  args.query_start = d_qs.get();
+  args.context_lens = d_ctx.get();
+  args.out = d_out.get();
+  args.num_tokens = num_tokens;
+  args.num_heads = sh.heads;
+  args.num_kv_heads = sh.kv_heads;
+  args.head_dim = sh.head_dim;
+  args.block_size = 16;
+  args.scale = 1.0f / std::sqrt(float(sh.head_dim));
+  args.dtype = DType::kBF16;
+  launch_prefill_attention(args, num_seqs, max_query_len, nullptr);
+  ROSE_CUDA_CHECK(cudaGetLastError());
+  return d_out.download();
+}
+
+}  // namespace
+
+// What --batch-invariant relies on: a position's output is the same whether its query row is one
+// of a prefill chunk's (a tile of one head's rows) or a decode row (a tile of a KV head's query
+// heads, beside other sequences).
+TEST_CASE(
+    "prefill attention: a position's bits are the same in a prefill chunk and a decode step") {
+  std::mt19937 rng(505);
+  for (const HeadShape& sh : kShapes) {
+    CAPTURE(sh.heads);
+    CAPTURE(sh.head_dim);
+    const int D = sh.head_dim, q_dim = sh.heads * D, q_stride = q_dim + 2 * sh.kv_heads * D;
+    const int ctx = 300, chunk = 77, stride = (ctx + 15) / 16;
+    // Sequence 0 owns blocks 0..stride-1; two other decode sequences own the next ones.
+    std::vector<int32_t> tables(3 * size_t(stride));
+    std::iota(tables.begin(), tables.end(), 0);
+    const size_t cache = tables.size() * 16 * sh.kv_heads * D;
+    const Bf16Data k = random_bf16(cache, rng, -2.0f, 2.0f), v = random_bf16(cache, rng);
+    DeviceArray<uint16_t> d_k(k.bits), d_v(v.bits);
+    const Bf16Data q = random_bf16(size_t(chunk) * q_stride, rng, -2.0f, 2.0f);
+    const std::vector<uint16_t> prefill = attention_bits(
+        sh, q.bits, q_stride, d_k, d_v,
+        std::vector<int32_t>(tables.begin(), tables.begin() + stride), stride, {0, chunk}, {ctx});
+    // The chunk's last row (position 299) as the middle of three decode rows.
+    std::vector<uint16_t> decode_q = random_bf16(3 * size_t(q_stride), rng, -2.0f, 2.0f).bits;
+    std::copy_n(q.bits.begin() + int64_t(chunk - 1) * q_stride, q_stride,
+                decode_q.begin() + q_stride);
+    std::vector<int32_t> decode_tables(3 * size_t(stride));
+    for (int s = 0; s < 3; ++s) {
+      const int owner = s == 1 ? 0 : s;  // row 1 reads sequence 0's blocks
+      std::copy_n(tables.begin() + owner * stride, stride, decode_tables.begin() + s * stride);
+    }
+    const std::vector<uint16_t> decode = attention_bits(
+        sh, decode_q, q_stride, d_k, d_v, decode_tables, stride, {0, 1, 2, 3}, {ctx, ctx, 40});
+    const auto last_row = prefill.begin() + int64_t(chunk - 1) * q_dim;
+    CHECK(std::equal(last_row, last_row + q_dim, decode.begin() + q_dim));
+  }
+}
+
 TEST_CASE("prefill attention: block sizes 1, 7, 16, 32, 64") {
   std::mt19937 rng(404);
   for (const int bs : {1, 7, 16, 32, 64}) {

@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "engine/common/error.h"
+#include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
 
 namespace rose {
@@ -63,6 +64,12 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   }
   allocate_kv_pool();
   build_layer_args();
+  if (options_.batch_invariant) {
+    const char* env = std::getenv("ROSEINFER_CUDA_INVARIANT_ATTENTION");
+    invariant_tensor_core_attention_ = !(env && std::string(env) == "split") &&
+                                       config_.num_layers > 0 &&
+                                       prefill_attention_supported(layer_args_[0].attention);
+  }
   if (!options_.defer_warm_up) warm_up();
 }
 

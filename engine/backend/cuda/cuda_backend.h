@@ -178,6 +178,10 @@ class CudaBackend final : public Backend {
   unsigned skip_kernels_ = 0;
   // ROSEINFER_CUDA_SHARED_PREFIX=0: never the shared-prefix attention launch (for comparisons).
   bool shared_prefix_enabled_ = true;
+  // --batch-invariant: every step's attention on the tensor-core kernel (attention_prefill.cuh),
+  // when it supports the model; ROSEINFER_CUDA_INVARIANT_ATTENTION=split keeps the split-KV
+  // kernel with fixed splits (the schedule before, for comparisons).
+  bool invariant_tensor_core_attention_ = false;
   enum SkipKernel : unsigned {
     kSkipNorm = 1,
     kSkipRope = 2,

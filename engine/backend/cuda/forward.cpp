@@ -183,11 +183,16 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
-  // decode keeps split-KV, which spreads few rows over the GPU. Invariant mode keeps one fixed
-  // schedule for now (not this kernel).
+  // decode keeps split-KV, which spreads few rows over the GPU. --batch-invariant runs every step
+  // through one kernel so a position's reduction is the same wherever its row comes from: the
+  // tensor-core one where it applies (a row's keys are walked in 64-key tiles from position 0,
+  // whatever else shares its tile), else split-KV with fixed 512-key splits.
+  const bool tensor_core = options_.batch_invariant
+                               ? invariant_tensor_core_attention_
+                               : max_query_len > 1 && prefill_attention_supported(at);
   if (skipped(kSkipAttention)) {
     // measurement only (ROSEINFER_CUDA_SKIP)
-  } else if (max_query_len > 1 && !options_.batch_invariant && prefill_attention_supported(at)) {
+  } else if (tensor_core) {
     launch_prefill_attention(at, step.num_seqs, max_query_len, stream_);
   } else {
     launch_paged_attention(at, stream_);

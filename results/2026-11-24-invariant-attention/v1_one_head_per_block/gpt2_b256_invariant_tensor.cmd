@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --model gpt2 --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --max-model-len 4096 --batch-invariant --json /tmp/inv_work/gpt2_b256_invariant_tensor.json

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --model llama-1b --dataset-name nano256 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --max-model-len 4096 --json /tmp/inv_work/nano256_default.json

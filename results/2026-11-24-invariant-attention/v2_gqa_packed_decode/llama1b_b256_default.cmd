@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --model llama-1b --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --max-model-len 4096 --json /tmp/inv_work/llama1b_b256_default.json

@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_INVARIANT_ATTENTION=split /work/main/bundle/roseinfer bench --model llama-1b --dataset-name nano256 --max-num-seqs 256 --max-num-batched-tokens 16384 --device cuda --mode offline --max-model-len 4096 --batch-invariant --json /tmp/inv_work/nano256_invariant_split.json
