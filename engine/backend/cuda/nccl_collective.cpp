@@ -4,6 +4,8 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <cstdlib>
+
 #include "engine/common/error.h"
 #include "engine/parallel/shard_plan.h"
 #include "engine/parallel/tensor_parallel_backend.h"
@@ -60,6 +62,10 @@ class NcclCollective final : public Collective {
 
 std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector<int>& devices) {
   const int n = int(devices.size());
+  // Connect every algorithm at init, not lazily at its first collective: the first decode-sized
+  // all-reduce happens inside a CUDA graph capture, where NCCL's set-up calls are not allowed.
+  // (A value the user set is kept.)
+  setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
   ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
   std::vector<std::unique_ptr<Collective>> ranks;
