@@ -70,6 +70,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
                                        config_.num_layers > 0 &&
                                        prefill_attention_supported(layer_args_[0].attention);
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_TC_DECODE_MIN_SEQS"); env && *env) {
+    decode_tensor_core_min_seqs_ = std::atoi(env);
+  }
   if (!options_.defer_warm_up) warm_up();
 }
 

@@ -182,6 +182,9 @@ class CudaBackend final : public Backend {
   // when it supports the model; ROSEINFER_CUDA_INVARIANT_ATTENTION=split keeps the split-KV
   // kernel with fixed splits (the schedule before, for comparisons).
   bool invariant_tensor_core_attention_ = false;
+  // Default mode: pure-decode steps of at least this many sequences run the tensor-core attention
+  // (0: never). ROSEINFER_CUDA_TC_DECODE_MIN_SEQS sets it (experiment).
+  int decode_tensor_core_min_seqs_ = 0;
   enum SkipKernel : unsigned {
     kSkipNorm = 1,
     kSkipRope = 2,

@@ -187,9 +187,13 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   // through one kernel so a position's reduction is the same wherever its row comes from: the
   // tensor-core one where it applies (a row's keys are walked in 64-key tiles from position 0,
   // whatever else shares its tile), else split-KV with fixed 512-key splits.
-  const bool tensor_core = options_.batch_invariant
-                               ? invariant_tensor_core_attention_
-                               : max_query_len > 1 && prefill_attention_supported(at);
+  // Default mode, pure decode: the tensor-core kernel (KV heads' query heads packed in a tile)
+  // from decode_tensor_core_min_seqs_ sequences on, unless the shared-prefix launch applies.
+  const bool tc_decode = decode_tensor_core_min_seqs_ > 0 && max_query_len == 1 &&
+                         step.num_seqs >= decode_tensor_core_min_seqs_ && !step.shared_keys;
+  const bool tensor_core = options_.batch_invariant ? invariant_tensor_core_attention_
+                                                    : (max_query_len > 1 || tc_decode) &&
+                                                          prefill_attention_supported(at);
   if (skipped(kSkipAttention)) {
     // measurement only (ROSEINFER_CUDA_SKIP)
   } else if (tensor_core) {
