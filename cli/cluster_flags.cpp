@@ -39,7 +39,8 @@ void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags) {
       ->check(CLI::NonNegativeNumber);
   cmd->add_option("--gpus", flags.gpus,
                   "--device cuda with --data-parallel: the GPUs of the replicas, e.g. 0,1 "
-                  "(default 0..N-1; under mpirun each rank takes its local rank's share)");
+                  "(default 0..N-1; with --tensor-parallel T, replica r takes entries r*T.."
+                  "r*T+T-1; under mpirun each rank takes its local rank's share)");
 }
 
 void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flags) {
@@ -57,8 +58,8 @@ void check_cluster_flags(const ModelFlags& model_flags, const ClusterFlags& flag
   const int tp = model_flags.tensor_parallel;
   if (flags.data_parallel == 1 && tp == 1 && flags.gpus.empty()) return;  // the usual one-GPU run
   // Each process's replicas need GPUs of its own node, tp of them each.
-  replica_devices(flags.gpus, flags.data_parallel / world.size * tp, world.local_rank,
-                  cuda_device_count());
+  replica_devices(flags.gpus, flags.data_parallel / world.size, world.local_rank,
+                  cuda_device_count(), tp);
 }
 
 std::string Replicas::device_name() const {
@@ -90,7 +91,7 @@ Replicas make_replicas(const LoadedModel& model, const ModelFlags& model_flags,
   const int tp = model_flags.tensor_parallel;
   std::vector<int> devices(size_t(local * tp), 0);
   if (!replicas.sim && model.cuda) {
-    devices = replica_devices(flags.gpus, local * tp, world.local_rank, cuda_device_count());
+    devices = replica_devices(flags.gpus, local, world.local_rank, cuda_device_count(), tp);
   }
   for (int r = 0; r < local; ++r) {
     if (replicas.sim) {

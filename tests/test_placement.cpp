@@ -51,6 +51,13 @@ TEST_CASE("replica GPUs: default 0..N-1, --gpus lists, local ranks take their sh
   CHECK(replica_devices("3", 1, 0, 4) == std::vector<int>{3});
   CHECK(replica_devices("", 1, 1, 2) == std::vector<int>{1});  // local rank 1 of 2 on a node
   CHECK(replica_devices("2,3,0,1", 2, 1, 4) == std::vector<int>{0, 1});
+  // --tensor-parallel 2: each replica takes two entries.
+  CHECK(replica_devices("", 2, 0, 4, 2) == std::vector<int>{0, 1, 2, 3});
+  CHECK(replica_devices("3,2,1,0", 1, 1, 4, 2) == std::vector<int>{1, 0});  // local rank 1
+  CHECK_THROWS_WITH_AS(
+      replica_devices("", 1, 0, 1, 2),
+      doctest::Contains("1 replica(s) per process of --tensor-parallel 2 need 2 GPU(s)"),
+      UsageError);
   CHECK_THROWS_WITH_AS(replica_devices("", 3, 0, 2),
                        doctest::Contains("3 replica(s) per process need 3 GPU(s)"), UsageError);
   CHECK_THROWS_WITH_AS(replica_devices("0,2", 2, 0, 2), doctest::Contains("GPU 2 does not exist"),

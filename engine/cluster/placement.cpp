@@ -55,7 +55,7 @@ int launcher_local_rank() {
 }
 
 std::vector<int> replica_devices(const std::string& gpus_flag, int local_replicas, int local_rank,
-                                 int gpus_present) {
+                                 int gpus_present, int gpus_per_replica) {
   std::vector<int> list;
   if (gpus_flag.empty()) {
     for (int g = 0; g < gpus_present; ++g) list.push_back(g);
@@ -74,22 +74,28 @@ std::vector<int> replica_devices(const std::string& gpus_flag, int local_replica
                    gpus_present);
       }
       if (std::find(list.begin(), list.end(), id) != list.end()) {
-        usage_fail("--gpus {}: GPU {} is listed twice (one replica per GPU)", gpus_flag, id);
+        usage_fail(
+            "--gpus {}: GPU {} is listed twice (each GPU serves one replica or tensor-parallel "
+            "rank)",
+            gpus_flag, id);
       }
       list.push_back(id);
       begin = comma + 1;
     }
   }
-  const size_t first = size_t(local_rank) * size_t(local_replicas);
-  if (first + size_t(local_replicas) > list.size()) {
+  const size_t count = size_t(local_replicas) * size_t(gpus_per_replica);
+  const size_t first = size_t(local_rank) * count;
+  if (first + count > list.size()) {
     usage_fail(
-        "--data-parallel: {} replica(s) per process{} need {} GPU(s) on this node, but --gpus has "
-        "{} ({} GPU(s) present)",
-        local_replicas, local_rank > 0 ? fmt::format(" at local rank {}", local_rank) : "",
-        first + size_t(local_replicas), list.size(), gpus_present);
+        "--data-parallel: {} replica(s) per process{}{} need {} GPU(s) on this node, but --gpus "
+        "has {} ({} GPU(s) present)",
+        local_replicas,
+        gpus_per_replica > 1 ? fmt::format(" of --tensor-parallel {}", gpus_per_replica) : "",
+        local_rank > 0 ? fmt::format(" at local rank {}", local_rank) : "", first + count,
+        list.size(), gpus_present);
   }
   return std::vector<int>(list.begin() + std::ptrdiff_t(first),
-                          list.begin() + std::ptrdiff_t(first + size_t(local_replicas)));
+                          list.begin() + std::ptrdiff_t(first + count));
 }
 
 }  // namespace rose

@@ -24,10 +24,12 @@ int launcher_world_size();
 // when not set.
 int launcher_local_rank();
 
-// The GPUs of a process's `local_replicas` replicas: `gpus_flag` ("0,1"; empty: 0..present-1)
-// lists the node's GPUs; a process that is local rank L takes the entries from L*local_replicas on.
-// UsageError naming --gpus for a bad, duplicated or absent id, or too few entries.
+// The GPUs of a process's `local_replicas` replicas, `gpus_per_replica` each (--tensor-parallel;
+// replica r's are entries [r * per, (r + 1) * per) of the result): `gpus_flag` ("0,1"; empty:
+// 0..present-1) lists the node's GPUs; a process that is local rank L takes the entries from
+// L * local_replicas * per on. UsageError naming --gpus for a bad, duplicated or absent id, or
+// too few entries.
 std::vector<int> replica_devices(const std::string& gpus_flag, int local_replicas, int local_rank,
-                                 int gpus_present);
+                                 int gpus_present, int gpus_per_replica = 1);
 
 }  // namespace rose
