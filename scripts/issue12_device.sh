@@ -4,7 +4,7 @@
 # bundle/roseinfer-base, the previous commit's binary, for side-by-side figures):
 #   bash scripts/issue12_device.sh tests   # every GPU test in the bundle
 #   bash scripts/issue12_device.sh bench   # grids: base vs this commit, bf16 vs --quantize
-#   bash scripts/issue12_device.sh real    # after scripts/model_parts.sh stage1 in the call before;
+#   bash scripts/issue12_device.sh real    # after scripts/model_parts.sh stage 1 and stage 2 in the calls before;
 #                                          # carry .model-part2 and .device-extra (the gguf wheel):
 #                                          # the SmolLM2 GGUF kept quantized, its GPU test, grids,
 #                                          # and transformers' batch-1 decode on the same file
@@ -91,7 +91,7 @@ case $PHASE in
     llama1b_at 256 q4_0
     ;;
   real)
-    MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
+    MODEL=$({ scripts/model_parts.sh stage 3 >&2 && scripts/model_parts.sh join; } 2>"$OUT/stage2.txt") || MODEL=""
     cat "$OUT/stage2.txt"
     [[ -n $MODEL ]] || { echo "no model"; exit 1; }
     ROSEINFER_MODEL_CACHE=$(dirname "$MODEL") step gpu_test_cuda_real_quantized 240 \

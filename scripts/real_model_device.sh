@@ -2,7 +2,7 @@
 # The real model on the GPU machine, side by side with transformers in the same call (issue 9 part 5):
 # greedy tokens of datasets/chat.jsonl from the SmolLM2 GGUF, ours against transformers bf16 (where each
 # request first diverges), then bench on it (grid B=1 and B=256, nano256) with transformers'
-# continuous batching on the same weights. Run from the repo root after scripts/model_parts.sh stage2,
+# continuous batching on the same weights. Run from the repo root after scripts/model_parts.sh join,
 # with bundle-pack/ (or bundle/), .peers/ (a copy of ../shared/peers) and .device-extra/ (the gguf
 # wheel: transformers needs it to read GGUF) carried.
 #   scripts/real_model_device.sh MODEL.gguf

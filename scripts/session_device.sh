@@ -1,10 +1,10 @@
 #!/usr/bin/env bash
 # One build-test-measure cycle on the GPU machine (the second of two calls; the first ran
-# `scripts/model_parts.sh stage1` carrying .model-part1). Carry [".model-part2", "bundle-pack"] and
+# `scripts/model_parts.sh stage 1` and `stage 2` carrying .model-part1 and .model-part2). Carry [".model-part3", "bundle-pack"] and
 # run from the repository root:
 #   bash scripts/session_device.sh
-# (With .model-part2 the bundle archive must stay under ~12 MB: see scripts/model_parts.sh.)
-# 1. the real SmolLM2 GGUF joined in /tmp (scripts/model_parts.sh stage2);
+# (The bundle archive must stay small: see scripts/model_parts.sh.)
+# 1. the real SmolLM2 GGUF joined in /tmp (scripts/model_parts.sh stage 3, then join);
 # 2. every GPU test in the bundle, and compute-sanitizer memcheck on the device dequantization;
 # 3. the real model: the 14 chat prompts greedy, loading through the device dequantization, with
 #    ROSEINFER_CUDA_STATS=1 for the load line; token ids compared with the committed run of the
@@ -22,7 +22,7 @@ source "$(dirname "$0")/device_step.sh"
 device_begin
 BIN=$B/roseinfer
 
-MODEL=$(scripts/model_parts.sh stage2 2>"$OUT/stage2.txt") || MODEL=""
+MODEL=$({ scripts/model_parts.sh stage 3 >&2 && scripts/model_parts.sh join; } 2>"$OUT/stage2.txt") || MODEL=""
 cat "$OUT/stage2.txt"
 
 for t in "$B"/gpu_test_*; do step "$(basename "$t")" 240 "$t"; done
