@@ -121,10 +121,7 @@ void register_info_command(CLI::App& app, int& exit_code) {
       t.add_row({"positions", "learned"});
     }
     t.add_row({"tied embeddings", c.tie_word_embeddings ? "yes" : "no"});
-    std::string degrees;
-    for (int d : tensor_parallel_degrees(c))
-      degrees += (degrees.empty() ? "" : ", ") + std::to_string(d);
-    t.add_row({"tensor parallel", degrees});
+    t.add_row({"tensor parallel", tensor_parallel_degrees_text(c)});
     t.add_row({"parameters", fmt::format("{} ({})", count_text(params),
                                          params >= 1e9 ? fmt::format("{:.2f}B", params / 1e9)
                                                        : fmt::format("{:.1f}M", params / 1e6))});

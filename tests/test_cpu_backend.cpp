@@ -17,27 +17,11 @@
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
 #include "engine/model/weights.h"
+#include "tests/random_weights.h"
 
 namespace {
 
-// Random canonical tensors: norm weights near 1, everything else uniform in [-0.2, 0.2), each
-// tensor seeded by its name so any read order gives the same model.
-class RandomWeights : public rose::WeightSource {
- public:
-  explicit RandomWeights(rose::ModelConfig config) : config_(std::move(config)) {}
-  const rose::ModelConfig& config() const override { return config_; }
-  void read_f32(const std::string& name, std::span<float> dst) const override {
-    uint32_t seed = 2166136261u;  // FNV-1a of the name
-    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
-    const bool norm_weight = name.find("norm.weight") != std::string::npos;
-    for (float& x : dst) x = norm_weight ? 1.0f + dist(rng) : dist(rng);
-  }
-
- private:
-  rose::ModelConfig config_;
-};
+using rose::test::RandomWeights;  // norm weights near 1, the rest in [-0.2, 0.2)
 
 rose::ModelConfig llama_config() {
   rose::ModelConfig c;

@@ -23,28 +23,14 @@
 #include "engine/parallel/sharded_weights.h"
 #include "engine/parallel/tensor_parallel_backend.h"
 #include "engine/parallel/thread_collective.h"
+#include "tests/random_weights.h"
 #include "tests/tensor_parallel_plans.h"
 
 namespace {
 
-// Random canonical tensors, biases included (so a bias added once per rank instead of once after
-// the all-reduce shows), each seeded by its name.
-class RandomWeights : public rose::WeightSource {
- public:
-  explicit RandomWeights(rose::ModelConfig config) : config_(std::move(config)) {}
-  const rose::ModelConfig& config() const override { return config_; }
-  void read_f32(const std::string& name, std::span<float> dst) const override {
-    uint32_t seed = 2166136261u;  // FNV-1a of the name
-    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-0.2f, 0.2f);
-    const bool norm_weight = name.find("norm.weight") != std::string::npos;
-    for (float& x : dst) x = norm_weight ? 1.0f + dist(rng) : dist(rng);
-  }
-
- private:
-  rose::ModelConfig config_;
-};
+// Random tensors, biases included, so a bias added once per rank instead of once after the
+// all-reduce shows.
+using rose::test::RandomWeights;
 
 rose::ModelConfig llama_config() {
   rose::ModelConfig c;

@@ -168,11 +168,7 @@ void CpuBackend::check_model_and_options(const BackendOptions& options) {
         options.block_size, options.max_num_seqs, options.max_num_batched_tokens);
   }
   const Collective* collective = options.collective;
-  const int ranks = collective ? collective->size() : 1;
-  if (c.tp_size != ranks || (collective && collective->rank() != c.tp_rank)) {
-    fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})", c.name,
-         c.tp_rank, c.tp_size, collective ? collective->rank() : 0, ranks);
-  }
+  check_shard_rank(c, collective ? collective->rank() : 0, collective ? collective->size() : 1);
   block_size_ = options.block_size;
   max_num_seqs_ = options.max_num_seqs;
   max_num_tokens_ = options.max_num_batched_tokens;

@@ -38,13 +38,10 @@ std::string tensor_parallel_refusal(const ModelConfig& m, int degree) {
                        degree, m.vocab_size);
   }
   if (!field) return "";
-  std::string allowed;
-  for (int d : tensor_parallel_degrees(m))
-    allowed += (allowed.empty() ? "" : ", ") + std::to_string(d);
   return fmt::format(
       "model {} cannot be split over {} devices: its {} ({}) is not a multiple of {} (it allows "
       "--tensor-parallel {})",
-      m.name, degree, field, value, degree, allowed);
+      m.name, degree, field, value, degree, tensor_parallel_degrees_text(m));
 }
 
 std::vector<int> tensor_parallel_degrees(const ModelConfig& m) {
@@ -56,6 +53,20 @@ std::vector<int> tensor_parallel_degrees(const ModelConfig& m) {
     }
   }
   return degrees;
+}
+
+std::string tensor_parallel_degrees_text(const ModelConfig& model) {
+  std::string text;
+  for (int d : tensor_parallel_degrees(model))
+    text += (text.empty() ? "" : ", ") + std::to_string(d);
+  return text;
+}
+
+void check_shard_rank(const ModelConfig& shard, int rank, int size) {
+  if (shard.tp_size != size || shard.tp_rank != rank) {
+    fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})",
+         shard.name, shard.tp_rank, shard.tp_size, rank, size);
+  }
 }
 
 void check_tensor_parallel(const ModelConfig& model, int degree) {

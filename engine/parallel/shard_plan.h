@@ -33,12 +33,18 @@ struct TensorSlice {
 std::string tensor_parallel_refusal(const ModelConfig& model, int degree);
 // The degrees `model` allows, from 1 up to its KV heads.
 std::vector<int> tensor_parallel_degrees(const ModelConfig& model);
+// "1, 2, 4, 8": tensor_parallel_degrees, for messages and `info`.
+std::string tensor_parallel_degrees_text(const ModelConfig& model);
 // Throws rose::Error with tensor_parallel_refusal's text.
 void check_tensor_parallel(const ModelConfig& model, int degree);
 
 // The vocabulary rows of rank `rank`'s lm_head: ceil(vocab / degree) each, the last rank the rest.
 RowRun vocab_shard(int vocab_size, int degree, int rank);
 int vocab_shard_stride(int vocab_size, int degree);  // ceil(vocab / degree): the gather's rows
+
+// A backend's check that its weights are the shard of the collective it was given: rank `rank` of
+// `size` (a whole model and no collective: 0 of 1). Throws rose::Error otherwise.
+void check_shard_rank(const ModelConfig& shard, int rank, int size);
 
 // Rank `rank`'s ModelConfig (config.h: is_shard); `model` must allow `degree`.
 ModelConfig shard_config(const ModelConfig& model, int degree, int rank);

@@ -20,6 +20,7 @@
 #include "engine/model/quantized_source.h"
 #include "engine/model/weights.h"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/random_weights.h"
 
 using namespace rose;
 
@@ -27,21 +28,9 @@ namespace {
 
 // Random canonical tensors already rounded to bf16, so both backends compute with identical
 // weights and only activation rounding separates them.
-class Bf16RandomWeights : public WeightSource {
- public:
-  explicit Bf16RandomWeights(ModelConfig config) : config_(std::move(config)) {}
-  const ModelConfig& config() const override { return config_; }
-  void read_f32(const std::string& name, std::span<float> dst) const override {
-    uint32_t seed = 2166136261u;
-    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-0.15f, 0.15f);
-    const bool norm_weight = name.find("norm.weight") != std::string::npos;
-    for (float& x : dst) x = gputest::round_bf16(norm_weight ? 1.0f + dist(rng) : dist(rng));
-  }
-
- private:
-  ModelConfig config_;
+struct Bf16RandomWeights : test::RandomWeights {
+  explicit Bf16RandomWeights(ModelConfig config)
+      : RandomWeights(std::move(config), 0.15f, gputest::round_bf16) {}
 };
 
 ModelConfig gpt2_config() {

@@ -25,6 +25,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/fill.cuh"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/random_weights.h"
 #include "tests/tensor_parallel_plans.h"
 
 using namespace rose;
@@ -227,21 +228,9 @@ namespace {
 
 // Random bf16-exact weights with nonzero biases (a preset's are 0, which would hide a bias sliced
 // wrongly or added once per rank), read through the checkpoint path (read_f32, then sliced).
-class RandomWeights final : public WeightSource {
- public:
-  explicit RandomWeights(ModelConfig config) : config_(std::move(config)) {}
-  const ModelConfig& config() const override { return config_; }
-  void read_f32(const std::string& name, std::span<float> dst) const override {
-    uint32_t seed = 2166136261u;  // FNV-1a of the name
-    for (char ch : name) seed = (seed ^ uint8_t(ch)) * 16777619u;
-    std::mt19937 rng(seed);
-    std::uniform_real_distribution<float> dist(-0.15f, 0.15f);
-    const bool norm_weight = name.find("norm.weight") != std::string::npos;
-    for (float& x : dst) x = gputest::round_bf16(norm_weight ? 1.0f + dist(rng) : dist(rng));
-  }
-
- private:
-  ModelConfig config_;
+struct RandomWeights : test::RandomWeights {
+  explicit RandomWeights(ModelConfig config)
+      : test::RandomWeights(std::move(config), 0.15f, gputest::round_bf16) {}
 };
 
 ModelConfig random_llama() {  // GQA 2, qkv bias, untied lm_head, odd vocab

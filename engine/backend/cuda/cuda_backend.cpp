@@ -14,6 +14,7 @@
 #include <string_view>
 
 #include "engine/common/error.h"
+#include "engine/parallel/shard_plan.h"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
 
@@ -99,11 +100,7 @@ void CudaBackend::resolve_options() {
   }
   max_model_len_ = options.max_model_len > 0 ? options.max_model_len : c.max_position_embeddings;
   const Collective* collective = options.collective;
-  const int ranks = collective ? collective->size() : 1;
-  if (c.tp_size != ranks || (collective && collective->rank() != c.tp_rank)) {
-    fail("model {}: shard {} of {} needs the collective of that rank (got rank {} of {})", c.name,
-         c.tp_rank, c.tp_size, collective ? collective->rank() : 0, ranks);
-  }
+  check_shard_rank(c, collective ? collective->rank() : 0, collective ? collective->size() : 1);
 }
 
 void CudaBackend::open_device() {
