@@ -7,6 +7,7 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <optional>
 #include <random>
 #include <span>
 #include <stdexcept>
@@ -244,4 +245,46 @@ TEST_CASE("a preset split over 2 ranks (synthetic weights read as slices)") {
   const auto split = rose::make_cpu_tensor_parallel_backend(*tiny, small_options(), 2);
   check_same_run(greedy_run(*split, 512, 3), greedy_run(*whole, 512, 3));
   CHECK_THROWS_AS(rose::make_cpu_tensor_parallel_backend(*tiny, small_options(), 4), rose::Error);
+}
+
+TEST_CASE("time_collectives: a decode step's collectives on the CPU ranks, counted and timed") {
+  const auto tiny = rose::open_preset("tiny");
+  const rose::ModelConfig& c = tiny->config();
+  rose::BackendOptions options = small_options();
+  options.max_num_seqs = 40;  // past one 16-row logits chunk
+  const auto whole = rose::make_cpu_backend(*tiny, options);
+  CHECK_FALSE(whole->time_collectives(4, 10).has_value());  // no collectives in its steps
+  const auto one = rose::make_cpu_tensor_parallel_backend(*tiny, options, 1);
+  CHECK_FALSE(one->time_collectives(4, 10).has_value());
+
+  const auto split = rose::make_cpu_tensor_parallel_backend(*tiny, options, 2);
+  const std::optional<rose::CollectiveTiming> t = split->time_collectives(4, 10);
+  REQUIRE(t.has_value());
+  CHECK(t->ranks == 2);
+  CHECK(t->rows == 4);
+  CHECK(t->iterations == 10);
+  // After the o and the down projections of every layer, (rows, hidden) in fp32 on the CPU.
+  CHECK(t->all_reduces_per_step == 2 * c.num_layers);
+  CHECK(t->all_reduce_bytes == int64_t(4) * c.hidden_size * 4);
+  // One gather of the whole 16-row logits chunk (each rank's vocab rows, padded to the stride).
+  CHECK(t->all_gathers_per_step == 1);
+  CHECK(t->all_gather_bytes == int64_t(16) * rose::vocab_shard_stride(c.vocab_size, 2) * 4);
+  CHECK(t->all_reduce_s > 0);
+  CHECK(t->all_gather_s > 0);
+  CHECK(t->step_s() ==
+        doctest::Approx(t->all_reduces_per_step * t->all_reduce_s + t->all_gather_s));
+  CHECK(t->all_reduce_bus_gbps() > 0);
+
+  // 20 sampled rows take two chunks; rows past the budgets are clamped to what the workspaces
+  // hold (a decode step of max_num_seqs sequences).
+  CHECK(split->time_collectives(20, 2)->all_gathers_per_step == 2);
+  const std::optional<rose::CollectiveTiming> clamped = split->time_collectives(1000, 2);
+  REQUIRE(clamped.has_value());
+  CHECK(clamped->rows == 40);
+  CHECK(clamped->all_reduce_bytes == int64_t(40) * c.hidden_size * 4);
+  CHECK(split->time_collectives(0, 0)->rows == 1);
+
+  // Between steps it leaves nothing behind: the split model still decodes the whole model's
+  // tokens.
+  check_same_run(greedy_run(*split, c.vocab_size, 3), greedy_run(*whole, c.vocab_size, 3));
 }

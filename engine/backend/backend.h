@@ -5,6 +5,7 @@
 // all backends (DESIGN.md).
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -114,6 +115,17 @@ class Backend {
   // First-use costs paid before the first step (CUDA: kernels, cuBLAS algorithms, decode graphs).
   // The constructor calls it unless BackendOptions::defer_warm_up.
   virtual void warm_up() {}
+  // Tensor parallel: times the collectives of one pure-decode step of `rows` sequences
+  // (CollectiveTiming), `iterations` calls of each after warm-up calls, on the backend's own
+  // collective, stream and preallocated buffers (nothing is allocated; rows is clamped to what the
+  // workspaces hold). Call it between steps: it overwrites step workspaces. nullopt when the steps
+  // run no collectives (a whole model on one device). A shard backend (one with a collective) must
+  // be called on every rank at once, as its steps are.
+  virtual std::optional<CollectiveTiming> time_collectives(int rows, int iterations) {
+    (void)rows;
+    (void)iterations;
+    return std::nullopt;
+  }
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights,

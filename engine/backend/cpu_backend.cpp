@@ -2,6 +2,7 @@
 // in kernels/cpu/ops.h. Every GPU result is checked against it, and CI (no GPU) runs the engine on
 // it.
 #include <algorithm>
+#include <chrono>
 #include <cmath>
 #include <cstring>
 #include <memory>
@@ -24,6 +25,18 @@ namespace {
 // workspaces whatever the token budget is. Rows are independent there, so chunking changes nothing.
 constexpr int kMlpChunk = 256;
 constexpr int kLogitsChunk = 16;
+// time_collectives(): calls of each collective before the timed ones.
+constexpr int kCollectiveWarmUpCalls = 3;
+
+// Mean seconds of one call() over `iterations` back-to-back calls, after the warm-up calls.
+template <typename F>
+double time_calls(int iterations, F call) {
+  for (int i = 0; i < kCollectiveWarmUpCalls; ++i) call();
+  const auto start = std::chrono::steady_clock::now();
+  for (int i = 0; i < iterations; ++i) call();
+  const std::chrono::duration<double> elapsed = std::chrono::steady_clock::now() - start;
+  return elapsed.count() / iterations;
+}
 
 struct LayerWeights {
   std::vector<float> attn_norm_w, attn_norm_b;  // (H,)
@@ -56,6 +69,7 @@ class CpuBackend final : public Backend {
   int64_t kv_bytes_per_token() const override {
     return config_.kv_elements_per_token() * int64_t(sizeof(float));
   }
+  std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
 
  private:
   // The constructor's phases, in order: each reads only what the ones before it set.
@@ -333,6 +347,33 @@ const float* CpuBackend::logits_rows(const float* normed, int rows) {
     }
   }
   return full_logits_.data();
+}
+
+// A pure-decode step of `rows` sequences: reduce_rows() on (rows, H) twice per layer, and
+// logits_rows() once per kLogitsChunk sampled rows, each gathering the whole chunk buffer. Timed
+// on the step's own buffers (delta_ is zeroed first so that the repeated in-place sums stay 0).
+std::optional<CollectiveTiming> CpuBackend::time_collectives(int rows, int iterations) {
+  if (!collective_) return std::nullopt;
+  const ModelConfig& c = config_;
+  CollectiveTiming t;
+  t.ranks = collective_->size();
+  t.rows = std::clamp(rows, 1, std::min(max_num_tokens_, max_num_seqs_));
+  t.iterations = std::max(1, iterations);
+  const int64_t count = int64_t(t.rows) * c.hidden_size;
+  const int64_t gather_count = int64_t(kLogitsChunk) * vocab_shard_stride(c.vocab_size, c.tp_size);
+  t.all_reduces_per_step = 2 * c.num_layers;
+  t.all_reduce_bytes = count * int64_t(sizeof(float));
+  t.all_gathers_per_step = (t.rows + kLogitsChunk - 1) / kLogitsChunk;
+  t.all_gather_bytes = gather_count * int64_t(sizeof(float));
+  std::fill_n(delta_.begin(), count, 0.0f);
+  t.all_reduce_s = time_calls(t.iterations, [&] {
+    collective_->all_reduce_sum(delta_.data(), count, CollectiveType::kF32, nullptr);
+  });
+  t.all_gather_s = time_calls(t.iterations, [&] {
+    collective_->all_gather(logits_.data(), gathered_logits_.data(), gather_count,
+                            CollectiveType::kF32, nullptr);
+  });
+  return t;
 }
 
 void CpuBackend::execute(const StepPlan& plan, StepOutput& out) {

@@ -22,4 +22,29 @@ class Collective {
                           void* stream) = 0;
 };
 
+// The collectives one pure-decode step of `rows` sequences runs on a tensor-parallel backend, and
+// each call's time measured standalone, outside any step, at that step's sizes
+// (Backend::time_collectives): the mean over back-to-back calls after a few warm-up calls.
+struct CollectiveTiming {
+  int ranks = 0;
+  int rows = 0;                  // the step's rows (a CUDA graph's padded batch), each all-reduced
+  int all_reduces_per_step = 0;  // two per layer: after the o and the down projections
+  int64_t all_reduce_bytes = 0;  // one call's buffer (rows x hidden in the activation dtype)
+  double all_reduce_s = 0;       // one call
+  int all_gathers_per_step = 0;  // of the sampled rows' logits
+  int64_t all_gather_bytes = 0;  // one call's send buffer (each rank's logits, fp32)
+  double all_gather_s = 0;       // one call
+  int iterations = 0;            // timed calls of each
+
+  double step_s() const {
+    return all_reduces_per_step * all_reduce_s + all_gathers_per_step * all_gather_s;
+  }
+  // NCCL's bus bandwidth of an all-reduce (nccl-tests' busBw): 2 (N-1)/N x bytes / time, GB/s;
+  // the traffic over each rank's slowest link, comparable with the link's own bandwidth.
+  double all_reduce_bus_gbps() const {
+    if (all_reduce_s <= 0 || ranks < 2) return 0;
+    return 2.0 * (ranks - 1) / ranks * double(all_reduce_bytes) / all_reduce_s / 1e9;
+  }
+};
+
 }  // namespace rose

@@ -4,6 +4,7 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <optional>
 
 #include "engine/common/error.h"
 #include "engine/parallel/rank_threads.h"
@@ -24,6 +25,7 @@ class TensorParallelBackend final : public Backend {
 
   void execute(const StepPlan& plan, StepOutput& out) override;
   void warm_up() override;
+  std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
   const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override {
     return fmt::format("{} x {} (tensor parallel)", degree(), shards_[0]->device_name());
@@ -113,6 +115,22 @@ void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {
   threads_.run([&](int rank) {
     shards_[size_t(rank)]->execute(plan, rank == 0 ? out : rank_outputs_[size_t(rank)]);
   });
+}
+
+// Every rank times the same collectives at once (they wait for each other, as in a step); a
+// call's time is the slowest rank's, which is what a step waits for.
+std::optional<CollectiveTiming> TensorParallelBackend::time_collectives(int rows, int iterations) {
+  std::vector<std::optional<CollectiveTiming>> timings(shards_.size());
+  threads_.run([&](int rank) {
+    timings[size_t(rank)] = shards_[size_t(rank)]->time_collectives(rows, iterations);
+  });
+  std::optional<CollectiveTiming> slowest = timings[0];
+  for (const std::optional<CollectiveTiming>& t : timings) {
+    if (!t || !slowest) return std::nullopt;  // one rank (--tensor-parallel 1): no collectives
+    slowest->all_reduce_s = std::max(slowest->all_reduce_s, t->all_reduce_s);
+    slowest->all_gather_s = std::max(slowest->all_gather_s, t->all_gather_s);
+  }
+  return slowest;
 }
 
 }  // namespace

@@ -11,6 +11,7 @@
 #include <cmath>
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -161,7 +162,7 @@ void check_split_matches_one_gpu(const char* preset, bool graphs, float margin =
   CHECK(split->num_kv_blocks() == options.num_kv_blocks);
   const tptest::Run got = tptest::greedy_run(*split, vocab, 8, &reference);
   const double error = worst_logit_error(got, reference);
-  MESSAGE(std::string(preset) + (graphs ? " graphs" : " eager"), ": worst logit difference ",
+  MESSAGE((std::string(preset) + (graphs ? " graphs" : " eager")), ": worst logit difference ",
           error);
   CHECK(error < logit_tolerance(reference));
   const float id_margin = margin > 0 ? margin : float(2 * error);
@@ -332,4 +333,49 @@ TEST_CASE("a degree the model does not allow is refused before any GPU work") {
   CHECK_THROWS_WITH_AS(
       make_cuda_tensor_parallel_backend(*weights, tptest::small_options(), {0, 0, 0, 0}),
       doctest::Contains("num_key_value_heads (2)"), Error);
+}
+
+// Backend::time_collectives on the CUDA shards: a pure-decode step's calls, bf16 all-reduces of
+// (rows, hidden) and one fp32 gather of (rows, vocab stride), at its graph bucket; bench prints it.
+TEST_CASE("time_collectives: the decode step's calls and sizes (staged, eager)") {
+  const auto weights = open_preset("tiny");
+  const ModelConfig& c = weights->config();
+  BackendOptions options = tptest::small_options();
+  options.cuda_graphs = false;  // the staged collective cannot be captured
+  CHECK_FALSE(make_cuda_backend(*weights, options)->time_collectives(3, 5).has_value());
+  const auto split = make_tensor_parallel_backend(*weights, options, {0, 0}, staged_collectives(2),
+                                                  make_cuda_backend);
+  const std::optional<CollectiveTiming> t = split->time_collectives(3, 5);
+  REQUIRE(t.has_value());
+  CHECK(t->ranks == 2);
+  CHECK(t->rows == 3);
+  CHECK(t->all_reduces_per_step == 2 * c.num_layers);
+  CHECK(t->all_reduce_bytes == int64_t(3) * c.hidden_size * 2);
+  CHECK(t->all_gathers_per_step == 1);
+  CHECK(t->all_gather_bytes == int64_t(3) * vocab_shard_stride(c.vocab_size, 2) * 4);
+  CHECK(t->all_reduce_s > 0);
+  CHECK(t->all_gather_s > 0);
+  CHECK(split->time_collectives(100000, 1)->rows == options.max_num_seqs);
+}
+
+TEST_CASE("time_collectives over 2 GPUs (NCCL, graphs): at the bucket, then steps as before" *
+          doctest::skip(!two_gpus())) {
+  const auto weights = open_preset("tiny");
+  const BackendOptions options = tptest::small_options();
+  const auto split = make_cuda_tensor_parallel_backend(*weights, options, {0, 1});
+  const tptest::Run before = tptest::greedy_run(*split, 512, 4);
+  const std::optional<CollectiveTiming> t = split->time_collectives(3, 50);
+  REQUIRE(t.has_value());
+  MESSAGE("tiny over 2 GPUs, 3 rows: all-reduce of ", t->all_reduce_bytes, " B ",
+          t->all_reduce_s * 1e6, " us (", t->all_reduce_bus_gbps(), " GB/s bus), gather of ",
+          t->all_gather_bytes, " B ", t->all_gather_s * 1e6, " us");
+  CHECK(t->rows == 4);  // a graph replays 3 sequences padded to its bucket of 4
+  CHECK(t->all_reduce_bytes == int64_t(4) * weights->config().hidden_size * 2);
+  CHECK(t->all_reduce_s > 0);
+  CHECK(t->all_reduce_s < 0.01);
+  CHECK(t->all_gather_s > 0);
+  // The timing used the step's buffers between steps: the same prompts decode the same ids.
+  const tptest::Run after = tptest::greedy_run(*split, 512, 4);
+  for (size_t step = 0; step < before.ids.size(); ++step)
+    CHECK(after.ids[step] == before.ids[step]);
 }

@@ -484,6 +484,67 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
   if (plan.return_logits) copy_logits(plan, out);
 }
 
+namespace {
+
+// Two CUDA events, destroyed however the timing ends.
+struct EventPair {
+  cudaEvent_t start = nullptr, stop = nullptr;
+  EventPair() {
+    ROSE_CUDA_CHECK(cudaEventCreate(&start));
+    ROSE_CUDA_CHECK(cudaEventCreate(&stop));
+  }
+  ~EventPair() {
+    cudaEventDestroy(start);
+    cudaEventDestroy(stop);
+  }
+  EventPair(const EventPair&) = delete;
+  EventPair& operator=(const EventPair&) = delete;
+};
+
+constexpr int kCollectiveWarmUpCalls = 3;
+
+}  // namespace
+
+// A pure-decode step of `rows` sequences runs at its graph bucket (execute()): all_reduce_proj()
+// on (padded, H) twice per layer and lm_head_logits()' one gather of (padded, stride) fp32. Each
+// is enqueued eagerly on the step's stream over the step's buffers (proj_ zeroed first, so the
+// repeated in-place sums stay 0) and timed with events around `iterations` calls.
+std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iterations) {
+  if (!collective_ || skipped(kSkipCollective)) return std::nullopt;
+  ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
+  const ModelConfig& c = config_;
+  CollectiveTiming t;
+  t.ranks = collective_->size();
+  const int clamped = std::clamp(rows, 1, std::min(plan_.max_tokens, plan_.max_seqs));
+  t.rows = options_.cuda_graphs ? graphs_.bucket(clamped) : clamped;
+  t.iterations = std::max(1, iterations);
+  const int64_t count = int64_t(t.rows) * c.hidden_size;
+  const int64_t gather_count = int64_t(t.rows) * vocab_shard_stride(c.vocab_size, c.tp_size);
+  t.all_reduces_per_step = 2 * c.num_layers;
+  t.all_reduce_bytes = count * element_size_;
+  t.all_gathers_per_step = 1;
+  t.all_gather_bytes = gather_count * int64_t(sizeof(float));
+  const CollectiveType type = dtype_ == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
+  ROSE_CUDA_CHECK(cudaMemsetAsync(proj_, 0, size_t(t.all_reduce_bytes), stream_));
+  EventPair events;
+  const auto time_calls = [&](const auto& call) {
+    for (int i = 0; i < kCollectiveWarmUpCalls; ++i) call();
+    ROSE_CUDA_CHECK(cudaEventRecord(events.start, stream_));
+    for (int i = 0; i < t.iterations; ++i) call();
+    ROSE_CUDA_CHECK(cudaEventRecord(events.stop, stream_));
+    ROSE_CUDA_CHECK(cudaEventSynchronize(events.stop));
+    float ms = 0;
+    ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+    return double(ms) / 1e3 / t.iterations;
+  };
+  t.all_reduce_s = time_calls([&] { collective_->all_reduce_sum(proj_, count, type, stream_); });
+  t.all_gather_s = time_calls([&] {
+    collective_->all_gather(shard_logits_, gathered_logits_, gather_count, CollectiveType::kF32,
+                            stream_);
+  });
+  return t;
+}
+
 void CudaBackend::launch_eager(const StepPlan& plan) {
   const int s = plan.num_seqs();
   int max_query_len = 0;

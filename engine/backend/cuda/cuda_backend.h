@@ -80,6 +80,7 @@ class CudaBackend final : public Backend {
     return config_.kv_elements_per_token() * element_size_;
   }
   void warm_up() override;
+  std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
 
  private:
   // Construction, in this order (cuda_backend.cpp).
