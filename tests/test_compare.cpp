@@ -103,6 +103,13 @@ TEST_CASE("metric directions and thresholds") {
   CHECK_FALSE(rose::metric_direction("median_foo_ms").has_value());
   CHECK_FALSE(rose::metric_direction("p99_ttft").has_value());
   CHECK_FALSE(rose::metric_direction("throughput").has_value());
+  // Tensor parallel's collectives: times and bandwidth have a direction, counts and sizes none.
+  CHECK(rose::metric_direction("collective_ms_per_decode_step") == MetricDirection::kLowerIsBetter);
+  CHECK(rose::metric_direction("all_reduce_us") == MetricDirection::kLowerIsBetter);
+  CHECK(rose::metric_direction("all_reduce_bus_gbps") == MetricDirection::kHigherIsBetter);
+  CHECK_FALSE(rose::metric_direction("all_reduces_per_step").has_value());
+  CHECK_FALSE(rose::metric_direction("all_reduce_bytes").has_value());
+  CHECK_FALSE(rose::metric_direction("collective_rows").has_value());
 
   CHECK(rose::parse_threshold_percent("5%", "x") == 5.0);
   CHECK(rose::parse_threshold_percent("12.5", "x") == 12.5);
@@ -294,4 +301,41 @@ TEST_CASE("run_compare: exit codes for files") {
   CHECK(err.str().find("broken.json: not valid JSON") != std::string::npos);
   CHECK(rose::run_compare(base, wrong_schema, {}, out, err) == rose::kCompareUsageError);
   CHECK(rose::run_compare(folder.path.string(), base, {}, out, err) == rose::kCompareUsageError);
+}
+
+TEST_CASE("tensor parallel's collective times: not compared unless asked, then by direction") {
+  rose::BenchResults base = results();
+  rose::BenchResults next = results();
+  rose::CollectiveFigures f;
+  f.rows = 4;
+  f.all_reduces_per_step = 64;
+  f.all_reduce_bytes = 8192;
+  f.all_reduce_us = 10;
+  f.all_reduce_bus_gbps = 0.8192;
+  f.all_gathers_per_step = 1;
+  f.all_gather_bytes = 4096;
+  f.all_gather_us = 20;
+  f.ms_per_decode_step = 0.66;
+  f.decode_step_fraction = 0.3;
+  for (rose::BenchReport& r : base.runs) r.collectives = f;
+  f.all_reduce_us = 20;  // twice as slow: a regression when asked for
+  f.all_reduce_bus_gbps = 0.4096;
+  f.ms_per_decode_step = 1.3;
+  for (rose::BenchReport& r : next.runs) r.collectives = f;
+  // The defaults leave them out: a collective measured standalone never fails a run on its own.
+  const rose::CompareResult defaults = compare(base, next);
+  CHECK(defaults.exit_code() == rose::kCompareOk);
+  for (const rose::CompareRow& r : defaults.rows) CHECK(r.metric.find("all_reduce") != 0);
+  rose::CompareOptions options;
+  options.only_listed_metrics = true;
+  options.metrics = {rose::parse_metric_spec("all_reduce_bus_gbps"),
+                     rose::parse_metric_spec("collective_ms_per_decode_step:200%")};
+  const rose::CompareResult asked = compare(base, next, options);
+  CHECK(row(asked, "offline, cache on", "all_reduce_bus_gbps").verdict ==
+        rose::Verdict::kRegression);
+  CHECK(row(asked, "offline, cache on", "collective_ms_per_decode_step").verdict ==
+        rose::Verdict::kOk);
+  // Asked of results without tensor parallel: a usage error naming the metric, not a crash.
+  CHECK_THROWS_WITH_AS(compare(results(), next, options), doctest::Contains("all_reduce_bus_gbps"),
+                       rose::Error);
 }

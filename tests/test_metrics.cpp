@@ -2,6 +2,7 @@
 // numpy 2.4 (np.percentile default "linear" method, np.std with ddof=0) on the arrays shown.
 #include <doctest/doctest.h>
 
+#include <cmath>
 #include <string>
 #include <vector>
 
@@ -274,4 +275,70 @@ TEST_CASE("report tables: chosen percentiles as columns, aligned, readable numbe
   CHECK(summary.find("naive") != std::string::npos);
   CHECK(summary.find("TTFT p50 (ms)") != std::string::npos);
   CHECK(summary.find("40.0%") != std::string::npos);
+}
+
+namespace {
+
+// Tensor parallel's decode-step collectives as a backend would time them (CollectiveTiming).
+rose::CollectiveTiming sample_timing() {
+  rose::CollectiveTiming t;
+  t.ranks = 2;
+  t.rows = 4;
+  t.all_reduces_per_step = 64;
+  t.all_reduce_bytes = 8192;
+  t.all_reduce_s = 5e-6;
+  t.all_gathers_per_step = 1;
+  t.all_gather_bytes = 16384;
+  t.all_gather_s = 20e-6;
+  t.iterations = 100;
+  return t;
+}
+
+}  // namespace
+
+TEST_CASE("collective figures: per-step time, bus bandwidth and share of the decode step") {
+  rose::StepStats steps;
+  steps.decode_steps = 10;
+  steps.decode_step_tokens = 35;
+  steps.decode_time_s = 0.017;                 // 1.7 ms a pure-decode step
+  CHECK(rose::mean_decode_batch(steps) == 4);  // 3.5 rounded
+  CHECK(rose::mean_decode_batch(rose::StepStats{}) == 1);
+
+  const rose::CollectiveTiming t = sample_timing();
+  CHECK(t.step_s() == doctest::Approx(64 * 5e-6 + 20e-6));
+  // nccl-tests' busBw: 2 (N-1)/N x bytes / time; 2 ranks move the buffer's size once.
+  CHECK(t.all_reduce_bus_gbps() == doctest::Approx(8192 / 5e-6 / 1e9));
+  rose::CollectiveTiming four = t;
+  four.ranks = 4;
+  CHECK(four.all_reduce_bus_gbps() == doctest::Approx(1.5 * 8192 / 5e-6 / 1e9));
+
+  const rose::CollectiveFigures f = rose::collective_figures(t, steps);
+  CHECK(f.rows == 4);
+  CHECK(f.all_reduces_per_step == 64);
+  CHECK(f.all_reduce_bytes == 8192);
+  CHECK(f.all_reduce_us == doctest::Approx(5.0));
+  CHECK(f.all_gather_us == doctest::Approx(20.0));
+  CHECK(f.ms_per_decode_step == doctest::Approx(0.34));
+  CHECK(f.decode_step_fraction == doctest::Approx(0.34 / 1.7));
+  CHECK(std::isnan(rose::collective_figures(t, rose::StepStats{}).decode_step_fraction));
+}
+
+TEST_CASE("report tables: the collectives line only for tensor-parallel runs") {
+  const Fixture f;
+  rose::BenchReport r = rose::make_report(f.run, f.requests, "offline", true, {50}, {});
+  CHECK(rose::render_report_table(r).find("collectives") == std::string::npos);
+  rose::StepStats steps;
+  steps.decode_steps = 10;
+  steps.decode_time_s = 0.0017;  // 0.17 ms a step
+  r.collectives = rose::collective_figures(sample_timing(), steps);
+  const std::string table = rose::render_report_table(r);
+  CHECK(table.find("64 all-reduces of 8.0 KiB + 1 all-gather of 16.0 KiB per "
+                   "decode step of 4 rows: 0.340 ms (200.0% of the step), 1.638 GB/s bus "
+                   "(measured standalone at these sizes)") != std::string::npos);
+  // The line sits right after decode bandwidth.
+  CHECK(table.find("collectives") > table.find("decode bandwidth"));
+  CHECK(table.find("collectives") < table.find("prefill / decode"));
+  r.collectives = rose::collective_figures(sample_timing(), rose::StepStats{});
+  CHECK(rose::render_report_table(r).find("0.340 ms (no pure-decode step to compare)") !=
+        std::string::npos);
 }

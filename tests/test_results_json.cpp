@@ -372,3 +372,46 @@ TEST_CASE("results JSON: a sweep's parameter and values survive a round trip, in
   CHECK(read.sweep_values.front() == 2.0);
   CHECK(std::isinf(read.sweep_values.back()));
 }
+
+TEST_CASE("results JSON: a tensor-parallel run's collective figures survive a round trip") {
+  rose::BenchResults written = sample_results();
+  rose::CollectiveFigures f;
+  f.rows = 8;
+  f.all_reduces_per_step = 32;
+  f.all_reduce_bytes = 65536;
+  f.all_reduce_us = 12.5;
+  f.all_reduce_bus_gbps = 5.24288;
+  f.all_gathers_per_step = 1;
+  f.all_gather_bytes = 1024000;
+  f.all_gather_us = 40.25;
+  f.ms_per_decode_step = 0.44025;
+  f.decode_step_fraction = 0.25;
+  written.runs[0].collectives = f;
+  f.decode_step_fraction = std::nan("");  // a run without a pure-decode step: written as null
+  written.runs[1].collectives = f;
+  const std::string text = rose::results_to_json(written, false);
+  CHECK(text.find("\"collective_decode_step_fraction\": null") != std::string::npos);
+  const rose::BenchResults read = rose::parse_results_json(text, "mem.json");
+  REQUIRE(read.runs.size() == 2);
+  REQUIRE(read.runs[0].collectives.has_value());
+  const rose::CollectiveFigures& g = *read.runs[0].collectives;
+  CHECK(g.rows == 8);
+  CHECK(g.all_reduces_per_step == 32);
+  CHECK(g.all_reduce_bytes == 65536);
+  CHECK(g.all_reduce_us == 12.5);
+  CHECK(g.all_reduce_bus_gbps == 5.24288);
+  CHECK(g.all_gathers_per_step == 1);
+  CHECK(g.all_gather_bytes == 1024000);
+  CHECK(g.all_gather_us == 40.25);
+  CHECK(g.ms_per_decode_step == 0.44025);
+  CHECK(g.decode_step_fraction == 0.25);
+  REQUIRE(read.runs[1].collectives.has_value());
+  CHECK(std::isnan(read.runs[1].collectives->decode_step_fraction));
+  CHECK(read.run_values[0].at("collective_ms_per_decode_step") == 0.44025);
+  CHECK(read.run_values[0].at("all_reduce_bus_gbps") == 5.24288);
+  // A run without tensor parallel has none of the keys.
+  CHECK_FALSE(rose::parse_results_json(rose::results_to_json(sample_results(), false), "m.json")
+                  .runs[0]
+                  .collectives.has_value());
+  CHECK(rose::results_to_json(sample_results(), false).find("all_reduce") == std::string::npos);
+}

@@ -61,6 +61,13 @@ std::optional<MetricDirection> metric_direction(std::string_view name) {
       {"prefill_throughput", MetricDirection::kHigherIsBetter},
       {"decode_throughput", MetricDirection::kHigherIsBetter},
       {"bandwidth_floor_fraction", MetricDirection::kHigherIsBetter},
+      // Tensor parallel: its decode step's collectives, timed standalone (metrics.h). Not in the
+      // defaults; their counts and bytes describe the setup and have no direction.
+      {"all_reduce_us", MetricDirection::kLowerIsBetter},
+      {"all_reduce_bus_gbps", MetricDirection::kHigherIsBetter},
+      {"all_gather_us", MetricDirection::kLowerIsBetter},
+      {"collective_ms_per_decode_step", MetricDirection::kLowerIsBetter},
+      {"collective_decode_step_fraction", MetricDirection::kLowerIsBetter},
       {"failed", MetricDirection::kLowerIsBetter},
       {"duration", MetricDirection::kLowerIsBetter},
       {"prefix_cache_evictions", MetricDirection::kLowerIsBetter},

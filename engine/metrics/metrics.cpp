@@ -204,4 +204,28 @@ bool meets_slo(const BenchReport& r) {
          *r.goodput >= r.request_throughput * (1 - 1e-9);
 }
 
+int mean_decode_batch(const StepStats& steps) {
+  if (steps.decode_steps <= 0) return 1;
+  const double mean = double(steps.decode_step_tokens) / double(steps.decode_steps);
+  return std::max(1, int(std::lround(mean)));
+}
+
+CollectiveFigures collective_figures(const CollectiveTiming& timing, const StepStats& steps) {
+  CollectiveFigures f;
+  f.rows = timing.rows;
+  f.all_reduces_per_step = timing.all_reduces_per_step;
+  f.all_reduce_bytes = double(timing.all_reduce_bytes);
+  f.all_reduce_us = timing.all_reduce_s * 1e6;
+  f.all_reduce_bus_gbps = timing.all_reduce_bus_gbps();
+  f.all_gathers_per_step = timing.all_gathers_per_step;
+  f.all_gather_bytes = double(timing.all_gather_bytes);
+  f.all_gather_us = timing.all_gather_s * 1e6;
+  f.ms_per_decode_step = timing.step_s() * 1e3;
+  f.decode_step_fraction = std::nan("");
+  if (steps.decode_steps > 0 && steps.decode_time_s > 0) {
+    f.decode_step_fraction = timing.step_s() / (steps.decode_time_s / double(steps.decode_steps));
+  }
+  return f;
+}
+
 }  // namespace rose

@@ -7,6 +7,7 @@
 #include <utility>
 #include <vector>
 
+#include "engine/parallel/collective.h"
 #include "engine/scheduler/request.h"
 
 namespace rose {
@@ -57,6 +58,31 @@ struct RoutingFigures {
   double request_imbalance = 0, token_imbalance = 0;
 };
 
+// Tensor parallel: the collectives of one pure-decode step at the run's mean decode batch, timed
+// standalone after the run at that step's sizes (Backend::time_collectives), not inside the steps'
+// graphs. Run keys: collective_rows, all_reduces_per_step, all_reduce_bytes, all_reduce_us,
+// all_reduce_bus_gbps, all_gathers_per_step, all_gather_bytes, all_gather_us,
+// collective_ms_per_decode_step, collective_decode_step_fraction.
+struct CollectiveFigures {
+  int64_t rows = 0;  // the step's rows timed (the mean decode batch; a CUDA graph's padded bucket)
+  int64_t all_reduces_per_step = 0;
+  double all_reduce_bytes = 0;     // one call's buffer on each rank
+  double all_reduce_us = 0;        // one call
+  double all_reduce_bus_gbps = 0;  // nccl-tests' busBw: 2 (N-1)/N x bytes / time
+  int64_t all_gathers_per_step = 0;
+  double all_gather_bytes = 0;    // one call's send buffer on each rank
+  double all_gather_us = 0;       // one call
+  double ms_per_decode_step = 0;  // all-reduces x their time + all-gathers x theirs
+  // Of the run's mean pure-decode step time (decode_time_s / decode_steps); NaN without one.
+  double decode_step_fraction = 0;
+};
+
+// The figures of `timing` against the run's pure-decode steps.
+CollectiveFigures collective_figures(const CollectiveTiming& timing, const StepStats& steps);
+// The rows to time a run's collectives at: its mean pure-decode batch (decode_step_tokens /
+// decode_steps, rounded), at least 1.
+int mean_decode_batch(const StepStats& steps);
+
 struct BenchReport {
   std::string mode;
   bool prefix_cache = true;
@@ -78,6 +104,7 @@ struct BenchReport {
   double prefill_throughput = 0;
   double decode_throughput = 0;
   std::optional<double> bandwidth_floor_fraction;  // decode_gbps / measured copy bandwidth
+  std::optional<CollectiveFigures> collectives;    // tensor parallel (bench --tensor-parallel N)
   RequestDetail detail;
   StepSeries step_series;                 // written with --save-detailed
   std::vector<ReplicaStats> per_replica;  // a cluster run (--data-parallel): each replica

@@ -92,6 +92,19 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
   add("decode_throughput", r.decode_throughput);
   add("decode_gbps", r.decode_gbps);
   if (r.bandwidth_floor_fraction) add("bandwidth_floor_fraction", *r.bandwidth_floor_fraction);
+  if (r.collectives) {  // tensor parallel: timed standalone at the step's sizes (metrics.h)
+    const CollectiveFigures& f = *r.collectives;
+    add("collective_rows", double(f.rows));
+    add("all_reduces_per_step", double(f.all_reduces_per_step));
+    add("all_reduce_bytes", f.all_reduce_bytes);
+    add("all_reduce_us", f.all_reduce_us);
+    add("all_reduce_bus_gbps", f.all_reduce_bus_gbps);
+    add("all_gathers_per_step", double(f.all_gathers_per_step));
+    add("all_gather_bytes", f.all_gather_bytes);
+    add("all_gather_us", f.all_gather_us);
+    add("collective_ms_per_decode_step", f.ms_per_decode_step);
+    add("collective_decode_step_fraction", f.decode_step_fraction);  // null without decode steps
+  }
   if (!r.per_replica.empty()) {  // a cluster: flat keys, so compare can check them too
     const RoutingFigures& g = r.routing_figures;
     add("data_parallel", double(r.per_replica.size()));
@@ -615,6 +628,20 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   r.prefill_throughput = get_optional("prefill_throughput").value_or(0.0);
   r.decode_throughput = get_optional("decode_throughput").value_or(0.0);
   r.bandwidth_floor_fraction = get_optional("bandwidth_floor_fraction");
+  if (values.count("collective_ms_per_decode_step")) {  // a tensor-parallel run
+    CollectiveFigures f;
+    f.rows = saturating_count<int64_t>(get("collective_rows"));
+    f.all_reduces_per_step = saturating_count<int64_t>(get("all_reduces_per_step"));
+    f.all_reduce_bytes = get("all_reduce_bytes");
+    f.all_reduce_us = get("all_reduce_us");
+    f.all_reduce_bus_gbps = get("all_reduce_bus_gbps");
+    f.all_gathers_per_step = saturating_count<int64_t>(get("all_gathers_per_step"));
+    f.all_gather_bytes = get("all_gather_bytes");
+    f.all_gather_us = get("all_gather_us");
+    f.ms_per_decode_step = get("collective_ms_per_decode_step");
+    f.decode_step_fraction = get_optional("collective_decode_step_fraction").value_or(std::nan(""));
+    r.collectives = f;
+  }
   // A cluster run's router figures (its per_replica rows are read apart, into run_replicas).
   r.routing_figures.predicted_hit_rate = get("routing_predicted_hit_rate");
   r.routing_figures.delivered_hit_rate = get("routing_delivered_hit_rate");
