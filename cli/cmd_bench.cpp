@@ -33,6 +33,8 @@
 namespace {
 
 constexpr double kDefaultCudaCopyBandwidthGbps = 3000;  // H100 HBM3, for the % of the floor
+// Timed calls of each collective per measurement (--tensor-parallel N > 1, after each run).
+constexpr int kCollectiveTimingCalls = 100;
 
 struct BenchArgs {
   std::string prompts_path;
@@ -303,8 +305,16 @@ rose::BenchReport run_once(const BenchContext& b, rose::cli::Replicas& replicas,
     requests[i].arrival_s = mode == SchedulerMode::kOnline ? b.arrivals.times[i] : 0.0;
   }
   const RunResult result = run_measured(*runner, warmup, requests, label, b.args.keep_cache);
-  return make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo,
-                     b.copy_bandwidth);
+  BenchReport report =
+      make_report(result, requests, mode_name(mode), cache, b.percentiles, b.slo, b.copy_bandwidth);
+  if (b.args.model.tensor_parallel > 1) {
+    // After the run, with nothing else running: the collectives of one decode step at the run's
+    // mean decode batch, on the first replica (its GPUs' links stand for every replica's).
+    const std::optional<CollectiveTiming> timing = replicas.backends.front()->time_collectives(
+        mean_decode_batch(result.steps), kCollectiveTimingCalls);
+    if (timing) report.collectives = collective_figures(*timing, result.steps);
+  }
+  return report;
 }
 
 // One report per (mode, prefix cache) combination; with --repeat N, the median of N cold runs.

@@ -127,4 +127,29 @@ run = d["runs"][0]
 sys.exit(not (d["config"]["tensor_parallel"] == 2 and len(run["per_replica"]) == 2
               and run["completed"] == 8 and "tensor parallel" in d["device"]))' "$TMP/tpdp.json"
 
+# 7. bench --tensor-parallel 2: a collectives line next to decode bandwidth (the decode step's
+# all-reduces and gather timed standalone at its sizes) and its keys in the JSON; none at TP=1.
+TPB=(--dataset-name random --num-prompts 4 --random-input-len 16 --random-output-len 6)
+"$BIN" bench "${TPB[@]}" --tensor-parallel 2 --json "$TMP/tp2.json" "${COMMON[@]}" \
+  >"$TMP/tp2.out" 2>&1
+check "bench --tensor-parallel 2 exits 0" [ $? -eq 0 ]
+check "  prints the collectives line" grep -qE "^ *collectives +8 all-reduces of [0-9.]+ [KM]?i?B \
+\+ 1 all-gather of [0-9.]+ [KM]?i?B per decode step of [0-9]+ rows?: [0-9.]+ ms \([0-9.]+% of the \
+step\), [0-9.,]+ GB/s bus \(measured standalone at these sizes\)$" "$TMP/tp2.out"
+check "  and writes its keys" python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+keys = ["collective_rows", "all_reduces_per_step", "all_reduce_bytes", "all_reduce_us",
+        "all_reduce_bus_gbps", "all_gathers_per_step", "all_gather_bytes", "all_gather_us",
+        "collective_ms_per_decode_step", "collective_decode_step_fraction"]
+ok = all(k in run for k in keys) and run["all_reduces_per_step"] == 8
+ok = ok and run["all_reduce_bytes"] == run["collective_rows"] * 256 * 4 and run["all_reduce_us"] > 0
+sys.exit(not ok)' "$TMP/tp2.json"
+"$BIN" compare "$TMP/tp2.json" "$TMP/tp2.json" >/dev/null 2>&1
+check "  compare of it with itself exits 0" [ $? -eq 0 ]
+"$BIN" bench "${TPB[@]}" --json "$TMP/tp1b.json" "${COMMON[@]}" >"$TMP/tp1b.out" 2>&1
+check "bench without --tensor-parallel exits 0" [ $? -eq 0 ]
+check "  and has no collectives line" bash -c "! grep -q collectives '$TMP/tp1b.out'"
+check "  nor its keys" bash -c "! grep -q all_reduce '$TMP/tp1b.json'"
+
 finish cluster
