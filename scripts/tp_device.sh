@@ -3,7 +3,8 @@
 # carried. Every machine: the GPU tests in $TESTS (default: tensor_parallel). With 2+ GPUs
 # (nvidia-h200-x2; NCCL_NVLS_ENABLE=0 as that machine sets it): NCCL all-reduce timings,
 # llama-8b at --tensor-parallel 1 and 2 (grid B=1 and B=64: decode and prefill), the same TP=2
-# B=1 step without its collectives (ROSEINFER_CUDA_SKIP=collective: what they cost in the graph),
+# B=1 step without its collectives (ROSEINFER_CUDA_SKIP=collective: what they cost in the graph)
+# and with every all-reduce through NCCL (ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0),
 # and llama-70b at TP=2 (grid B=1/16/64, nano256). With one GPU: the refusals instead (TP=2 on
 # one GPU; llama-70b, which does not fit one). PHASES picks the 2-GPU parts (default: all):
 # collectives bench8b equivalence bench70b; `equivalence` runs the invariance workload through
@@ -69,6 +70,11 @@ if ((NGPU >= 2)); then
     done
     bench llama8b_b1_tp2_no_collectives ROSEINFER_CUDA_SKIP=collective -- --model llama-8b \
       --dataset-name grid:1:512:128 --tensor-parallel 2 "${G[@]}"
+    # Every all-reduce through NCCL (the peer-memory one-shot off): what the one-shot saves.
+    for b in 1 64; do
+      bench "llama8b_b${b}_tp2_nccl_only" ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-8b \
+        --dataset-name "grid:$b:512:128" --tensor-parallel 2 "${G[@]}"
+    done
   fi
   if has_phase equivalence; then
     for model in llama-1b llama-8b; do equivalence "$model"; done
@@ -77,6 +83,8 @@ if ((NGPU >= 2)); then
     for b in 1 16 64; do
       bench "llama70b_b${b}_tp2" -- --model llama-70b --dataset-name "grid:$b:512:128" --tensor-parallel 2 "${G[@]}"
     done
+    bench llama70b_b1_tp2_nccl_only ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-70b \
+      --dataset-name grid:1:512:128 --tensor-parallel 2 "${G[@]}"
     bench llama70b_nano256_tp2 -- --model llama-70b --dataset-name nano256 --tensor-parallel 2 \
       --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline
   fi

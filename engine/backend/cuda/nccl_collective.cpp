@@ -6,6 +6,7 @@
 
 #include <cstdlib>
 
+#include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/common/error.h"
 #include "engine/parallel/shard_plan.h"
 #include "engine/parallel/tensor_parallel_backend.h"
@@ -34,9 +35,11 @@ ncclDataType_t nccl_type(CollectiveType type) {
   return ncclFloat32;
 }
 
+// NCCL, with the small all-reduces sent through peer memory when `peer` is given.
 class NcclCollective final : public Collective {
  public:
-  NcclCollective(ncclComm_t comm, int rank, int size) : comm_(comm), rank_(rank), size_(size) {}
+  NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer)
+      : comm_(comm), rank_(rank), size_(size), peer_(std::move(peer)) {}
   ~NcclCollective() override { ncclCommDestroy(comm_); }  // errors ignored: destructors never throw
   NcclCollective(const NcclCollective&) = delete;
   NcclCollective& operator=(const NcclCollective&) = delete;
@@ -44,6 +47,10 @@ class NcclCollective final : public Collective {
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, void* stream) override {
+    if (peer_ && peer_->handles(count, type)) {
+      peer_->all_reduce_sum(buffer, count, type, static_cast<cudaStream_t>(stream));
+      return;
+    }
     ROSE_NCCL_CHECK(ncclAllReduce(buffer, buffer, size_t(count), nccl_type(type), ncclSum, comm_,
                                   static_cast<cudaStream_t>(stream)));
   }
@@ -56,6 +63,7 @@ class NcclCollective final : public Collective {
  private:
   ncclComm_t comm_;
   int rank_, size_;
+  std::unique_ptr<PeerAllReduce> peer_;  // null: every all-reduce through NCCL
 };
 
 }  // namespace
@@ -68,9 +76,15 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
   ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
+  std::vector<std::unique_ptr<PeerAllReduce>> peers;
+  if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
+    peers = PeerAllReduce::make_group(devices, max_bytes);
+  }
   std::vector<std::unique_ptr<Collective>> ranks;
-  for (int r = 0; r < n; ++r)
-    ranks.push_back(std::make_unique<NcclCollective>(comms[size_t(r)], r, n));
+  for (int r = 0; r < n; ++r) {
+    ranks.push_back(std::make_unique<NcclCollective>(
+        comms[size_t(r)], r, n, peers.empty() ? nullptr : std::move(peers[size_t(r)])));
+  }
   return ranks;
 }
 

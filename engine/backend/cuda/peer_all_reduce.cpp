@@ -1,0 +1,141 @@
+// One-shot all-reduce through peer memory: the host side (peer_all_reduce.h).
+#include "engine/backend/cuda/peer_all_reduce.h"
+
+#include <cstdlib>
+
+#include "engine/common/error.h"
+#include "kernels/cuda/all_reduce_peer.cuh"
+#include "kernels/cuda/check.cuh"
+
+namespace rose {
+
+int64_t peer_all_reduce_max_bytes() {
+  const char* env = std::getenv("ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES");
+  if (env == nullptr || *env == '\0') return int64_t(512) << 10;
+  char* end = nullptr;
+  const long long value = std::strtoll(env, &end, 10);
+  if (*end != '\0' || value < 0) {
+    fail("ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES={}: expected a byte count (0 turns it off)", env);
+  }
+  return value;
+}
+
+struct PeerAllReduce::Group {
+  std::vector<int> devices;
+  int64_t slot_bytes = 0;
+  // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,).
+  std::vector<void*> stages;
+  std::vector<uint32_t*> flags, epochs;
+
+  ~Group() {  // errors ignored: destructors never throw, and the process is past its last step
+    for (size_t r = 0; r < devices.size(); ++r) {
+      cudaSetDevice(devices[r]);
+      cudaFree(stages[r]);
+      cudaFree(flags[r]);
+      cudaFree(epochs[r]);
+    }
+  }
+};
+
+namespace {
+
+// Whether every pair of distinct devices can read each other's memory; enables that access.
+bool enable_peer_access(const std::vector<int>& devices) {
+  for (int a : devices) {
+    for (int b : devices) {
+      if (a == b) continue;
+      int can = 0;
+      ROSE_CUDA_CHECK(cudaDeviceCanAccessPeer(&can, a, b));
+      if (!can) return false;
+    }
+  }
+  for (int a : devices) {
+    ROSE_CUDA_CHECK(cudaSetDevice(a));
+    for (int b : devices) {
+      if (a == b) continue;
+      const cudaError_t status = cudaDeviceEnablePeerAccess(b, 0);
+      if (status == cudaErrorPeerAccessAlreadyEnabled) {
+        (void)cudaGetLastError();  // not an error here: clear it so no later check sees it
+        continue;
+      }
+      ROSE_CUDA_CHECK(status);
+    }
+  }
+  return true;
+}
+
+PeerReduceType reduce_type(CollectiveType type) {
+  switch (type) {
+    case CollectiveType::kF32:
+      return PeerReduceType::kF32;
+    case CollectiveType::kBF16:
+      return PeerReduceType::kBF16;
+    case CollectiveType::kF16:
+      return PeerReduceType::kF16;
+  }
+  return PeerReduceType::kF32;
+}
+
+}  // namespace
+
+std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
+    const std::vector<int>& devices, int64_t max_bytes) {
+  const int n = int(devices.size());
+  if (n < 2 || n > kPeerAllReduceMaxRanks || max_bytes < 16) return {};
+  int previous = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&previous));
+  if (!enable_peer_access(devices)) {
+    ROSE_CUDA_CHECK(cudaSetDevice(previous));
+    return {};
+  }
+  auto group = std::make_shared<Group>();
+  group->devices = devices;
+  group->slot_bytes = max_bytes / 16 * 16;
+  const size_t flag_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks * kPeerAllReduceMaxRanks;
+  const size_t epoch_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks;
+  for (int r = 0; r < n; ++r) {
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    group->stages.push_back(nullptr);
+    group->flags.push_back(nullptr);
+    group->epochs.push_back(nullptr);
+    ROSE_CUDA_CHECK(cudaMalloc(&group->stages.back(), size_t(2 * group->slot_bytes)));
+    ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&group->flags.back()), flag_bytes));
+    ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&group->epochs.back()), epoch_bytes));
+    ROSE_CUDA_CHECK(cudaMemset(group->flags.back(), 0, flag_bytes));
+    ROSE_CUDA_CHECK(cudaMemset(group->epochs.back(), 0, epoch_bytes));
+  }
+  for (int r = 0; r < n; ++r) {  // the zeroed flags must be in place before any rank's first call
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    ROSE_CUDA_CHECK(cudaDeviceSynchronize());
+  }
+  ROSE_CUDA_CHECK(cudaSetDevice(previous));
+  std::vector<std::unique_ptr<PeerAllReduce>> ranks;
+  for (int r = 0; r < n; ++r) ranks.push_back(std::make_unique<PeerAllReduce>(group, r));
+  return ranks;
+}
+
+PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
+    : group_(std::move(group)), rank_(rank) {}
+
+bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
+  const int64_t bytes = count * (type == CollectiveType::kF32 ? 4 : 2);
+  return count > 0 && bytes % 16 == 0 && bytes <= group_->slot_bytes;
+}
+
+void PeerAllReduce::all_reduce_sum(void* buffer, int64_t count, CollectiveType type,
+                                   cudaStream_t stream) const {
+  if (!handles(count, type)) fail("peer all-reduce: {} elements do not fit its staging", count);
+  PeerAllReduceArgs args{};
+  const int n = int(group_->devices.size());
+  for (int r = 0; r < n; ++r) {
+    args.stages[r] = group_->stages[size_t(r)];
+    args.flags[r] = group_->flags[size_t(r)];
+  }
+  args.epochs = group_->epochs[size_t(rank_)];
+  args.slot_bytes = group_->slot_bytes;
+  args.rank = rank_;
+  args.size = n;
+  launch_peer_all_reduce(args, buffer, count, reduce_type(type), stream);
+}
+
+}  // namespace rose

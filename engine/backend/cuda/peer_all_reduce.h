@@ -1,0 +1,42 @@
+#pragma once
+// Tensor parallel's small all-reduces through peer memory (one-shot:
+// kernels/cuda/all_reduce_peer.cuh) instead of NCCL, whose protocol latency (~8-10 us a call in a
+// graph) decides a batch-1 step's cost. The NCCL collective (nccl_collective.h) sends a call here
+// when handles() says so, and every rank decides alike because the decision depends only on the
+// count and type.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "engine/parallel/collective.h"
+
+namespace rose {
+
+// The largest all-reduce (bytes per rank) sent through peer memory:
+// ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES, default 512 KiB; 0 sends every call to NCCL.
+int64_t peer_all_reduce_max_bytes();
+
+class PeerAllReduce {
+ public:
+  struct Group;  // every rank's staging, flags and epochs, freed when the last rank goes
+  // One per rank, rank r on devices[r], each with staging for max_bytes. A device may repeat
+  // (ranks sharing one GPU, for tests). Empty when two of the devices cannot reach each other's
+  // memory (no peer access): the caller keeps NCCL for everything.
+  static std::vector<std::unique_ptr<PeerAllReduce>> make_group(const std::vector<int>& devices,
+                                                                int64_t max_bytes);
+  PeerAllReduce(std::shared_ptr<Group> group, int rank);
+
+  // Whether all_reduce_sum takes (count, type): whole 16-byte vectors, at most max_bytes.
+  bool handles(int64_t count, CollectiveType type) const;
+  // buffer (count,) summed over the ranks in place, in rank order in fp32 (every rank gets the
+  // same bits), enqueued on `stream` (capturable). Every rank must make the same calls.
+  void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, cudaStream_t stream) const;
+
+ private:
+  std::shared_ptr<Group> group_;
+  int rank_;
+};
+
+}  // namespace rose
