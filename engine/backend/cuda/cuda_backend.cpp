@@ -507,8 +507,9 @@ constexpr int kCollectiveWarmUpCalls = 3;
 
 // A pure-decode step of `rows` sequences runs at its graph bucket (execute()): all_reduce_proj()
 // on (padded, H) twice per layer and lm_head_logits()' one gather of (padded, stride) fp32. Each
-// is enqueued eagerly on the step's stream over the step's buffers (proj_ zeroed first, so the
-// repeated in-place sums stay 0) and timed with events around `iterations` calls.
+// is enqueued on the step's stream over the step's buffers (proj_ zeroed first, so the repeated
+// in-place sums stay 0) and timed with events around `iterations` calls, replayed from a graph
+// when the steps use graphs.
 std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iterations) {
   if (!collective_ || skipped(kSkipCollective)) return std::nullopt;
   ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
@@ -527,11 +528,29 @@ std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iter
   const CollectiveType type = dtype_ == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
   ROSE_CUDA_CHECK(cudaMemsetAsync(proj_, 0, size_t(t.all_reduce_bytes), stream_));
   EventPair events;
+  // With CUDA graphs the calls are captured into one graph and replayed, as a decode step runs
+  // them (eager launches add several microseconds each at decode sizes).
   const auto time_calls = [&](const auto& call) {
     for (int i = 0; i < kCollectiveWarmUpCalls; ++i) call();
+    cudaGraphExec_t exec = nullptr;
+    if (options_.cuda_graphs) {
+      cudaGraph_t graph = nullptr;
+      ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream_, cudaStreamCaptureModeThreadLocal));
+      for (int i = 0; i < t.iterations; ++i) call();
+      ROSE_CUDA_CHECK(cudaStreamEndCapture(stream_, &graph));
+      const cudaError_t instantiated = cudaGraphInstantiate(&exec, graph, 0);
+      ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
+      ROSE_CUDA_CHECK(instantiated);
+      ROSE_CUDA_CHECK(cudaGraphUpload(exec, stream_));
+    }
     ROSE_CUDA_CHECK(cudaEventRecord(events.start, stream_));
-    for (int i = 0; i < t.iterations; ++i) call();
+    if (exec) {
+      ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream_));
+    } else {
+      for (int i = 0; i < t.iterations; ++i) call();
+    }
     ROSE_CUDA_CHECK(cudaEventRecord(events.stop, stream_));
+    if (exec) ROSE_CUDA_CHECK(cudaGraphExecDestroy(exec));
     ROSE_CUDA_CHECK(cudaEventSynchronize(events.stop));
     float ms = 0;
     ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
