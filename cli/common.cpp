@@ -63,8 +63,9 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
 
 void add_tensor_parallel_flag(CLI::App* cmd, ModelFlags& flags) {
   cmd->add_option("--tensor-parallel", flags.tensor_parallel,
-                  "split the model over N GPUs (attention heads and MLP columns; NCCL all-reduce "
-                  "after the o and down projections); on --device cpu, N threads (for tests); "
+                  "split the model over N GPUs (attention heads and MLP columns; an all-reduce "
+                  "after the o and down projections, through NVLink peer memory up to 512 KiB, "
+                  "else NCCL); on --device cpu, N threads (for tests); "
                   "`roseinfer info` lists the degrees a model allows")
       ->check(CLI::Range(1, 64))
       ->capture_default_str();
