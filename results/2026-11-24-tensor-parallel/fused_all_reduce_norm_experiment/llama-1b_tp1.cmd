@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer run /tmp/tp_work/equivalence_llama-1b/prompts.jsonl --model llama-1b --device cuda --num-kv-blocks 600 --max-num-batched-tokens 2048 --tensor-parallel 1 -o /tmp/tp_work/equivalence_llama-1b/tp1.jsonl

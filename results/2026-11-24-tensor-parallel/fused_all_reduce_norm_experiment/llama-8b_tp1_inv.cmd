@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer run /tmp/tp_work/equivalence_llama-8b/prompts.jsonl --model llama-8b --device cuda --num-kv-blocks 600 --max-num-batched-tokens 2048 --tensor-parallel 1 --batch-invariant -o /tmp/tp_work/equivalence_llama-8b/tp1_inv.jsonl

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --model llama-70b --dataset-name nano256 --tensor-parallel 2 --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline --json /tmp/tp_work/llama70b_nano256_tp2.json
