@@ -8,6 +8,7 @@
 #include "engine/model/presets.h"
 #include "engine/model/quantized_source.h"
 #include "engine/parallel/shard_plan.h"
+#include "engine/parallel/sharded_weights.h"
 #include "engine/parallel/tensor_parallel_backend.h"
 
 namespace rose::cli {
@@ -121,11 +122,6 @@ void add_request_flags(CLI::App* cmd, RequestDefaults& d) {
 }
 
 LoadedModel open_model(ModelFlags& flags) {
-  if (flags.tensor_parallel > 1 && !flags.quantize.empty()) {
-    // A shard's slices of a quantized matrix are read dequantized (sharded_weights.h): the run
-    // would be bf16 with quantization's error, not what --quantize promises.
-    throw CLI::ValidationError("--quantize", "cannot be combined with --tensor-parallel yet");
-  }
   LoadedModel m;
   std::string why_not;
   if (flags.device == "cuda") {
@@ -183,9 +179,13 @@ std::unique_ptr<Backend> make_backend_on(const LoadedModel& model, const ModelFl
   const int ranks = model_flags.tensor_parallel;
   if (ranks > 1) {
     check_tensor_parallel(model.config(), ranks);
-    if (model.cuda && has_quantized_linear(*model.weights)) {
-      notice("--tensor-parallel: the GGUF's quantized matrices are decoded to {} on the GPUs",
-             options.dtype);
+    if (model.cuda && !options.dequantize_weights && has_quantized_linear(*model.weights)) {
+      // A matrix cut inside a ggml block cannot stay in blocks (sharded_weights.h): say which do.
+      const auto shard = shard_weights(*model.weights, ranks, 0);
+      notice(
+          "--tensor-parallel {}: each GPU keeps {} (matrices cut inside a ggml block are "
+          "decoded to {})",
+          ranks, linear_weight_types(*shard), options.dtype);
     }
     return model.cuda ? make_cuda_tensor_parallel_backend(*model.weights, options, devices)
                       : make_cpu_tensor_parallel_backend(*model.weights, options, ranks);

@@ -117,6 +117,15 @@ check "  with the same tokens as one rank" python3 -c '
 import json, sys
 ids = [[json.loads(l)["token_ids"] for l in open(f)] for f in sys.argv[1:]]
 sys.exit(not (ids[0] == ids[1] and len(ids[0]) > 0))' "$TMP/tp1.jsonl" "$TMP/tp2.jsonl"
+# --quantize splits too (the CPU reads the quantized values; a GPU keeps the sliced blocks).
+"$BIN" run datasets/sample.jsonl -o "$TMP/tp1q.jsonl" --quantize q8_0 "${COMMON[@]}" >/dev/null 2>&1
+"$BIN" run datasets/sample.jsonl -o "$TMP/tp2q.jsonl" --quantize q8_0 --tensor-parallel 2 \
+  "${COMMON[@]}" >/dev/null 2>&1
+check "run --quantize q8_0 --tensor-parallel 2 exits 0" [ $? -eq 0 ]
+check "  with the same tokens as one rank" python3 -c '
+import json, sys
+ids = [[json.loads(l)["token_ids"] for l in open(f)] for f in sys.argv[1:]]
+sys.exit(not (ids[0] == ids[1] and len(ids[0]) > 0))' "$TMP/tp1q.jsonl" "$TMP/tp2q.jsonl"
 "$BIN" bench --dataset-name random --num-prompts 8 --random-input-len 24 --random-output-len 4 \
   --tensor-parallel 2 --data-parallel 2 --json "$TMP/tpdp.json" "${COMMON[@]}" >"$TMP/tpdp.out" 2>&1
 check "bench --tensor-parallel 2 --data-parallel 2 exits 0" [ $? -eq 0 ]

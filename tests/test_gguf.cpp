@@ -13,6 +13,7 @@
 #include "engine/model/gguf.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/quant.h"
+#include "tests/stored_parts.h"
 #include "tests/test_util.h"
 
 namespace {
@@ -309,26 +310,6 @@ namespace {
 
 // What a GPU backend does with stored_parts, on the CPU: dequantize each part with the reference
 // and move its rows by unpermuted_row. It must give exactly read_f32's values.
-std::vector<float> from_stored_parts(const std::vector<rose::StoredPart>& parts) {
-  std::vector<float> out, part_values;
-  for (const rose::StoredPart& part : parts) {
-    const auto& traits = rose::ggml_type_traits(part.type);
-    REQUIRE(part.cols % traits.block_elems == 0);
-    REQUIRE(int64_t(part.bytes.size()) ==
-            part.rows * part.cols / traits.block_elems * traits.block_bytes);
-    part_values.resize(size_t(part.rows * part.cols));
-    rose::dequantize(part.type, part.bytes.data(), part_values);
-    const size_t base = out.size();
-    out.resize(base + part_values.size());
-    for (int64_t row = 0; row < part.rows; ++row) {
-      const int64_t to = rose::unpermuted_row(row, part.rows, part.unpermute_heads);
-      std::copy_n(part_values.begin() + row * part.cols, part.cols,
-                  out.begin() + long(base) + to * part.cols);
-    }
-  }
-  return out;
-}
-
 void check_stored_parts_match_read_f32(const char* path) {
   CAPTURE(path);
   const auto model = rose::GgufModel::open(path);
@@ -339,7 +320,7 @@ void check_stored_parts_match_read_f32(const char* path) {
     REQUIRE(parts);
     std::vector<float> want(size_t(spec.numel()));
     weights->read_f32(spec.name, want);
-    const std::vector<float> got = from_stored_parts(*parts);
+    const std::vector<float> got = rose::test::from_stored_parts(*parts);
     REQUIRE(got.size() == want.size());
     CHECK(std::memcmp(got.data(), want.data(), want.size() * 4) == 0);
   }

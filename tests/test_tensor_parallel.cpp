@@ -17,7 +17,9 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/gguf_model.h"
 #include "engine/model/presets.h"
+#include "engine/model/quant.h"
 #include "engine/model/weights.h"
 #include "engine/parallel/rank_threads.h"
 #include "engine/parallel/shard_plan.h"
@@ -25,6 +27,7 @@
 #include "engine/parallel/tensor_parallel_backend.h"
 #include "engine/parallel/thread_collective.h"
 #include "tests/random_weights.h"
+#include "tests/stored_parts.h"
 #include "tests/tensor_parallel_plans.h"
 
 namespace {
@@ -287,4 +290,82 @@ TEST_CASE("time_collectives: a decode step's collectives on the CPU ranks, count
   // Between steps it leaves nothing behind: the split model still decodes the whole model's
   // tokens.
   check_same_run(greedy_run(*split, c.vocab_size, 3), greedy_run(*whole, c.vocab_size, 3));
+}
+
+TEST_CASE(
+    "slice_stored_parts: rows keep their spans, columns keep whole blocks, other cuts refused") {
+  // A Q8_0 part (blocks of 32 elements in 34 bytes) of 4 rows x 64 columns: 2 blocks a row.
+  std::vector<uint8_t> bytes(4 * 2 * 34);
+  for (size_t i = 0; i < bytes.size(); ++i) bytes[i] = uint8_t(i * 7 + 1);
+  rose::StoredPart part;
+  part.type = rose::GgmlType::kQ8_0;
+  part.bytes = bytes;
+  part.rows = 4;
+  part.cols = 64;
+  rose::TensorSlice slice;
+  slice.source = "t";
+  slice.source_rows = 4;
+  slice.source_cols = 64;
+  slice.rows = {{1, 2}};
+  slice.cols = 64;
+  std::deque<std::vector<uint8_t>> storage;
+  auto rows = rose::slice_stored_parts({part}, slice, storage);
+  REQUIRE(rows);
+  REQUIRE(rows->size() == 1);
+  CHECK((*rows)[0].bytes.data() == bytes.data() + 68);  // a span into the same bytes
+  CHECK((*rows)[0].bytes.size() == 2 * 68);
+  CHECK(storage.empty());
+
+  slice.col_begin = 32;  // the second block of rows 1 and 2, copied
+  slice.cols = 32;
+  auto cols = rose::slice_stored_parts({part}, slice, storage);
+  REQUIRE(cols);
+  REQUIRE((*cols)[0].bytes.size() == 2 * 34);
+  CHECK((*cols)[0].cols == 32);
+  CHECK(std::equal(bytes.begin() + 68 + 34, bytes.begin() + 136, (*cols)[0].bytes.begin()));
+  CHECK(std::equal(bytes.begin() + 136 + 34, bytes.begin() + 204, (*cols)[0].bytes.begin() + 34));
+
+  slice.col_begin = 16;  // inside a block
+  CHECK_FALSE(rose::slice_stored_parts({part}, slice, storage));
+
+  // Rows un-permuted per head (2 heads of 2 rows): whole heads only.
+  part.unpermute_heads = 2;
+  slice.col_begin = 0;
+  slice.cols = 64;
+  slice.rows = {{2, 2}};
+  auto head = rose::slice_stored_parts({part}, slice, storage);
+  REQUIRE(head);
+  CHECK((*head)[0].unpermute_heads == 1);
+  slice.rows = {{1, 2}};
+  CHECK_FALSE(rose::slice_stored_parts({part}, slice, storage));
+}
+
+TEST_CASE("a GGUF's shards keep ggml blocks where every cut falls between blocks") {
+  const auto model = rose::GgufModel::open("tests/fixtures/gguf/tiny_llama_quant.gguf");
+  const auto whole = rose::GgufModel::weights(model);
+  for (int rank = 0; rank < 2; ++rank) {
+    CAPTURE(rank);
+    const auto shard = rose::shard_weights(*whole, 2, rank);
+    int kept = 0;
+    const auto specs = rose::canonical_tensors(shard->config());
+    for (const rose::TensorSpec& spec : specs) {
+      CAPTURE(spec.name);
+      const auto parts = shard->stored_parts(spec.name);
+      if (!parts) continue;
+      ++kept;
+      std::vector<float> want(size_t(spec.numel()));
+      shard->read_f32(spec.name, want);
+      CHECK(rose::test::from_stored_parts(*parts) == want);  // the same values, exactly
+    }
+    CHECK(kept == int(specs.size()) - 1);  // all but layer 1's down (below)
+    // Layer 0's o (Q8_0, 32-element blocks) is cut at column 128 between blocks; layer 1's down
+    // (Q6_K, 256-element blocks) would be cut inside its one block a row, so it is read as fp32.
+    CHECK(shard->stored_parts("layers.0.o.weight"));
+    CHECK_FALSE(shard->stored_parts("layers.1.down.weight"));
+    const auto qkv = shard->stored_parts("layers.0.qkv.weight");
+    REQUIRE(qkv);
+    REQUIRE(qkv->size() == 3);
+    CHECK((*qkv)[0].unpermute_heads == 2);  // q: 2 of the 4 heads
+    CHECK((*qkv)[1].unpermute_heads == 1);  // k: 1 of the 2 KV heads
+  }
 }

@@ -19,6 +19,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/common/error.h"
+#include "engine/model/gguf_model.h"
 #include "engine/model/presets.h"
 #include "engine/parallel/shard_plan.h"
 #include "engine/parallel/sharded_weights.h"
@@ -291,6 +292,32 @@ TEST_CASE(
       CHECK(check_ids_away_from_ties(got, reference, config.vocab_size, 0.2f) > 0);
     }
   }
+}
+
+TEST_CASE("a quantized GGUF split in 2 on one GPU keeps ggml blocks and matches the whole model") {
+  // 2 layers, hidden 256, 4 heads, 2 KV heads, vocab 32, every matrix its own ggml type: o and
+  // down are cut at column 128, between blocks for the 32-element types (kept), inside the one
+  // block of a row for the 256-element K types (decoded to bf16).
+  const auto model = GgufModel::open("tests/fixtures/gguf/tiny_llama_quant.gguf");
+  const auto weights = GgufModel::weights(model);
+  BackendOptions options = tptest::small_options();
+  options.cuda_graphs = false;
+  const auto one = make_cuda_backend(*weights, options);
+  const tptest::Run reference = tptest::greedy_run(*one, 32, 6);
+  const auto split = make_tensor_parallel_backend(*weights, options, {0, 0}, staged_collectives(2),
+                                                  make_cuda_backend);
+  MESSAGE("whole: ", one->weight_types(), "; rank 0: ", split->weight_types());
+  // The same matrices stay in blocks as in the whole model (layer 0's o among them, Q8_0, cut
+  // at column 128) but layer 1's down, Q6_K, cut inside its block: decoded (one more bf16).
+  CHECK(one->weight_types().find("Q6_K x 1") != std::string::npos);
+  CHECK(split->weight_types().find("Q6_K") == std::string::npos);
+  CHECK(split->weight_types().find("Q8_0 x 2") != std::string::npos);
+  const tptest::Run got = tptest::greedy_run(*split, 32, 6, &reference);
+  const double error = worst_logit_error(got, reference);
+  MESSAGE("quantized GGUF split in 2: worst logit difference ", error, " (tolerance ",
+          logit_tolerance(reference), ")");
+  CHECK(error < logit_tolerance(reference));
+  CHECK(check_ids_away_from_ties(got, reference, 32, float(2 * error)) > 0);
 }
 
 TEST_CASE("tiny split over 2 GPUs matches one GPU, eager" * doctest::skip(!two_gpus())) {
