@@ -209,6 +209,25 @@ TEST_CASE("the thread collective sums in rank order and gathers in rank order") 
   }
 }
 
+TEST_CASE("abort() wakes a rank waiting in the thread collective with an error") {
+  auto ranks = rose::make_thread_collectives(2);
+  std::string error;
+  std::thread waiter([&] {  // rank 0 alone: without abort() it would wait for rank 1 forever
+    float x = 1.0f;
+    try {
+      ranks[0]->all_reduce_sum(&x, 1, rose::CollectiveType::kF32, nullptr);
+    } catch (const rose::Error& e) {
+      error = e.what();
+    }
+  });
+  ranks[1]->abort();
+  waiter.join();
+  CHECK(error.find("another rank failed") != std::string::npos);
+  float y = 2.0f;  // and stays aborted
+  CHECK_THROWS_AS(ranks[1]->all_reduce_sum(&y, 1, rose::CollectiveType::kF32, nullptr),
+                  rose::Error);
+}
+
 TEST_CASE("rank threads rethrow a rank's exception and keep working") {
   rose::RankThreads threads(2);
   CHECK_THROWS_AS(threads.run([](int r) {
@@ -368,4 +387,53 @@ TEST_CASE("a GGUF's shards keep ggml blocks where every cut falls between blocks
     CHECK((*qkv)[0].unpermute_heads == 2);  // q: 2 of the 4 heads
     CHECK((*qkv)[1].unpermute_heads == 1);  // k: 1 of the 2 KV heads
   }
+}
+
+namespace {
+
+// A shard whose execute() throws on its `fail_at`-th step before any collective: a rank failing
+// in the middle of a step, while the other ranks wait for it in their first all-reduce.
+class FailingShard final : public rose::Backend {
+ public:
+  FailingShard(std::unique_ptr<rose::Backend> inner, int fail_at)
+      : inner_(std::move(inner)), fail_at_(fail_at) {}
+  void execute(const rose::StepPlan& plan, rose::StepOutput& out) override {
+    if (++steps_ == fail_at_) throw std::runtime_error("injected shard failure");
+    inner_->execute(plan, out);
+  }
+  const rose::PlanLimits& limits() const override { return inner_->limits(); }
+  std::string device_name() const override { return inner_->device_name(); }
+  const rose::ModelConfig& config() const override { return inner_->config(); }
+  int64_t weight_bytes() const override { return inner_->weight_bytes(); }
+  std::string weight_types() const override { return inner_->weight_types(); }
+  int64_t kv_bytes_per_token() const override { return inner_->kv_bytes_per_token(); }
+
+ private:
+  std::unique_ptr<rose::Backend> inner_;
+  int fail_at_;
+  int steps_ = 0;
+};
+
+}  // namespace
+
+TEST_CASE("a rank failing inside a step ends the step with its error on every rank, no hang") {
+  const auto tiny = rose::open_preset("tiny");
+  const rose::ShardBackendFactory make_shard = [](const rose::WeightSource& shard,
+                                                  const rose::BackendOptions& options) {
+    auto backend = rose::make_cpu_backend(shard, options);
+    const bool last_rank = shard.config().tp_rank == shard.config().tp_size - 1;
+    return last_rank ? std::make_unique<FailingShard>(std::move(backend), 2) : std::move(backend);
+  };
+  const int degree = 2;
+  auto split = rose::make_tensor_parallel_backend(
+      *tiny, small_options(), {0, 0}, rose::make_thread_collectives(degree), make_shard);
+  rose::StepPlan plan;
+  rose::StepOutput out;
+  tptest::add_tokens(plan, 0, {1, 2, 3}, 0);
+  split->execute(plan, out);  // step 1: every rank runs
+  plan.clear();
+  tptest::add_tokens(plan, 0, {4}, 3);
+  // Step 2: the last rank throws before its collectives; rank 0 waits in its first all-reduce
+  // until the abort wakes it. The error rethrown is the failing rank's own.
+  CHECK_THROWS_WITH(split->execute(plan, out), "injected shard failure");
 }

@@ -20,6 +20,10 @@ class Collective {
   // recv (size, count) = every rank's send (count,), in rank order.
   virtual void all_gather(const void* send, void* recv, int64_t count, CollectiveType type,
                           void* stream) = 0;
+  // Another rank failed in the middle of a step: make this rank's calls that wait for it, now or
+  // later, end with an error instead of waiting forever. Callable from any thread; the
+  // collective stays unusable afterwards. Default: nothing to wake.
+  virtual void abort() {}
 };
 
 // The collectives one pure-decode step of `rows` sequences runs on a tensor-parallel backend, and

@@ -4,6 +4,9 @@
 #include <fmt/format.h>
 
 #include <algorithm>
+#include <exception>
+#include <functional>
+#include <mutex>
 #include <optional>
 
 #include "engine/common/error.h"
@@ -41,6 +44,10 @@ class TensorParallelBackend final : public Backend {
 
  private:
   int degree() const { return int(shards_.size()); }
+  // threads_.run(fn) where a rank that throws first aborts every collective, so that the ranks
+  // waiting for it in a collective end too instead of hanging; its error is the one rethrown
+  // (not a woken rank's "another rank failed").
+  void run_ranks(const std::function<void(int)>& fn);
   template <typename F>
   int64_t sum(F value) const {
     int64_t total = 0;
@@ -105,14 +112,36 @@ TensorParallelBackend::~TensorParallelBackend() {
   }
 }
 
+void TensorParallelBackend::run_ranks(const std::function<void(int)>& fn) {
+  std::mutex mutex;
+  std::exception_ptr first;  // the error of the rank that failed first
+  try {
+    threads_.run([&](int rank) {
+      try {
+        fn(rank);
+      } catch (...) {
+        {
+          const std::lock_guard<std::mutex> lock(mutex);
+          if (!first) first = std::current_exception();
+        }
+        for (const auto& collective : collectives_) collective->abort();
+        throw;
+      }
+    });
+  } catch (...) {
+    if (first) std::rethrow_exception(first);
+    throw;
+  }
+}
+
 void TensorParallelBackend::warm_up() {
-  threads_.run([&](int rank) { shards_[size_t(rank)]->warm_up(); });
+  run_ranks([&](int rank) { shards_[size_t(rank)]->warm_up(); });
 }
 
 void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {
   // Checked here once, so no rank fails alone and leaves the others waiting in a collective.
   validate_step_plan(plan, limits_);
-  threads_.run([&](int rank) {
+  run_ranks([&](int rank) {
     shards_[size_t(rank)]->execute(plan, rank == 0 ? out : rank_outputs_[size_t(rank)]);
   });
 }
@@ -121,7 +150,7 @@ void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {
 // call's time is the slowest rank's, which is what a step waits for.
 std::optional<CollectiveTiming> TensorParallelBackend::time_collectives(int rows, int iterations) {
   std::vector<std::optional<CollectiveTiming>> timings(shards_.size());
-  threads_.run([&](int rank) {
+  run_ranks([&](int rank) {
     timings[size_t(rank)] = shards_[size_t(rank)]->time_collectives(rows, iterations);
   });
   std::optional<CollectiveTiming> slowest = timings[0];

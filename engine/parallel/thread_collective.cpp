@@ -2,13 +2,46 @@
 #include "engine/parallel/thread_collective.h"
 
 #include <algorithm>
-#include <barrier>
+#include <condition_variable>
 #include <cstring>
+#include <mutex>
 
 #include "engine/common/error.h"
 
 namespace rose {
 namespace {
+
+// A barrier that abort() breaks: std::barrier has no way to wake its waiters with an error.
+class AbortableBarrier {
+ public:
+  explicit AbortableBarrier(int size) : size_(size) {}
+  void arrive_and_wait() {
+    std::unique_lock<std::mutex> lock(mutex_);
+    if (aborted_) fail("tensor parallel: another rank failed");
+    const unsigned long generation = generation_;
+    if (++arrived_ == size_) {
+      arrived_ = 0;
+      ++generation_;
+      all_arrived_.notify_all();
+      return;
+    }
+    all_arrived_.wait(lock, [&] { return generation_ != generation || aborted_; });
+    if (generation_ == generation) fail("tensor parallel: another rank failed");
+  }
+  void abort() {
+    const std::lock_guard<std::mutex> lock(mutex_);
+    aborted_ = true;
+    all_arrived_.notify_all();
+  }
+
+ private:
+  const int size_;
+  std::mutex mutex_;
+  std::condition_variable all_arrived_;
+  int arrived_ = 0;
+  unsigned long generation_ = 0;
+  bool aborted_ = false;
+};
 
 // What the ranks share: each publishes its buffer, then every rank reads all of them between two
 // barriers (the second keeps a rank from changing its buffer while another still reads it).
@@ -16,7 +49,7 @@ struct Shared {
   explicit Shared(int size) : size(size), published(size_t(size)), barrier(size) {}
   int size;
   std::vector<const float*> published;  // (size,) each rank's buffer of the current operation
-  std::barrier<> barrier;
+  AbortableBarrier barrier;
 };
 
 class ThreadCollective final : public Collective {
@@ -48,6 +81,8 @@ class ThreadCollective final : public Collective {
     for (const float* rank_data : shared_->published) out = std::copy_n(rank_data, count, out);
     shared_->barrier.arrive_and_wait();
   }
+
+  void abort() override { shared_->barrier.abort(); }
 
  private:
   void publish(const float* data) {

@@ -4,7 +4,10 @@
 #include <cuda_runtime_api.h>
 #include <nccl.h>
 
+#include <atomic>
+#include <cstdio>
 #include <cstdlib>
+#include <mutex>
 
 #include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/common/error.h"
@@ -40,13 +43,16 @@ class NcclCollective final : public Collective {
  public:
   NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer)
       : comm_(comm), rank_(rank), size_(size), peer_(std::move(peer)) {}
-  ~NcclCollective() override { ncclCommDestroy(comm_); }  // errors ignored: destructors never throw
+  ~NcclCollective() override {              // errors ignored: destructors never throw
+    if (!aborted_) ncclCommDestroy(comm_);  // an aborted communicator is gone already
+  }
   NcclCollective(const NcclCollective&) = delete;
   NcclCollective& operator=(const NcclCollective&) = delete;
 
   int rank() const override { return rank_; }
   int size() const override { return size_; }
   void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, void* stream) override {
+    check_not_aborted();
     if (peer_ && peer_->handles(count, type)) {
       peer_->all_reduce_sum(buffer, count, type, static_cast<cudaStream_t>(stream));
       return;
@@ -56,14 +62,34 @@ class NcclCollective final : public Collective {
   }
   void all_gather(const void* send, void* recv, int64_t count, CollectiveType type,
                   void* stream) override {
+    check_not_aborted();
     ROSE_NCCL_CHECK(ncclAllGather(send, recv, size_t(count), nccl_type(type), comm_,
                                   static_cast<cudaStream_t>(stream)));
   }
+  // Another rank failed: ncclCommAbort ends this rank's NCCL operations in flight (NCCL's way
+  // to free a rank waiting for a peer that will not come). Not yet run on GPUs (no failure
+  // injection there); a peer-memory all-reduce in flight cannot be aborted and traps after 30 s.
+  void abort() override {
+    std::call_once(abort_once_, [&] {
+      aborted_ = true;
+      const ncclResult_t result = ncclCommAbort(comm_);
+      if (result != ncclSuccess) {  // reported, not thrown: the run is ending with the first error
+        std::fprintf(stderr, "roseinfer: ncclCommAbort on rank %d: %s\n", rank_,
+                     ncclGetErrorString(result));
+      }
+    });
+  }
 
  private:
+  void check_not_aborted() const {
+    if (aborted_) fail("tensor parallel: another rank failed (communicator aborted)");
+  }
+
   ncclComm_t comm_;
   int rank_, size_;
   std::unique_ptr<PeerAllReduce> peer_;  // null: every all-reduce through NCCL
+  std::once_flag abort_once_;
+  std::atomic<bool> aborted_ = false;
 };
 
 }  // namespace
