@@ -8,7 +8,6 @@
 #include "engine/model/presets.h"
 #include "engine/model/quantized_source.h"
 #include "engine/parallel/shard_plan.h"
-#include "engine/parallel/sharded_weights.h"
 #include "engine/parallel/tensor_parallel_backend.h"
 
 namespace rose::cli {
@@ -179,16 +178,17 @@ std::unique_ptr<Backend> make_backend_on(const LoadedModel& model, const ModelFl
   const int ranks = model_flags.tensor_parallel;
   if (ranks > 1) {
     check_tensor_parallel(model.config(), ranks);
-    if (model.cuda && !options.dequantize_weights && has_quantized_linear(*model.weights)) {
-      // A matrix cut inside a ggml block cannot stay in blocks (sharded_weights.h): say which do.
-      const auto shard = shard_weights(*model.weights, ranks, 0);
+    if (!model.cuda) return make_cpu_tensor_parallel_backend(*model.weights, options, ranks);
+    auto backend = make_cuda_tensor_parallel_backend(*model.weights, options, devices);
+    if (!options.dequantize_weights && has_quantized_linear(*model.weights)) {
+      // A matrix cut inside a ggml block cannot stay in blocks (sharded_weights.h): say what the
+      // first GPU keeps (every rank's cuts fall alike).
       notice(
           "--tensor-parallel {}: each GPU keeps {} (matrices cut inside a ggml block are "
           "decoded to {})",
-          ranks, linear_weight_types(*shard), options.dtype);
+          ranks, backend->weight_types(), options.dtype);
     }
-    return model.cuda ? make_cuda_tensor_parallel_backend(*model.weights, options, devices)
-                      : make_cpu_tensor_parallel_backend(*model.weights, options, ranks);
+    return backend;
   }
   BackendOptions one = options;
   one.device = devices.empty() ? options.device : devices.front();

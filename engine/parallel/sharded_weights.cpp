@@ -116,12 +116,13 @@ class ShardedWeightSource final : public WeightSource {
   // life: a backend asks for them to size its upload and again to upload.
   std::optional<std::vector<StoredPart>> stored_parts(const std::string& name) const override {
     const TensorSlice slice = shard_slice(whole_.config(), degree_, rank_, name);
-    std::optional<std::vector<StoredPart>> parts = whole_.stored_parts(slice.source);
-    if (!parts || slice.whole()) return parts;
+    if (slice.whole()) return whole_.stored_parts(slice.source);
     const std::lock_guard<std::mutex> lock(mutex_);
     auto cached = sliced_.find(name);
     if (cached == sliced_.end()) {
-      cached = sliced_.emplace(name, slice_stored_parts(*parts, slice, storage_)).first;
+      std::optional<std::vector<StoredPart>> parts = whole_.stored_parts(slice.source);
+      if (parts) parts = slice_stored_parts(*parts, slice, storage_);
+      cached = sliced_.emplace(name, std::move(parts)).first;
     }
     return cached->second;
   }

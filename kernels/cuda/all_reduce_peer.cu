@@ -3,6 +3,7 @@
 #include <cuda_fp16.h>
 
 #include "kernels/cuda/all_reduce_peer.cuh"
+#include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace rose {
@@ -28,37 +29,15 @@ __device__ __forceinline__ uint64_t global_timer_ns() {
   return t;
 }
 
-// 16 bytes of T, summed in fp32 lane by lane.
+// 16 bytes of T (fp32, bf16 or fp16) seen as kCount lanes, summed in fp32 lane by lane.
 template <typename T>
-struct Lanes;
-template <>
-struct Lanes<float> {
-  static constexpr int kCount = 4;
+struct Lanes {
+  static constexpr int kCount = 16 / int(sizeof(T));
   __device__ static float get(const uint4& v, int i) {
-    return __uint_as_float(reinterpret_cast<const uint32_t*>(&v)[i]);
+    return to_float(reinterpret_cast<const T*>(&v)[i]);
   }
   __device__ static void set(uint4& v, int i, float x) {
-    reinterpret_cast<uint32_t*>(&v)[i] = __float_as_uint(x);
-  }
-};
-template <>
-struct Lanes<__nv_bfloat16> {
-  static constexpr int kCount = 8;
-  __device__ static float get(const uint4& v, int i) {
-    return __bfloat162float(reinterpret_cast<const __nv_bfloat16*>(&v)[i]);
-  }
-  __device__ static void set(uint4& v, int i, float x) {
-    reinterpret_cast<__nv_bfloat16*>(&v)[i] = __float2bfloat16(x);
-  }
-};
-template <>
-struct Lanes<__half> {
-  static constexpr int kCount = 8;
-  __device__ static float get(const uint4& v, int i) {
-    return __half2float(reinterpret_cast<const __half*>(&v)[i]);
-  }
-  __device__ static void set(uint4& v, int i, float x) {
-    reinterpret_cast<__half*>(&v)[i] = __float2half(x);
+    reinterpret_cast<T*>(&v)[i] = from_float<T>(x);
   }
 };
 

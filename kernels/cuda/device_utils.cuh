@@ -33,6 +33,10 @@ template <>
 __device__ __forceinline__ __half from_float<__half>(float x) {
   return __float2half_rn(x);
 }
+template <>
+__device__ __forceinline__ float from_float<float>(float x) {
+  return x;
+}
 
 // Loads N consecutive 2-byte elements (N in 1, 2, 4, 8; the address aligned to 2N bytes) as floats
 // with one vector access.

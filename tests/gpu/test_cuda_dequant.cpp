@@ -24,6 +24,7 @@
 #include "engine/model/weights.h"
 #include "kernels/cuda/dequant.cuh"
 #include "tests/gpu/gpu_test_util.h"
+#include "tests/stored_parts.h"
 
 using namespace rose;
 
@@ -102,23 +103,12 @@ uint16_t round_to(DType dtype, float x) {
   return bits;
 }
 
-// The CPU reference for parts laid out one after another: dequantize, un-permute, round.
+// The CPU reference for parts laid out one after another: dequantize, un-permute
+// (test::from_stored_parts), round.
 std::vector<uint16_t> reference(const std::vector<StoredPart>& parts, DType dtype) {
-  std::vector<uint16_t> out;
-  std::vector<float> values;
-  for (const StoredPart& part : parts) {
-    values.resize(size_t(part.rows * part.cols));
-    dequantize(part.type, part.bytes.data(), values);
-    const size_t base = out.size();
-    out.resize(base + values.size());
-    for (int64_t row = 0; row < part.rows; ++row) {
-      const int64_t to = unpermuted_row(row, part.rows, part.unpermute_heads);
-      for (int64_t col = 0; col < part.cols; ++col) {
-        out[base + size_t(to * part.cols + col)] =
-            round_to(dtype, values[size_t(row * part.cols + col)]);
-      }
-    }
-  }
+  const std::vector<float> values = test::from_stored_parts(parts);
+  std::vector<uint16_t> out(values.size());
+  for (size_t i = 0; i < values.size(); ++i) out[i] = round_to(dtype, values[i]);
   return out;
 }
 

@@ -28,7 +28,7 @@ struct PeerAllReduce::Group {
   std::vector<uint32_t*> flags, epochs;
 
   ~Group() {  // errors ignored: destructors never throw, and the process is past its last step
-    for (size_t r = 0; r < devices.size(); ++r) {
+    for (size_t r = 0; r < stages.size(); ++r) {  // the ranks allocated so far
       cudaSetDevice(devices[r]);
       cudaFree(stages[r]);
       cudaFree(flags[r]);
@@ -115,7 +115,17 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
 }
 
 PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
-    : group_(std::move(group)), rank_(rank) {}
+    : group_(std::move(group)), args_{} {
+  const int n = int(group_->devices.size());
+  for (int r = 0; r < n; ++r) {
+    args_.stages[r] = group_->stages[size_t(r)];
+    args_.flags[r] = group_->flags[size_t(r)];
+  }
+  args_.epochs = group_->epochs[size_t(rank)];
+  args_.slot_bytes = group_->slot_bytes;
+  args_.rank = rank;
+  args_.size = n;
+}
 
 bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
   const int64_t bytes = count * (type == CollectiveType::kF32 ? 4 : 2);
@@ -125,17 +135,7 @@ bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
 void PeerAllReduce::all_reduce_sum(void* buffer, int64_t count, CollectiveType type,
                                    cudaStream_t stream) const {
   if (!handles(count, type)) fail("peer all-reduce: {} elements do not fit its staging", count);
-  PeerAllReduceArgs args{};
-  const int n = int(group_->devices.size());
-  for (int r = 0; r < n; ++r) {
-    args.stages[r] = group_->stages[size_t(r)];
-    args.flags[r] = group_->flags[size_t(r)];
-  }
-  args.epochs = group_->epochs[size_t(rank_)];
-  args.slot_bytes = group_->slot_bytes;
-  args.rank = rank_;
-  args.size = n;
-  launch_peer_all_reduce(args, buffer, count, reduce_type(type), stream);
+  launch_peer_all_reduce(args_, buffer, count, reduce_type(type), stream);
 }
 
 }  // namespace rose

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "engine/parallel/collective.h"
+#include "kernels/cuda/all_reduce_peer.cuh"
 
 namespace rose {
 
@@ -36,7 +37,7 @@ class PeerAllReduce {
 
  private:
   std::shared_ptr<Group> group_;
-  int rank_;
+  PeerAllReduceArgs args_;  // this rank's kernel arguments: every call passes the same pointers
 };
 
 }  // namespace rose
