@@ -2,6 +2,7 @@
 #include <cmath>
 
 #include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -9,8 +10,7 @@
 namespace rose {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kThreads = kWarps * 32;
+using namespace attention_detail;  // kWarps, kThreads, the row tiles and the warp merge
 // Query heads per block; larger GQA groups use several blocks (kernels/common/attention_split.h).
 constexpr int kMaxGroup = kAttentionMaxGroup;
 constexpr int kTile = 32;             // keys per warp iteration: one key per lane for Q.K
@@ -136,28 +136,6 @@ __device__ __forceinline__ BlockWork block_work(const AttentionArgs& args, int t
 // `splits` is the row's split count (BlockWork::splits). A single split writes its value directly,
 // which is what merging one split gives bit for bit (weight exp2(0) = 1, o * 1 / 1 = o; only a
 // -0 would come out +0). Either way a row takes the same path whatever its batch.
-// The block's 4 warp states for vector g, column d combined: the normalised value and its
-// log-sum-exp (log2 domain).
-template <int D, int G>
-__device__ __forceinline__ void combine_warps(const float (*m_s)[G], const float (*l_s)[G],
-                                              const float (*o_s)[G][D], int g, int d, float& value,
-                                              float& lse) {
-  float m_max = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
-  // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
-  // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
-  // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
-  float total = 0.0f, o = 0.0f;
-#pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
-    const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
-    total += l_s[w][g] * scale;
-    o += o_s[w][g][d] * scale;
-  }
-  value = total != 0.0f ? o / total : 0.0f;
-  lse = total != 0.0f ? m_max + log2f(total) : -INFINITY;
-}
 
 template <typename T, int D, int G>
 __device__ __forceinline__ void finish_block(const AttentionArgs& args, const float (*m_s)[G],
@@ -326,176 +304,6 @@ __global__ void __launch_bounds__(kThreads) paged_attention_kernel(AttentionArgs
   finish_block<T, D, kMaxGroup>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits);
 }
 
-// Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
-// each lane loading 16 contiguous bytes, so a warp load instruction reads 32/(D/8) whole rows
-// (coalesced 128/256-byte rows, not 32 lanes each in its own row). A warp tile is kSteps such
-// loads of K and of V, all issued before any arithmetic (16 independent 16-byte loads per lane in
-// flight) with the next tile's block-table entries fetched meanwhile. Q.K: 8-element partial dot
-// per lane, reduced over the row's lanes by shuffles; P.V: each lane accumulates its 8 columns over
-// its own keys, and the lane groups are summed once at the end. G (1, 2, 4 or 8) is the number of
-// query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
-template <int D, int G>
-struct RowTiles {
-  static_assert(D == 64 || D == 128, "row-shared lanes need 8-element chunks filling the warp");
-  static constexpr int kVec = 8;                          // elements per 16-byte load
-  static constexpr int kLanesPerRow = D / kVec;           // 8 or 16 lanes read one row
-  static constexpr int kRowsPerStep = 32 / kLanesPerRow;  // rows per warp load instruction
-  // Loads of K (and of V) per tile: 8 query vectors need the registers.
-  static constexpr int kSteps = G >= 8 ? 4 : 8;
-  static constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
-};
-
-// The physical block of each of this lane's keys in tile `tile` of the keys [key_begin, key_end)
-// (-1 past them or when tile >= tile_end).
-template <int D, int G>
-__device__ __forceinline__ void fetch_tile_blocks(const int32_t* table, int block_size,
-                                                  int key_begin, int key_end, int tile,
-                                                  int tile_end, int lane,
-                                                  int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
-  using Tiles = RowTiles<D, G>;
-  const int row_lane = lane / Tiles::kLanesPerRow;
-#pragma unroll
-  for (int i = 0; i < Tiles::kSteps; ++i) {
-    const int key = key_begin + tile * Tiles::kTileKeys + i * Tiles::kRowsPerStep + row_lane;
-    blocks[i] = tile < tile_end && key < key_end ? __ldg(table + key / block_size) : -1;
-  }
-}
-
-// One warp's online softmax over tiles tile_begin + warp, + kWarps, ... < tile_end of the keys
-// [key_begin, key_end) read through `table`, for G query vectors (this lane's 8 columns of each,
-// pre-scaled to base 2): updates this lane's m, l and acc. `blocks` holds the first tile's
-// entries (fetch_tile_blocks), which the kernels read before their PDL wait.
-template <typename T, int D, int G>
-__device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, const int32_t* table,
-                                                 int kv_head, int key_begin, int key_end,
-                                                 int tile_begin, int tile_end, int warp, int lane,
-                                                 const float (&q)[G][8], float (&m)[G],
-                                                 float (&l)[G], float (&acc)[G][8],
-                                                 int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
-  using Tiles = RowTiles<D, G>;
-  constexpr int kVec = Tiles::kVec, kLanesPerRow = Tiles::kLanesPerRow;
-  constexpr int kRowsPerStep = Tiles::kRowsPerStep, kSteps = Tiles::kSteps;
-  constexpr int kTileKeys = Tiles::kTileKeys;
-  const int row_lane = lane / kLanesPerRow;      // which row of a step this lane reads
-  const int col = (lane % kLanesPerRow) * kVec;  // first of the 8 columns this lane owns
-  const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
-  const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
-  const int64_t kv_row_vecs = int64_t(args.num_kv_heads) * (D / kVec);  // uint4s per cache row
-  const int block_size = args.block_size;
-
-  for (int tile = tile_begin + warp; tile < tile_end; tile += kWarps) {
-    uint4 k_raw[kSteps], v_raw[kSteps];
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-      const int key = key_begin + tile * kTileKeys + i * kRowsPerStep + row_lane;
-      if (blocks[i] >= 0) {
-        const int64_t vec = (int64_t(blocks[i]) * block_size + key % block_size) * kv_row_vecs +
-                            kv_head * (D / kVec) + col / kVec;
-        k_raw[i] = __ldg(k_cache + vec);
-        v_raw[i] = __ldg(v_cache + vec);
-      } else {
-        k_raw[i] = make_uint4(0, 0, 0, 0);
-        v_raw[i] = make_uint4(0, 0, 0, 0);
-      }
-    }
-    bool valid[kSteps];
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i) valid[i] = blocks[i] >= 0;
-    // The next tile's entries, in flight while this tile computes.
-    fetch_tile_blocks<D, G>(table, block_size, key_begin, key_end, tile + kWarps, tile_end, lane,
-                            blocks);
-
-    float s[kSteps][G];
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-      const T* k_elems = reinterpret_cast<const T*>(&k_raw[i]);
-      float k[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) k[e] = to_float(k_elems[e]);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        float dot = 0.0f;
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) dot += q[g][e] * k[e];
-#pragma unroll
-        for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1)
-          dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-        s[i][g] = valid[i] ? dot : -INFINITY;
-      }
-    }
-    float m_new[G];
-#pragma unroll
-    for (int g = 0; g < G; ++g) {
-      float tile_max = s[0][g];
-#pragma unroll
-      for (int i = 1; i < kSteps; ++i) tile_max = fmaxf(tile_max, s[i][g]);
-#pragma unroll
-      for (int offset = kLanesPerRow; offset < 32; offset <<= 1)
-        tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
-      // The tile holds at least one valid key, so m_new is finite.
-      m_new[g] = fmaxf(m[g], tile_max);
-      const float correction = exp2f(m[g] - m_new[g]);
-      m[g] = m_new[g];
-      l[g] *= correction;
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) acc[g][e] *= correction;
-    }
-#pragma unroll
-    for (int i = 0; i < kSteps; ++i) {
-      const T* v_elems = reinterpret_cast<const T*>(&v_raw[i]);
-      float v[kVec];
-#pragma unroll
-      for (int e = 0; e < kVec; ++e) v[e] = to_float(v_elems[e]);
-#pragma unroll
-      for (int g = 0; g < G; ++g) {
-        const float p = exp2f(s[i][g] - m_new[g]);  // 0 for keys past the end (s = -inf)
-        l[g] += p;  // the same in every lane of the row: the lane groups are summed at the end
-#pragma unroll
-        for (int e = 0; e < kVec; ++e) acc[g][e] += p * v[e];
-      }
-    }
-  }
-}
-
-// Sums the lane groups of attend_row_tiles' states (each saw different keys, the same m) and
-// stores the warp's state in m_s, l_s, o_s for the block's merge.
-template <int D, int G>
-__device__ __forceinline__ void publish_warp_state(int warp, int lane, const float (&m)[G],
-                                                   float (&l)[G], float (&acc)[G][8],
-                                                   float (*m_s)[G], float (*l_s)[G],
-                                                   float (*o_s)[G][D]) {
-  constexpr int kLanesPerRow = RowTiles<D, G>::kLanesPerRow;
-  const int col = (lane % kLanesPerRow) * 8;
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-#pragma unroll
-    for (int offset = kLanesPerRow; offset < 32; offset <<= 1) {
-      l[g] += __shfl_xor_sync(0xffffffffu, l[g], offset);
-#pragma unroll
-      for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
-    }
-    if (lane == 0) {
-      m_s[warp][g] = m[g];
-      l_s[warp][g] = l[g];
-    }
-    if (lane < kLanesPerRow) {
-#pragma unroll
-      for (int e = 0; e < 8; ++e) o_s[warp][g][col + e] = acc[g][e];
-    }
-  }
-}
-
-template <int G>
-__device__ __forceinline__ void reset_state(float (&m)[G], float (&l)[G], float (&acc)[G][8]) {
-#pragma unroll
-  for (int g = 0; g < G; ++g) {
-    m[g] = -INFINITY;
-    l[g] = 0.0f;
-#pragma unroll
-    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
-  }
-}
-
 // Query vectors of the shared-prefix launch: kRows query rows of kHeads heads each (the GQA group
 // rounded up), kAttentionMaxGroup vectors in all.
 constexpr int kPrefixVectors = kMaxGroup;
@@ -551,8 +359,9 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
 
   float m[G], l[G], acc[G][8];
   reset_state<G>(m, l, acc);
-  attend_row_tiles<T, D, G>(args, table, kv_head, work.key_begin, work.num_keys, work.tile_begin,
-                            work.tile_end, warp, lane, q, m, l, acc, blocks);
+  attend_row_tiles<T, D, G>(args, table, kv_head, work.key_begin, work.num_keys,
+                            work.tile_begin + warp, work.tile_end, kWarps, lane, q, m, l, acc,
+                            blocks);
   publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
   finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits,
                         work.prefix_count);
@@ -612,8 +421,8 @@ __global__ void __launch_bounds__(kThreads) shared_prefix_attention_kernel(Atten
   }
   float m[G], l[G], acc[G][8];
   reset_state<G>(m, l, acc);
-  attend_row_tiles<T, D, G>(args, args.block_tables, kv_head, 0, shared, tile_begin, tile_end, warp,
-                            lane, q, m, l, acc, blocks);
+  attend_row_tiles<T, D, G>(args, args.block_tables, kv_head, 0, shared, tile_begin + warp,
+                            tile_end, kWarps, lane, q, m, l, acc, blocks);
   publish_warp_state<D, G>(warp, lane, m, l, acc, m_s, l_s, o_s);
   __syncthreads();
   for (int i = threadIdx.x; i < G * D; i += kThreads) {
@@ -718,6 +527,10 @@ void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
   if (args.split_keys > 0) return launch_invariant<T, D>(args, stream);
   const dim3 grid = attention_grid(args);
   if constexpr (D == 64 || D == 128) {
+    if (args.cluster_decode && !args.shared_keys) {
+      launch_cluster_decode_attention(args, stream);
+      return;
+    }
     if (args.shared_keys) {
       launch_shared_prefix<T, D>(args, stream);
       launch_rows_kernel<T, D>(args, stream);

@@ -58,6 +58,11 @@ struct AttentionArgs {
   const int32_t* shared_keys = nullptr;    // device scalar, 0 leaves the prefix launch idle
   const int32_t* shares_prefix = nullptr;  // (num_seqs,) 1 for the rows that share it
   int prefix_splits = 0;
+  // Small-batch decode (head_dim 64 or 128, no split_keys, no shared_keys): each (row, KV head)
+  // runs as one cluster of 8 thread blocks that split its keys and merge through distributed
+  // shared memory, with the keys of earlier steps loaded before the PDL wait. It needs neither
+  // partial buffers, merge counters nor num_splits. Its bits differ from the split-KV kernel's.
+  bool cluster_decode = false;
   float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
 };

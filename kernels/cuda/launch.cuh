@@ -47,4 +47,25 @@ void launch_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, size_t smem
   ROSE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
 }
 
+// launch_kernel for a kernel of thread-block clusters of `cluster` blocks (grid a multiple of it).
+template <typename... Params, typename... Args>
+void launch_cluster_kernel(void (*kernel)(Params...), dim3 grid, dim3 block, dim3 cluster,
+                           size_t smem, cudaStream_t stream, Args... args) {
+  cudaLaunchConfig_t config = {};
+  config.gridDim = grid;
+  config.blockDim = block;
+  config.dynamicSmemBytes = smem;
+  config.stream = stream;
+  cudaLaunchAttribute attribute[2];
+  attribute[0].id = cudaLaunchAttributeProgrammaticStreamSerialization;
+  attribute[0].val.programmaticStreamSerializationAllowed = pdl_enabled() ? 1 : 0;
+  attribute[1].id = cudaLaunchAttributeClusterDimension;
+  attribute[1].val.clusterDim.x = cluster.x;
+  attribute[1].val.clusterDim.y = cluster.y;
+  attribute[1].val.clusterDim.z = cluster.z;
+  config.attrs = attribute;
+  config.numAttrs = 2;
+  ROSE_CUDA_CHECK(cudaLaunchKernelEx(&config, kernel, static_cast<Params>(args)...));
+}
+
 }  // namespace rose

@@ -335,6 +335,17 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   }
   const std::vector<int32_t> counters = d_counters.download();
   CHECK(std::count(counters.begin(), counters.end(), 0) == int64_t(counters.size()));
+  if (D == 64 || D == 128) {  // the cluster decode kernel, on rows of every kind
+    AttentionArgs cluster = args;
+    cluster.cluster_decode = true;
+    cluster.partial_out = nullptr;  // it needs no partials, counters or splits
+    cluster.partial_lse = nullptr;
+    cluster.merge_counters = nullptr;
+    cluster.num_splits = 1;
+    ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
+    launch_paged_attention(cluster, nullptr);
+    check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
+  }
   if (tc.shared_blocks > 0) run_shared_prefix(tc, args, splits, expected);
 }
 

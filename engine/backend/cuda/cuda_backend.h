@@ -186,6 +186,10 @@ class CudaBackend final : public Backend {
   // Default mode: pure-decode steps of at least this many sequences run the tensor-core attention
   // (0: never). ROSEINFER_CUDA_TC_DECODE_MIN_SEQS sets it (experiment).
   int decode_tensor_core_min_seqs_ = 0;
+  // Pure-decode steps of at most this many rows run the cluster decode attention (attention.cuh,
+  // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
+  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
+  int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
   enum SkipKernel : unsigned {
     kSkipNorm = 1,
     kSkipRope = 2,

@@ -182,6 +182,8 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shared_keys = step.shared_keys;
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
+  at.cluster_decode = !options_.batch_invariant && max_query_len == 1 && !step.shared_keys &&
+                      n <= cluster_attention_max_rows_;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
   // decode keeps split-KV, which spreads few rows over the GPU. --batch-invariant runs every step
   // through one kernel so a position's reduction is the same wherever its row comes from: the

@@ -1,0 +1,243 @@
+#pragma once
+// Device building blocks shared by the split-KV decode kernels (attention.cu) and the cluster
+// decode kernel (attention_decode.cu): the row-shared K/V tiles of head_dim 64 and 128, one warp's
+// online softmax over them, and the merge of a block's warp states. Internal to the attention
+// kernels: included only by their .cu files.
+#include <cuda_runtime.h>
+
+#include <cstdint>
+
+#include "kernels/common/attention_split.h"
+#include "kernels/cuda/attention.cuh"
+#include "kernels/cuda/device_utils.cuh"
+
+namespace rose {
+namespace attention_detail {
+
+constexpr int kWarps = 4;
+constexpr int kThreads = kWarps * 32;
+
+// The block's 4 warp states for vector g, column d combined: the normalised value and its
+// log-sum-exp (log2 domain).
+template <int D, int G>
+__device__ __forceinline__ void combine_warps(const float (*m_s)[G], const float (*l_s)[G],
+                                              const float (*o_s)[G][D], int g, int d, float& value,
+                                              float& lse) {
+  float m_max = -INFINITY;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+  // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
+  // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
+  // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
+  float total = 0.0f, o = 0.0f;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
+    total += l_s[w][g] * scale;
+    o += o_s[w][g][d] * scale;
+  }
+  value = total != 0.0f ? o / total : 0.0f;
+  lse = total != 0.0f ? m_max + log2f(total) : -INFINITY;
+}
+
+// Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
+// each lane loading 16 contiguous bytes, so a warp load instruction reads 32/(D/8) whole rows
+// (coalesced 128/256-byte rows, not 32 lanes each in its own row). A warp tile is kSteps such
+// loads of K and of V, all issued before any arithmetic (16 independent 16-byte loads per lane in
+// flight) with the next tile's block-table entries fetched meanwhile. Q.K: 8-element partial dot
+// per lane, reduced over the row's lanes by shuffles; P.V: each lane accumulates its 8 columns over
+// its own keys, and the lane groups are summed once at the end. G (1, 2, 4 or 8) is the number of
+// query heads per block rounded up, so gpt2's group of 1 does not carry 8 heads of registers.
+template <int D, int G>
+struct RowTiles {
+  static_assert(D == 64 || D == 128, "row-shared lanes need 8-element chunks filling the warp");
+  static constexpr int kVec = 8;                          // elements per 16-byte load
+  static constexpr int kLanesPerRow = D / kVec;           // 8 or 16 lanes read one row
+  static constexpr int kRowsPerStep = 32 / kLanesPerRow;  // rows per warp load instruction
+  // Loads of K (and of V) per tile: 8 query vectors need the registers.
+  static constexpr int kSteps = G >= 8 ? 4 : 8;
+  static constexpr int kTileKeys = kRowsPerStep * kSteps;  // 32 or 16 keys per warp tile
+};
+
+// The physical block of each of this lane's keys in tile `tile` of the keys [key_begin, key_end)
+// (-1 past them or when tile >= tile_end).
+template <int D, int G>
+__device__ __forceinline__ void fetch_tile_blocks(const int32_t* table, int block_size,
+                                                  int key_begin, int key_end, int tile,
+                                                  int tile_end, int lane,
+                                                  int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
+  using Tiles = RowTiles<D, G>;
+  const int row_lane = lane / Tiles::kLanesPerRow;
+#pragma unroll
+  for (int i = 0; i < Tiles::kSteps; ++i) {
+    const int key = key_begin + tile * Tiles::kTileKeys + i * Tiles::kRowsPerStep + row_lane;
+    blocks[i] = tile < tile_end && key < key_end ? __ldg(table + key / block_size) : -1;
+  }
+}
+
+// Loads this lane's 16-byte slices of K and V for the keys of tile `tile` (of the keys from
+// key_begin, kTileKeys a tile) that lie in [load_from, load_to) and have a block (blocks[i] >= 0,
+// from fetch_tile_blocks): the other slots keep what they hold. The cluster decode kernel loads a
+// tile's keys written by earlier steps before its PDL wait and the keys of this step after it.
+template <typename T, int D, int G>
+__device__ __forceinline__ void load_tile_kv(const AttentionArgs& args, int kv_head, int key_begin,
+                                             int tile, int lane, int load_from, int load_to,
+                                             const int32_t (&blocks)[RowTiles<D, G>::kSteps],
+                                             uint4 (&k_raw)[RowTiles<D, G>::kSteps],
+                                             uint4 (&v_raw)[RowTiles<D, G>::kSteps]) {
+  using Tiles = RowTiles<D, G>;
+  constexpr int kVec = Tiles::kVec, kLanesPerRow = Tiles::kLanesPerRow;
+  const int row_lane = lane / kLanesPerRow;      // which row of a step this lane reads
+  const int col = (lane % kLanesPerRow) * kVec;  // first of the 8 columns this lane owns
+  const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
+  const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
+  const int64_t kv_row_vecs = int64_t(args.num_kv_heads) * (D / kVec);  // uint4s per cache row
+#pragma unroll
+  for (int i = 0; i < Tiles::kSteps; ++i) {
+    const int key = key_begin + tile * Tiles::kTileKeys + i * Tiles::kRowsPerStep + row_lane;
+    if (blocks[i] >= 0 && key >= load_from && key < load_to) {
+      const int64_t vec =
+          (int64_t(blocks[i]) * args.block_size + key % args.block_size) * kv_row_vecs +
+          kv_head * (D / kVec) + col / kVec;
+      k_raw[i] = __ldg(k_cache + vec);
+      v_raw[i] = __ldg(v_cache + vec);
+    }
+  }
+}
+
+// One warp tile's online-softmax update from its loaded K and V slices (valid[i]: slot i holds a
+// key), for G query vectors (this lane's 8 columns of each, pre-scaled to base 2).
+template <typename T, int D, int G>
+__device__ __forceinline__ void attend_tile(const uint4 (&k_raw)[RowTiles<D, G>::kSteps],
+                                            const uint4 (&v_raw)[RowTiles<D, G>::kSteps],
+                                            const bool (&valid)[RowTiles<D, G>::kSteps],
+                                            const float (&q)[G][8], float (&m)[G], float (&l)[G],
+                                            float (&acc)[G][8]) {
+  using Tiles = RowTiles<D, G>;
+  constexpr int kVec = Tiles::kVec, kLanesPerRow = Tiles::kLanesPerRow, kSteps = Tiles::kSteps;
+  float s[kSteps][G];
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {
+    const T* k_elems = reinterpret_cast<const T*>(&k_raw[i]);
+    float k[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) k[e] = to_float(k_elems[e]);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) dot += q[g][e] * k[e];
+#pragma unroll
+      for (int offset = kLanesPerRow / 2; offset > 0; offset >>= 1)
+        dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      s[i][g] = valid[i] ? dot : -INFINITY;
+    }
+  }
+  float m_new[G];
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    float tile_max = s[0][g];
+#pragma unroll
+    for (int i = 1; i < kSteps; ++i) tile_max = fmaxf(tile_max, s[i][g]);
+#pragma unroll
+    for (int offset = kLanesPerRow; offset < 32; offset <<= 1)
+      tile_max = fmaxf(tile_max, __shfl_xor_sync(0xffffffffu, tile_max, offset));
+    // The tile holds at least one valid key, so m_new is finite.
+    m_new[g] = fmaxf(m[g], tile_max);
+    const float correction = exp2f(m[g] - m_new[g]);
+    m[g] = m_new[g];
+    l[g] *= correction;
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) acc[g][e] *= correction;
+  }
+#pragma unroll
+  for (int i = 0; i < kSteps; ++i) {
+    const T* v_elems = reinterpret_cast<const T*>(&v_raw[i]);
+    float v[kVec];
+#pragma unroll
+    for (int e = 0; e < kVec; ++e) v[e] = to_float(v_elems[e]);
+#pragma unroll
+    for (int g = 0; g < G; ++g) {
+      const float p = exp2f(s[i][g] - m_new[g]);  // 0 for keys past the end (s = -inf)
+      l[g] += p;  // the same in every lane of the row: the lane groups are summed at the end
+#pragma unroll
+      for (int e = 0; e < kVec; ++e) acc[g][e] += p * v[e];
+    }
+  }
+}
+
+// One warp's online softmax over tiles first_tile, first_tile + stride, ... < tile_end of the keys
+// [key_begin, key_end) read through `table`, for G query vectors: updates this lane's m, l and
+// acc. `blocks` holds the first tile's entries (fetch_tile_blocks), which the kernels read before
+// their PDL wait; the next tile's entries are fetched while a tile computes.
+template <typename T, int D, int G>
+__device__ __forceinline__ void attend_row_tiles(const AttentionArgs& args, const int32_t* table,
+                                                 int kv_head, int key_begin, int key_end,
+                                                 int first_tile, int tile_end, int stride, int lane,
+                                                 const float (&q)[G][8], float (&m)[G],
+                                                 float (&l)[G], float (&acc)[G][8],
+                                                 int32_t (&blocks)[RowTiles<D, G>::kSteps]) {
+  constexpr int kSteps = RowTiles<D, G>::kSteps;
+  for (int tile = first_tile; tile < tile_end; tile += stride) {
+    uint4 k_raw[kSteps], v_raw[kSteps];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) k_raw[i] = v_raw[i] = make_uint4(0, 0, 0, 0);
+    load_tile_kv<T, D, G>(args, kv_head, key_begin, tile, lane, key_begin, key_end, blocks, k_raw,
+                          v_raw);
+    bool valid[kSteps];
+#pragma unroll
+    for (int i = 0; i < kSteps; ++i) valid[i] = blocks[i] >= 0;
+    // The next tile's entries, in flight while this tile computes.
+    fetch_tile_blocks<D, G>(table, args.block_size, key_begin, key_end, tile + stride, tile_end,
+                            lane, blocks);
+    attend_tile<T, D, G>(k_raw, v_raw, valid, q, m, l, acc);
+  }
+}
+
+// Sums the lane groups of attend_row_tiles' states (each saw different keys, the same m) and
+// stores the warp's state in m_s, l_s, o_s for the block's merge.
+template <int D, int G>
+__device__ __forceinline__ void publish_warp_state(int warp, int lane, const float (&m)[G],
+                                                   float (&l)[G], float (&acc)[G][8],
+                                                   float (*m_s)[G], float (*l_s)[G],
+                                                   float (*o_s)[G][D]) {
+  constexpr int kLanesPerRow = RowTiles<D, G>::kLanesPerRow;
+  const int col = (lane % kLanesPerRow) * 8;
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+#pragma unroll
+    for (int offset = kLanesPerRow; offset < 32; offset <<= 1) {
+      l[g] += __shfl_xor_sync(0xffffffffu, l[g], offset);
+#pragma unroll
+      for (int e = 0; e < 8; ++e) acc[g][e] += __shfl_xor_sync(0xffffffffu, acc[g][e], offset);
+    }
+    if (lane == 0) {
+      m_s[warp][g] = m[g];
+      l_s[warp][g] = l[g];
+    }
+    if (lane < kLanesPerRow) {
+#pragma unroll
+      for (int e = 0; e < 8; ++e) o_s[warp][g][col + e] = acc[g][e];
+    }
+  }
+}
+
+template <int G>
+__device__ __forceinline__ void reset_state(float (&m)[G], float (&l)[G], float (&acc)[G][8]) {
+#pragma unroll
+  for (int g = 0; g < G; ++g) {
+    m[g] = -INFINITY;
+    l[g] = 0.0f;
+#pragma unroll
+    for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+}
+
+// The cluster decode kernel (attention_decode.cu): query rows of every kind, head_dim 64 or 128,
+// outside invariant mode and without a shared prefix. Each (row, KV head) is one cluster of
+// kClusterSplits thread blocks that merge their key splits through distributed shared memory.
+constexpr int kClusterSplits = 8;
+void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t stream);
+
+}  // namespace attention_detail
+}  // namespace rose
