@@ -1,5 +1,6 @@
 // GGUF blocks decoded on the device (kernels/cuda/dequant.cu, StoredUploader) against the CPU
-// reference rose::dequantize, for all 13 types, both output dtypes and the q/k un-permutation.
+// reference rose::dequantize, for all 13 types, both output dtypes and the q/k un-permutation,
+// through the generic kernel and the staged kernels of the five step-time types.
 // The decoders use the reference's fp32 operations in its order with no fma contraction, so the
 // device result must equal the reference's fp32 value rounded to bf16/fp16 exactly (bit for bit).
 // Then a quantized GGUF model must give the same logits on the CUDA backend whether its weights
@@ -149,9 +150,72 @@ TEST_CASE(
           launch_dequantize_rows(dst.get(), dtype, src.get() + row * row_bytes, uint32_t(type), row,
                                  rows, kRows, kCols, heads, nullptr);
         }
-        check_bits(
-            dst.download(), reference({part}, dtype),
-            std::string(traits.name) + " " + dtype_name(dtype) + " heads " + std::to_string(heads));
+        const std::vector<uint16_t> want = reference({part}, dtype);
+        const std::string what =
+            std::string(traits.name) + " " + dtype_name(dtype) + " heads " + std::to_string(heads);
+        check_bits(dst.download(), want, what);
+        // The generic kernel, which the staged types (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K) take only for
+        // an unaligned destination: the same bits.
+        dst.poison();
+        launch_dequantize_rows_generic(dst.get(), dtype, src.get(), uint32_t(type), 0, kRows, kRows,
+                                       kCols, heads, nullptr);
+        check_bits(dst.download(), want, what + " generic");
+      }
+    }
+  }
+}
+
+// The staged kernels (Q8_0, Q4_0, Q4_1, Q4_K, Q6_K: the step-time decode of
+// CudaBackend::dequantize) on shapes that reach all their cases: a llama-1b projection (more chunks
+// than the grid holds, so each thread block loops and both staging buffers turn over), a few rows,
+// cols a multiple of 32 but not of 256, and a last chunk cut short. Every decode is split at an odd
+// row, so the second call has row_begin > 0 and its source another alignment; the small shapes
+// also shift the whole source by 8, 4, 2 and 1 bytes, which selects each staging copy width.
+TEST_CASE(
+    "staged decoders equal the CPU reference bit for bit: shapes, row_begin, heads, alignment") {
+  constexpr GgmlType kStagedTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1,
+                                       GgmlType::kQ4_K, GgmlType::kQ6_K};
+  struct Case {
+    int64_t rows, cols;
+    int heads;
+  };
+  std::mt19937 rng(20261124);
+  for (GgmlType type : kStagedTypes) {
+    const GgmlTypeTraits& traits = ggml_type_traits(type);
+    const bool k_quant = traits.block_elems == 256;
+    const Case cases[] = {
+        {3072, 2048, 24},                // llama-1b's qkv, un-permuted in heads of 128 rows
+        {3072, 2048, 0},                 // the same in place (the step-time call)
+        {7, 256, 0},                     // one chunk, mostly empty
+        {12, k_quant ? 768 : 608, 2},    // 608 = 19 x 32; heads of 6 rows
+        {37, k_quant ? 2816 : 1376, 0},  // 11 K-blocks or 43 blocks a row: a short last chunk
+    };
+    for (const Case& c : cases) {
+      const std::vector<uint8_t> bytes = random_blocks(type, c.rows, c.cols, rng);
+      const int64_t row_bytes = c.cols / traits.block_elems * traits.block_bytes;
+      const StoredPart part{type, bytes, c.rows, c.cols, c.heads};
+      const std::vector<float> values = test::from_stored_parts({part});
+      const int64_t split = (c.rows / 3) | 1;
+      const std::vector<int> shifts =
+          c.rows * c.cols > 100000 ? std::vector<int>{0} : std::vector<int>{0, 8, 4, 2, 1};
+      for (int shift : shifts) {
+        std::vector<uint8_t> shifted(size_t(shift), 0);
+        shifted.insert(shifted.end(), bytes.begin(), bytes.end());
+        gputest::DeviceArray<uint8_t> src(shifted);
+        const uint8_t* blocks = src.get() + shift;
+        for (DType dtype : {DType::kBF16, DType::kFP16}) {
+          gputest::DeviceArray<uint16_t> dst(size_t(c.rows * c.cols));
+          launch_dequantize_rows(dst.get(), dtype, blocks, uint32_t(type), 0, split, c.rows, c.cols,
+                                 c.heads, nullptr);
+          launch_dequantize_rows(dst.get(), dtype, blocks + split * row_bytes, uint32_t(type),
+                                 split, c.rows - split, c.rows, c.cols, c.heads, nullptr);
+          std::vector<uint16_t> want(values.size());
+          for (size_t i = 0; i < values.size(); ++i) want[i] = round_to(dtype, values[i]);
+          check_bits(dst.download(), want,
+                     std::string(traits.name) + " " + dtype_name(dtype) + " " +
+                         std::to_string(c.rows) + "x" + std::to_string(c.cols) + " heads " +
+                         std::to_string(c.heads) + " shift " + std::to_string(shift));
+        }
       }
     }
   }
