@@ -1,16 +1,27 @@
-// Quantized small-batch GEMV (gemv_quant.cuh). kSplit warps per output feature; the lanes of a
-// warp cover consecutive blocks of the feature's row, B::kLanes lanes per block, so one warp-wide
-// load reads one contiguous run of the row. Each block type is a small struct whose dot() decodes
-// one lane's slice of a block in registers and adds its dot products with the x rows to the lane's
-// fp32 accumulators.
+// Quantized small-batch GEMV (gemv_quant.cuh), llama.cpp's mmvq approach written for this engine.
 //
-// Every fp32 operation is an explicit __fmaf_rn / __fmul_rn / __fadd_rn written in a fixed order:
-// a row's rounding sequence is pinned by this source (not by the compiler's contraction choices),
-// and nothing in it depends on n, which only decides which rows are computed (batch invariance).
-// Per lane: for each of its blocks in row order, a partial dot of its slice (an fma chain from 0),
-// folded into the accumulator with the slice's scale; then a fixed xor-shuffle tree over the warp,
-// then the kSplit warps' sums added in warp order.
+// Layout of one launch: a grid of about (#SMs x resident blocks per SM) thread blocks of kWarps
+// warps. Each thread block first quantizes the n rows of x to int8 per 32-element block into
+// shared memory (once per thread block, not once per feature); then each warp computes whole
+// output features, gw, gw + total_warps, ... (gw its index in the grid). One feature's row (two
+// rows, gate and up, for the gated epilogue) is cut into pieces of B::kBlocksPerPiece blocks; a
+// piece is copied from global memory into one of the warp's kStages shared staging buffers with
+// 16-byte cp.async (the 16-byte aligned span covering the piece, so every type streams at full
+// width whatever its block size), kStages - 1 pieces ahead of the one being computed: ~3-5 KB in
+// flight per warp, tens of KB per SM. Lane L then decodes unit L of the piece (a 32- or 64-element
+// slice of a block) and takes its int8 dot products with x's rows by __dp4a, applying the weight
+// scale and the activation block's d in fp32 once per 32 (Q6_K: 16) elements.
+//
+// Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
+// __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
+// accumulator piece by piece, then a fixed xor-shuffle tree sums the warp. Which warp computes a
+// feature, the grid size and n change nothing in that sequence, so row r of y is bit-identical
+// whatever rows are decoded beside it.
 #include <algorithm>
+#include <cfloat>
+#include <map>
+#include <mutex>
+#include <tuple>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -22,142 +33,241 @@
 namespace rose {
 namespace {
 
-constexpr int kWarps = 4;
-constexpr int kMaxRows = kGemvQuantMaxRows;
+constexpr int kWarps = 8;
+constexpr int kThreads = kWarps * 32;
+// Shared memory for the quantized x of one launch (x_row_bytes per row): 160 KiB keeps 8
+// rows of in = 16384 (llama-8b's down has in = 14336) beside the largest staging area (Q6_K, 54
+// KiB) under the H100's 227 KiB per block. More rows than fit run as several launches.
+constexpr int64_t kXSmemBudget = 160 * 1024;
 
-// The float of a small unsigned integer v (< 2^22) minus kBias, exactly: the bits 0x4B000000 | v
-// are the float 2^23 + v, and subtracting 2^23 + kBias is exact. Two ALU ops instead of an I2F.
-template <int kBias>
-__device__ __forceinline__ float uint_minus(uint32_t v) {
-  return __fsub_rn(__uint_as_float(0x4B000000u | v), 8388608.0f + float(kBias));
+// One 32-element block of a quantized x row: x ~ d q, q int8 in [-127, 127]; sum = sum of q.
+struct alignas(8) XBlock {  // one 8-byte shared load
+  float d;
+  int sum;
+};
+
+// Bytes between rows of quantized x in shared memory: whole 128-byte groups, which the swizzle
+// below permutes within.
+constexpr int x_stride(int in) { return (in + 127) / 128 * 128; }
+
+// Shared memory per quantized x row: its int8 values and its XBlocks.
+constexpr int64_t x_row_bytes(int in) {
+  return int64_t(x_stride(in)) + int64_t(in / 32) * int64_t(sizeof(XBlock));
 }
 
-// s + w[0] x[0] + ... + w[N-1] x[N-1], one fma at a time in index order.
-template <int N>
-__device__ __forceinline__ float fma_chain(const float* w, const float* x, float s) {
+// The quantized x rows in shared memory as a unit reads them. A row's 16-byte chunk j is stored at
+// chunk j ^ ((j / 8) * kSwizzle % 8) of the row (a permutation within each 128-byte group), so
+// that the 8 lanes of one shared-memory phase, each reading its own contiguous slice of the row,
+// hit 8 different 16-byte bank groups (4-way conflicts without it): kSwizzle = 1 suits lanes
+// reading 32 or 64 contiguous bytes, 2 suits Q6_K's 16-byte pieces 32 bytes apart.
+struct XView {
+  const int8_t* q;       // (n, stride) row 0's int8 values
+  const XBlock* blocks;  // (n, block_stride) row 0's XBlock of the unit block's first 32 columns
+  int stride;            // bytes from one row of q to the next (x_stride(in))
+  int block_stride;      // in / 32
+  int chunk;             // the unit block's first column / 16
+};
+
+template <int kSwizzle>
+__device__ __forceinline__ int swizzled_chunk(int j) {
+  return j ^ ((j >> 3) * kSwizzle & 7);
+}
+
+// K words (K a multiple of 4) of row `row` of x: logical chunks j .. j + K/4 - 1.
+template <int kSwizzle, int K>
+__device__ __forceinline__ void x_words(const XView& x, int row, int j, uint32_t (&out)[K]) {
+  static_assert(K % 4 == 0, "whole 16-byte chunks");
+  const int8_t* q = x.q + row * x.stride;
 #pragma unroll
-  for (int k = 0; k < N; ++k) s = __fmaf_rn(w[k], x[k], s);
-  return s;
+  for (int k = 0; k < K / 4; ++k) {
+    const uint4 v = *reinterpret_cast<const uint4*>(q + 16 * swizzled_chunk<kSwizzle>(j + k));
+    out[4 * k] = v.x;
+    out[4 * k + 1] = v.y;
+    out[4 * k + 2] = v.z;
+    out[4 * k + 3] = v.w;
+  }
 }
 
-// s + x[0] + ... + x[N-1] in index order.
-template <int N>
-__device__ __forceinline__ float sum_chain(const float* x, float s) {
+constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
+
+// ---- cp.async: global -> shared without registers, completion tracked per thread in groups ----
+
+// Copies 16 bytes from global `src` to shared `dst` (both 16-byte aligned); only the first
+// src_bytes (0..16) are read, the rest of the 16 are zero-filled (the end of the matrix).
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  const unsigned dst_shared = unsigned(__cvta_generic_to_shared(dst));
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_shared), "l"(src),
+               "r"(src_bytes)
+               : "memory");
+}
+
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+
+// Waits until at most `kPending` of this thread's committed groups are still in flight.
+template <int kPending>
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// ---- shared-memory readers ----
+
+// K little-endian words starting at any byte address p in shared memory: K + 1 aligned loads and
+// a funnel shift each (the staged blocks of 34-, 18- and 210-byte types are only 2-byte aligned).
+// Reads up to 3 bytes past p + 4K (the staging buffers keep 16 bytes of slack).
+template <int K>
+__device__ __forceinline__ void unaligned_words(const uint8_t* p, uint32_t (&out)[K]) {
+  // Pointer arithmetic on p (not an integer round trip) keeps it known as shared memory, so the
+  // loads compile to ld.shared rather than generic loads.
+  const int misalign = int(reinterpret_cast<uintptr_t>(p) & 3);
+  const uint32_t* word = reinterpret_cast<const uint32_t*>(p - misalign);
+  const uint32_t shift = 8u * uint32_t(misalign);
+  uint32_t previous = word[0];
 #pragma unroll
-  for (int k = 0; k < N; ++k) s = __fadd_rn(s, x[k]);
-  return s;
+  for (int k = 0; k < K; ++k) {
+    const uint32_t next = word[k + 1];
+    out[k] = __funnelshift_r(previous, next, shift);
+    previous = next;
+  }
 }
 
-// Byte k (0..3) of a little-endian word.
-__device__ __forceinline__ uint32_t byte_of(uint32_t word, int k) {
-  return (word >> (8 * k)) & 0xFFu;
+// K words (K a multiple of 4) at a 16-byte aligned shared address, as K / 4 16-byte loads.
+template <int K>
+__device__ __forceinline__ void aligned_words(const void* p, uint32_t (&out)[K]) {
+  static_assert(K % 4 == 0, "whole 16-byte vectors");
+  const uint4* vec = static_cast<const uint4*>(p);
+#pragma unroll
+  for (int k = 0; k < K / 4; ++k) {
+    const uint4 v = vec[k];
+    out[4 * k] = v.x;
+    out[4 * k + 1] = v.y;
+    out[4 * k + 2] = v.z;
+    out[4 * k + 3] = v.w;
+  }
 }
 
-// Every dot() below has the same contract:
-//   block: the block's first byte;  slice: 0..kLanes-1, the lane's part of the block
-//   x:     row 0's element at the block's first column; row r starts at x + r * in
-//   acc:   (kMaxRows,) the lane's accumulators; rows r < n are updated, the others untouched
+// sum over k of the int8 products of a[k] and b[k] (4 per word), plus c: exact.
+template <int K>
+__device__ __forceinline__ int dot_words(const uint32_t* a, const uint32_t* b, int c) {
+#pragma unroll
+  for (int k = 0; k < K; ++k) c = __dp4a(int(a[k]), int(b[k]), c);
+  return c;
+}
 
-// Q8_0: d, int8 qs[32]. Four lanes per block, 8 quants each: elements 8s..8s+7.
+constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
+
+// ---- the block types ----
+// Each type describes its blocks (kElems elements in kBytes bytes), how a piece is cut (kUnits
+// units per block, kBlocksPerPiece blocks: 32 units, one per lane) and computes one unit:
+//   unit<kRows>(block, u, x, n, acc)
+//     block: the staged block's first byte (shared memory; alignment as the type states)
+//     u:     0..kUnits-1, the unit within the block
+//     x:     the quantized x rows, positioned at the block's first column (XView)
+//     acc:   (kRows,) the lane's accumulators; rows r < n gain this unit's terms, in a fixed order
+
+// Q8_0: d, int8 qs[32]; value d q. One unit per block (34 bytes: only 2-byte aligned).
 struct BlockQ8_0 {
-  static constexpr int kElems = 32, kBytes = 34, kLanes = 4;
-  template <typename T>
-  __device__ static void dot(const uint8_t* block, int slice, const T* x, int in, int n,
-                             float (&acc)[kMaxRows]) {
+  static constexpr int kElems = 32, kBytes = 34, kUnits = 1, kBlocksPerPiece = 32, kStages = 4,
+                       kSwizzle = 1;
+  template <int kRows>
+  __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
+                              float (&acc)[kRows]) {
     const float d = half_at_aligned(block);
-    const uint8_t* qs = block + 2 + 8 * slice;
-    const uint32_t word[2] = {u32_at_even(qs), u32_at_even(qs + 4)};
-    float w[8];
+    uint32_t q[8];
+    unaligned_words<8>(block + 2, q);
 #pragma unroll
-    for (int k = 0; k < 8; ++k) w[k] = uint_minus<128>(byte_of(word[k / 4], k % 4) ^ 0x80u);
-#pragma unroll
-    for (int row = 0; row < kMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row < n) {
-        float xv[8];
-        load_as_float<T, 8>(x + int64_t(row) * in + 8 * slice, xv);
-        acc[row] = __fmaf_rn(d, fma_chain<8>(w, xv, 0.0f), acc[row]);
+        uint32_t x[8];
+        x_words<kSwizzle>(xv, row, xv.chunk, x);
+        const XBlock a = xv.blocks[row * xv.block_stride];
+        acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot_words<8>(q, x, 0)), acc[row]);
       }
     }
   }
 };
 
 // Q4_0 / Q4_1: d, [m], qs[16]; byte j holds element j (low nibble) and j + 16 (high nibble).
-// Four lanes per block, 4 bytes each: elements 4s..4s+3 and 4s+16..4s+19. Q4_0's value is
-// d (q - 8); Q4_1's is d q + m, accumulated as d sum(q x) + m sum(x).
+// Q4_0's value is d (q - 8): d dx (sum q qx - 8 sum qx). Q4_1's is d q + m: d dx sum q qx +
+// m dx sum qx. One unit per block; Q4_1's 20-byte blocks keep its quants 4-byte aligned.
 template <bool kHasMin>
 struct BlockQ4 {
-  static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18, kLanes = 4;
-  template <typename T>
-  __device__ static void dot(const uint8_t* block, int slice, const T* x, int in, int n,
-                             float (&acc)[kMaxRows]) {
+  static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18, kUnits = 1, kBlocksPerPiece = 32,
+                       kStages = 6, kSwizzle = 1;
+  template <int kRows>
+  __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
+                              float (&acc)[kRows]) {
     const float d = half_at_aligned(block);
     const float m = kHasMin ? half_at_aligned(block + 2) : 0.0f;
-    // Q4_1 blocks are 20 bytes, so its quants are 4-byte aligned; Q4_0's are only 2-byte aligned.
-    const uint8_t* qs = block + (kHasMin ? 4 : 2) + 4 * slice;
-    const uint32_t word = kHasMin ? *reinterpret_cast<const uint32_t*>(qs) : u32_at_even(qs);
-    float low[4], high[4];
+    uint32_t packed[4];
+    if constexpr (kHasMin) {
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(block + 4);
+#pragma unroll
+      for (int k = 0; k < 4; ++k) packed[k] = words[k];
+    } else {
+      unaligned_words<4>(block + 2, packed);
+    }
+    uint32_t q[8];  // elements 0..15 (low nibbles), then 16..31 (high nibbles)
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      low[k] = uint_minus < kHasMin ? 0 : 8 > (byte_of(word, k) & 0x0Fu);
-      high[k] = uint_minus < kHasMin ? 0 : 8 > (byte_of(word, k) >> 4);
+      q[k] = packed[k] & kLowNibbles;
+      q[k + 4] = (packed[k] >> 4) & kLowNibbles;
     }
 #pragma unroll
-    for (int row = 0; row < kMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row < n) {
-        float xl[4], xh[4];
-        load_as_float<T, 4>(x + int64_t(row) * in + 4 * slice, xl);
-        load_as_float<T, 4>(x + int64_t(row) * in + 16 + 4 * slice, xh);
-        const float qx = fma_chain<4>(high, xh, fma_chain<4>(low, xl, 0.0f));
-        acc[row] = __fmaf_rn(d, qx, acc[row]);
-        if constexpr (kHasMin)
-          acc[row] = __fmaf_rn(m, sum_chain<4>(xh, sum_chain<4>(xl, 0.0f)), acc[row]);
+        uint32_t x[8];
+        x_words<kSwizzle>(xv, row, xv.chunk, x);
+        const XBlock a = xv.blocks[row * xv.block_stride];
+        const int dot = dot_words<8>(q, x, 0);
+        if constexpr (kHasMin) {
+          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot), acc[row]);
+          acc[row] = __fmaf_rn(__fmul_rn(m, a.d), float(a.sum), acc[row]);
+        } else {
+          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot - 8 * a.sum), acc[row]);
+        }
       }
     }
   }
 };
 
 // Q4_K: d, dmin, scales[12] (eight 6-bit scale/min pairs), qs[128] as four 32-byte chunks; in chunk
-// c the low nibbles are sub-block 2c and the high nibbles sub-block 2c + 1 (32 elements each).
-// Eight lanes per block, 16 bytes (one aligned 16-byte load) each: lane s takes half s % 2 of chunk
-// s / 2, i.e. elements 64c + 16h + j (low) and 64c + 32 + 16h + j (high), j < 16. The value is
-// dl q - ml with dl = d sc, ml = dmin m, accumulated as dl sum(q x) - ml sum(x) per sub-block.
+// c the low nibbles are sub-block 2c (elements 64c + j) and the high nibbles sub-block 2c + 1
+// (64c + 32 + j). Unit c = chunk c (64 elements). The value is d sc q - dmin m, so a sub-block adds
+// d dx (sc sum q qx) - dmin dx (m sum qx). Blocks are 144 bytes and rows start 16-byte aligned, so
+// the staged blocks are 16-byte aligned.
 struct BlockQ4_K {
-  static constexpr int kElems = 256, kBytes = 144, kLanes = 8;
-  template <typename T>
-  __device__ static void dot(const uint8_t* block, int slice, const T* x, int in, int n,
-                             float (&acc)[kMaxRows]) {
-    const int chunk = slice / 2, half = slice % 2;
+  static constexpr int kElems = 256, kBytes = 144, kUnits = 4, kBlocksPerPiece = 8, kStages = 4,
+                       kSwizzle = 1;
+  template <int kRows>
+  __device__ static void unit(const uint8_t* block, int c, const XView& xv, int n,
+                              float (&acc)[kRows]) {
     const float d = half_at_aligned(block), dmin = half_at_aligned(block + 2);
-    float dl[2], ml[2];  // [0]: sub-block 2c (low nibbles), [1]: 2c + 1 (high nibbles)
+    int scale[2], min[2];
 #pragma unroll
-    for (int i = 0; i < 2; ++i) {
-      int scale, min;
-      k4_scale_min(2 * chunk + i, block + 4, &scale, &min);
-      dl[i] = __fmul_rn(d, float(scale));
-      ml[i] = __fmul_rn(dmin, float(min));
-    }
-    const uint4 packed = *reinterpret_cast<const uint4*>(block + 16 + 32 * chunk + 16 * half);
-    const uint32_t word[4] = {packed.x, packed.y, packed.z, packed.w};
-    float q[2][16];
+    for (int i = 0; i < 2; ++i) k4_scale_min(2 * c + i, block + 4, &scale[i], &min[i]);
+    uint32_t packed[8];
+    aligned_words<8>(block + 16 + 32 * c, packed);
+    uint32_t q[16];  // sub-block 2c (low nibbles), then 2c + 1 (high nibbles)
 #pragma unroll
-    for (int j = 0; j < 16; ++j) {
-      const uint32_t byte = byte_of(word[j / 4], j % 4);
-      q[0][j] = uint_minus<0>(byte & 0x0Fu);
-      q[1][j] = uint_minus<0>(byte >> 4);
+    for (int k = 0; k < 8; ++k) {
+      q[k] = packed[k] & kLowNibbles;
+      q[k + 8] = (packed[k] >> 4) & kLowNibbles;
     }
 #pragma unroll
-    for (int row = 0; row < kMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row < n) {
+        uint32_t x[16];
+        x_words<kSwizzle>(xv, row, xv.chunk + 4 * c, x);
+        const XBlock* a = xv.blocks + row * xv.block_stride + 2 * c;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
-          const T* xs = x + int64_t(row) * in + 64 * chunk + 32 * i + 16 * half;
-          float xa[8], xb[8];
-          load_as_float<T, 8>(xs, xa);
-          load_as_float<T, 8>(xs + 8, xb);
-          const float qx = fma_chain<8>(q[i] + 8, xb, fma_chain<8>(q[i], xa, 0.0f));
-          const float sx = sum_chain<8>(xb, sum_chain<8>(xa, 0.0f));
-          acc[row] = __fmaf_rn(dl[i], qx, acc[row]);
-          acc[row] = __fmaf_rn(-ml[i], sx, acc[row]);
+          const XBlock ai = a[i];
+          const int dot = dot_words<8>(q + 8 * i, x + 8 * i, 0);
+          // scale * dot < 2^22 and min * sum < 2^18: exact in fp32.
+          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale[i] * dot), acc[row]);
+          acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min[i] * ai.sum), acc[row]);
         }
       }
     }
@@ -165,178 +275,316 @@ struct BlockQ4_K {
 };
 
 // Q6_K: ql[128], qh[64], int8 scales[16], d; two halves of 128 elements. In half h, for l < 32:
-// element 32 p + l (p = 0..3) takes the low (p < 2) or high nibble of ql[64h + l + 32 (p & 1)],
-// bits 2p, 2p+1 of qh[32h + l] as bits 4-5, minus 32, times d scales[8h + l/16 + 2p]. Eight lanes
-// per block: lane s takes half s / 4 and l in 8 (s % 4) .. +7, i.e. 8 elements of each p. The
-// blocks are 210 bytes, so every field is read with 2-byte loads.
+// element 128h + 32p + l (p = 0..3) takes the low (p < 2) or high nibble of ql[64h + l + 32 (p &
+// 1)], bits 2p, 2p+1 of qh[32h + l] as bits 4-5, minus 32, times d scales[8h + l/16 + 2p]. Unit u
+// takes half h = u / 2 and l in 16g..16g+15 (g = u % 2) for all four p: 64 elements, 4 scales. The
+// q - 32 are formed as int8 (per-byte subtract), so a 16-element group adds d dx (sc sum (q-32)
+// qx).
 struct BlockQ6_K {
-  static constexpr int kElems = 256, kBytes = 210, kLanes = 8;
-  template <typename T>
-  __device__ static void dot(const uint8_t* block, int slice, const T* x, int in, int n,
-                             float (&acc)[kMaxRows]) {
-    const int half = slice / 4, l0 = 8 * (slice % 4);
-    const uint8_t* ql = block + 64 * half + l0;
-    const uint8_t* qh = block + 128 + 32 * half + l0;
-    const int8_t* sc = reinterpret_cast<const int8_t*>(block + 192 + 8 * half + l0 / 16);
+  static constexpr int kElems = 256, kBytes = 210, kUnits = 4, kBlocksPerPiece = 8, kStages = 4,
+                       kSwizzle = 2;
+  template <int kRows>
+  __device__ static void unit(const uint8_t* block, int u, const XView& xv, int n,
+                              float (&acc)[kRows]) {
+    const int h = u / 2, g = u % 2;
+    uint32_t low[4], high[4], hbits[4];  // ql[l], ql[l + 32], qh[l] for l = 16g .. 16g + 15
+    unaligned_words<4>(block + 64 * h + 16 * g, low);
+    unaligned_words<4>(block + 64 * h + 32 + 16 * g, high);
+    unaligned_words<4>(block + 128 + 32 * h + 16 * g, hbits);
+    int scale[4];
+#pragma unroll
+    for (int p = 0; p < 4; ++p) scale[p] = int(static_cast<int8_t>(block[192 + 8 * h + g + 2 * p]));
     const float d = half_at_aligned(block + 208);
-    const uint32_t a[2] = {u32_at_even(ql), u32_at_even(ql + 4)};        // ql[l], p = 0, 2
-    const uint32_t b[2] = {u32_at_even(ql + 32), u32_at_even(ql + 36)};  // ql[l + 32], p = 1, 3
-    const uint32_t h[2] = {u32_at_even(qh), u32_at_even(qh + 4)};        // qh[l]
-    float q[4][8];
-    float scale[4];
+    uint32_t q[4][4];  // [p][word]: the 16 elements 128h + 32p + 16g + j as int8 q - 32
 #pragma unroll
-    for (int p = 0; p < 4; ++p) scale[p] = __fmul_rn(d, float(sc[2 * p]));
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      const uint32_t qa = byte_of(a[k / 4], k % 4), qb = byte_of(b[k / 4], k % 4);
-      const uint32_t qhi = byte_of(h[k / 4], k % 4);
-      q[0][k] = uint_minus<32>((qa & 0x0Fu) | (qhi & 3u) << 4);
-      q[1][k] = uint_minus<32>((qb & 0x0Fu) | ((qhi >> 2) & 3u) << 4);
-      q[2][k] = uint_minus<32>((qa >> 4) | ((qhi >> 4) & 3u) << 4);
-      q[3][k] = uint_minus<32>((qb >> 4) | (qhi >> 6) << 4);
+    for (int k = 0; k < 4; ++k) {
+      q[0][k] = __vsub4((low[k] & kLowNibbles) | ((hbits[k] << 4) & 0x30303030u), 0x20202020u);
+      q[1][k] = __vsub4((high[k] & kLowNibbles) | ((hbits[k] << 2) & 0x30303030u), 0x20202020u);
+      q[2][k] = __vsub4(((low[k] >> 4) & kLowNibbles) | (hbits[k] & 0x30303030u), 0x20202020u);
+      q[3][k] =
+          __vsub4(((high[k] >> 4) & kLowNibbles) | ((hbits[k] >> 2) & 0x30303030u), 0x20202020u);
     }
 #pragma unroll
-    for (int row = 0; row < kMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row < n) {
 #pragma unroll
         for (int p = 0; p < 4; ++p) {
-          float xv[8];
-          load_as_float<T, 8>(x + int64_t(row) * in + 128 * half + 32 * p + l0, xv);
-          acc[row] = __fmaf_rn(scale[p], fma_chain<8>(q[p], xv, 0.0f), acc[row]);
+          uint32_t x[4];
+          x_words<kSwizzle>(xv, row, xv.chunk + 8 * h + 2 * p + g, x);
+          const XBlock a = xv.blocks[row * xv.block_stride + 4 * h + p];
+          // |scale * dot| <= 128 * 16 * 32 * 127 < 2^24: exact in fp32.
+          acc[row] =
+              __fmaf_rn(__fmul_rn(d, a.d), float(scale[p] * dot_words<4>(q[p], x, 0)), acc[row]);
         }
       }
     }
   }
 };
 
+template <typename B>
+struct Staging {
+  static_assert(B::kUnits * B::kBlocksPerPiece == 32, "one unit per lane");
+  static constexpr int kPieceBytes = B::kBlocksPerPiece * B::kBytes;
+  // The 16-byte aligned span covering a piece starts up to 15 bytes before it; 16 more bytes of
+  // slack for unaligned_words' read past the end.
+  static constexpr int kStageBytes = align16(kPieceBytes + 15) + 16;
+  static constexpr int kBlockBytes = kWarps * B::kStages * kStageBytes;  // per thread block
+};
+
+// Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled
+// (XView), and xb (n, in / 32): per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q =
+// rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
+// Four threads per block, eight elements each; ends with a barrier, so every warp may read all of
+// it.
+template <int kSwizzle, typename T>
+__device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
+  const int count = n * in;
+  for (int base = 0; base < count; base += kThreads * 8) {  // uniform over the thread block
+    const int at = base + 8 * int(threadIdx.x);
+    const bool valid = at < count;  // the same for the 4 threads of a block (count % 32 == 0)
+    float v[8] = {};
+    if (valid) load_as_float<T, 8>(x + at, v);
+    float amax = 0.0f;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) amax = fmaxf(amax, fabsf(v[k]));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+    // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the clamp
+    // only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
+    const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
+    int q[8], sum = 0;
+#pragma unroll
+    for (int k = 0; k < 8; ++k) {
+      q[k] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[k], s), -127.0f), 127.0f));
+      sum += q[k];
+    }
+    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+    if (valid) {
+      uint32_t word[2];
+#pragma unroll
+      for (int w = 0; w < 2; ++w) {
+        word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
+                  (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
+      }
+      const int row = at / in, col = at - row * in;
+      int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
+      *reinterpret_cast<uint2*>(dst) = make_uint2(word[0], word[1]);
+      if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{__fdiv_rn(amax, 127.0f), sum};
+    }
+  }
+  __syncthreads();
+}
+
 enum class Epilogue { kStore, kStoreF32, kSiluMul };
 
-// kSplit warps per output feature o (kWarps / kSplit features per thread block). Warp `part` of a
-// feature takes the row's block groups part, part + kSplit, ..., a group being the 32 / kLanes
-// consecutive blocks one warp-wide step covers. kWeightRows weight rows per feature (2 for
-// gate | up, rows o and o + out).
-template <typename B, typename T, Epilogue E, int kSplit>
-__global__ void __launch_bounds__(kWarps * 32)
+// x (n, in) in T (16-byte aligned); w (kWeightRows * out, in) ggml blocks, 16-byte aligned; y (n,
+// y_stride). kRows >= n: the accumulators' size (n only selects the rows computed). Dynamic shared
+// memory: Staging<B>::kBlockBytes, then xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks.
+template <typename B, typename T, Epilogue E, int kRows>
+__global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride) {
   pdl_wait();
   pdl_launch_dependents();
+  using S = Staging<B>;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
-  constexpr int kFeaturesPerBlock = kWarps / kSplit;
-  constexpr int kBlocksPerStep = 32 / B::kLanes;
-  __shared__ float partial[kWarps][kWeightRows][kMaxRows];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int local = warp / kSplit, part = warp % kSplit;
-  const int o = blockIdx.x * kFeaturesPerBlock + local;
-  const bool active = o < out;  // no early return: the block meets at a barrier below
+  extern __shared__ __align__(16) uint8_t smem[];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  uint8_t* stages = smem + warp * B::kStages * S::kStageBytes;
+  int8_t* xq = reinterpret_cast<int8_t*>(smem + S::kBlockBytes);
+  XBlock* xb = reinterpret_cast<XBlock*>(xq + n * x_stride(in));
+
   const int blocks_per_row = in / B::kElems;
+  const int pieces = (blocks_per_row + B::kBlocksPerPiece - 1) / B::kBlocksPerPiece;
   const int64_t row_bytes = int64_t(blocks_per_row) * B::kBytes;
-  const int slice = lane % B::kLanes;
-  float acc[kWeightRows][kMaxRows] = {};
-#pragma unroll 2
-  for (int first = part * kBlocksPerStep; active && first < blocks_per_row;
-       first += kBlocksPerStep * kSplit) {
-    const int blk = first + lane / B::kLanes;
-    if (blk < blocks_per_row) {
+  const int64_t total_bytes = int64_t(kWeightRows) * out * row_bytes;
+  const int total_warps = int(gridDim.x) * kWarps;
+  const int gw = int(blockIdx.x) * kWarps + warp;
+  const int features = gw < out ? (out - 1 - gw) / total_warps + 1 : 0;
+  const int items_per_feature = kWeightRows * pieces;
+  const int items = features * items_per_feature;
+
+  // Item t of this warp: piece p of weight row r (0: gate or the only row, 1: up) of its feature
+  // number t / items_per_feature; `begin` is the piece's first byte in w.
+  struct Item {
+    int o, r, p;
+    int64_t begin;
+  };
+  const auto locate = [&](int t) {
+    Item it;
+    const int f = t / items_per_feature, rest = t - f * items_per_feature;
+    it.r = rest / pieces;
+    it.p = rest - it.r * pieces;
+    it.o = gw + f * total_warps;
+    it.begin = (int64_t(it.o) + int64_t(it.r) * out) * row_bytes + int64_t(it.p) * S::kPieceBytes;
+    return it;
+  };
+  // Starts the copy of item t's 16-byte aligned span into its staging buffer (t % kStages).
+  const auto issue = [&](int t) {
+    const Item it = locate(t);
+    const int64_t row_end = (int64_t(it.o) + int64_t(it.r) * out + 1) * row_bytes;
+    const int64_t end = std::min(it.begin + S::kPieceBytes, row_end);
+    const int64_t first = it.begin & ~int64_t(15);
+    const int chunks = int((end - first + 15) / 16);
+    uint8_t* dst = stages + (t % B::kStages) * S::kStageBytes;
+    for (int c = lane; c < chunks; c += 32) {
+      const int64_t at = first + 16 * int64_t(c);
+      cp_async16(dst + 16 * c, w + at, int(std::min<int64_t>(16, total_bytes - at)));
+    }
+  };
+
+  // The first pieces' loads go out before x is quantized, so their latency overlaps it.
+#pragma unroll
+  for (int t = 0; t < B::kStages - 1; ++t) {
+    if (t < items) issue(t);
+    cp_async_commit();
+  }
+  quantize_x<B::kSwizzle>(x, n, in, xq, xb);
+
+  float acc[kWeightRows][kRows];
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
+  }
+  for (int t = 0; t < items; ++t) {
+    if (t + B::kStages - 1 < items) issue(t + B::kStages - 1);
+    cp_async_commit();  // one group per iteration, empty or not: group t is item t
+    cp_async_wait<B::kStages - 1>();
+    __syncwarp();  // every lane's copies of item t are visible to the whole warp
+    const Item it = locate(t);
+    const uint8_t* piece = stages + (t % B::kStages) * S::kStageBytes + (it.begin & 15);
+    const int first_block = it.p * B::kBlocksPerPiece;
+    const int units = std::min(int(B::kBlocksPerPiece), blocks_per_row - first_block) * B::kUnits;
+    if (lane < units) {
+      const int b = lane / B::kUnits, u = lane % B::kUnits;
+      const int blk = first_block + b;
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
-        const uint8_t* block =
-            w + (int64_t(o) + int64_t(r) * out) * row_bytes + int64_t(blk) * B::kBytes;
-        B::dot(block, slice, x + int64_t(blk) * B::kElems, in, n, acc[r]);
+        if (r == it.r) {
+          const XView xv{xq, xb + blk * (B::kElems / 32), x_stride(in), in / 32,
+                         blk * (B::kElems / 16)};
+          B::template unit<kRows>(piece + b * B::kBytes, u, xv, n, acc[r]);
+        }
       }
     }
-  }
+    __syncwarp();  // the buffer is refilled by the next iteration's issue
+    // After the feature's last piece: sum the lanes (fixed xor tree) and store.
+    if (it.r != kWeightRows - 1 || it.p != pieces - 1) continue;
 #pragma unroll
-  for (int row = 0; row < kMaxRows; ++row) {
+    for (int r = 0; r < kWeightRows; ++r) {
 #pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) acc[r][row] = warp_sum(acc[r][row]);
-  }
-  if constexpr (kSplit > 1) {
+      for (int row = 0; row < kRows; ++row) {
+        if (row < n) acc[r][row] = warp_sum(acc[r][row]);
+      }
+    }
     if (lane == 0) {
 #pragma unroll
-      for (int row = 0; row < kMaxRows; ++row) {
-#pragma unroll
-        for (int r = 0; r < kWeightRows; ++r) partial[warp][r][row] = acc[r][row];
+      for (int row = 0; row < kRows; ++row) {
+        if (row < n) {
+          const int64_t at = int64_t(row) * y_stride + it.o;
+          if constexpr (E == Epilogue::kStoreF32) {
+            static_cast<float*>(y)[at] = acc[0][row];
+          } else if constexpr (E == Epilogue::kStore) {
+            static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+          } else {
+            const float g = acc[0][row];
+            static_cast<T*>(y)[at] =
+                from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
+          }
+        }
       }
     }
-    __syncthreads();
-    if (part != 0) return;
 #pragma unroll
-    for (int row = 0; row < kMaxRows; ++row) {
+    for (int r = 0; r < kWeightRows; ++r) {
 #pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) {
-        float total = 0.0f;
-#pragma unroll
-        for (int s = 0; s < kSplit; ++s) total = __fadd_rn(total, partial[warp + s][r][row]);
-        acc[r][row] = total;
-      }
-    }
-  }
-  if (!active || lane != 0) return;
-#pragma unroll
-  for (int row = 0; row < kMaxRows; ++row) {
-    if (row < n) {
-      const int64_t at = int64_t(row) * y_stride + o;
-      if constexpr (E == Epilogue::kStoreF32) {
-        static_cast<float*>(y)[at] = acc[0][row];
-      } else if constexpr (E == Epilogue::kStore) {
-        static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
-      } else {
-        const float g = acc[0][row];
-        static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * acc[1][row]);
-      }
+      for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
     }
   }
+  cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
-// Warps per feature (1, 2 or 4), from the shape only (never from n: batch invariance). Enough
-// warps in flight to stream the weights (out * split up to 16k warps, ~120 per SM) while each warp
-// keeps at least one block group of its row.
-template <typename B>
-int split_for(int in, int out) {
-  const int groups = (in / B::kElems + 32 / B::kLanes - 1) / (32 / B::kLanes);
-  int split = 1;
-  while (split < 4 && out * split * 2 <= 16384 && groups >= split * 2) split *= 2;
-  return split;
+// ---- host side ----
+
+// The opt-in shared memory size and the resident blocks per SM of one kernel at one dynamic
+// shared memory size, per device; cached (the graph cache runs a step eagerly before capturing
+// it, so these calls happen outside stream capture).
+struct Occupancy {
+  int sms = 0, blocks_per_sm = 0;
+};
+
+Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem) {
+  static std::mutex mutex;
+  static std::map<std::tuple<int, const void*, size_t>, Occupancy> cache;
+  static std::map<std::pair<int, const void*>, bool> opted_in;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto key = std::make_tuple(device, kernel, smem);
+  const auto found = cache.find(key);
+  if (found != cache.end()) return found->second;
+  if (!opted_in[{device, kernel}]) {
+    ROSE_CUDA_CHECK(
+        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(max_smem)));
+    opted_in[{device, kernel}] = true;
+  }
+  Occupancy result;
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&result.sms, cudaDevAttrMultiProcessorCount, device));
+  ROSE_CUDA_CHECK(
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&result.blocks_per_sm, kernel, kThreads, smem));
+  if (result.blocks_per_sm < 1) {
+    cuda_fail("the kernel does not fit on an SM", "gemv_quant occupancy", __FILE__, __LINE__);
+  }
+  cache[key] = result;
+  return result;
+}
+
+template <typename B, typename T, Epilogue E, int kRows>
+void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                 cudaStream_t stream) {
+  auto* kernel = gemv_quant_kernel<B, T, E, kRows>;
+  const size_t smem = size_t(Staging<B>::kBlockBytes + n * x_row_bytes(in));
+  const size_t max_smem = size_t(Staging<B>::kBlockBytes + kXSmemBudget);
+  const Occupancy occ = occupancy(reinterpret_cast<const void*>(kernel), smem, max_smem);
+  // Every warp gets the same number of features (per_warp), and all warps are resident at once:
+  // no tail wave, no warp with one feature more than the others.
+  const int64_t resident_warps = int64_t(occ.sms) * occ.blocks_per_sm * kWarps;
+  const int64_t per_warp = (out + resident_warps - 1) / resident_warps;
+  const int64_t warps = (out + per_warp - 1) / per_warp;
+  const int blocks = int((warps + kWarps - 1) / kWarps);
+  launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, stream, x, w, y, n, in, out, y_stride);
 }
 
 template <typename B, typename T, Epilogue E>
 void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                  cudaStream_t stream) {
-  const T* xt = static_cast<const T*>(x);
-  const int split = split_for<B>(in, out);
-  const int per_block = kWarps / split;
-  const int blocks = (out + per_block - 1) / per_block;
-  if (split == 4) {
-    launch_kernel(gemv_quant_kernel<B, T, E, 4>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out, y_stride);
-  } else if (split == 2) {
-    launch_kernel(gemv_quant_kernel<B, T, E, 2>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out, y_stride);
-  } else {
-    launch_kernel(gemv_quant_kernel<B, T, E, 1>, blocks, kWarps * 32, 0, stream, xt, w, y, n, in,
-                  out, y_stride);
+                  size_t y_element, cudaStream_t stream) {
+  // Rows whose quantized x exceeds the budget run as several launches of the rows that fit: each
+  // row's arithmetic is the same in any launch, so this keeps batch invariance.
+  const int fit = int(std::min<int64_t>(kGemvQuantMaxRows, kXSmemBudget / x_row_bytes(in)));
+  for (int first = 0; first < n; first += fit) {
+    const int rows = std::min(fit, n - first);
+    const T* xr = static_cast<const T*>(x) + int64_t(first) * in;
+    void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
+    if (rows == 1) {
+      launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
+    } else if (rows == 2) {
+      launch_rows<B, T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
+    } else if (rows <= 4) {
+      launch_rows<B, T, E, 4>(xr, w, yr, rows, in, out, y_stride, stream);
+    } else {
+      launch_rows<B, T, E, 8>(xr, w, yr, rows, in, out, y_stride, stream);
+    }
   }
 }
 
 template <typename B, Epilogue E>
 void launch_dtype(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   DType dtype, cudaStream_t stream) {
+  const size_t y_element = E == Epilogue::kStoreF32 ? 4 : 2;
   if (dtype == DType::kBF16) {
-    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, y_stride, stream);
+    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, y_stride, y_element, stream);
   } else {
-    launch_typed<B, __half, E>(x, w, y, n, in, out, y_stride, stream);
-  }
-}
-
-// The weight alignment each type's loads need (gemv_quant.cuh).
-int weight_alignment(uint32_t ggml_type) {
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kQ4_K:
-      return 16;
-    case GgmlType::kQ4_1:
-      return 4;
-    default:
-      return 2;
+    launch_typed<B, __half, E>(x, w, y, n, in, out, y_stride, y_element, stream);
   }
 }
 
@@ -344,12 +592,13 @@ template <Epilogue E>
 void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
                     int out, int y_stride, DType dtype, cudaStream_t stream, const char* what) {
   if (!gemv_quant_supported(ggml_type, n, in) || out < 1 || y_stride < out) {
-    cuda_fail("unsupported type or shape (n > 4, or in not a multiple of the block size)", what,
-              __FILE__, __LINE__);
+    cuda_fail(
+        "unsupported type or shape (n > kGemvQuantMaxRows, or in not a multiple of the block "
+        "size or too large)",
+        what, __FILE__, __LINE__);
   }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 ||
-      reinterpret_cast<uintptr_t>(w) % weight_alignment(ggml_type) != 0) {
-    cuda_fail("misaligned x or weight pointer", what, __FILE__, __LINE__);
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    cuda_fail("misaligned x or weight pointer (16 bytes needed)", what, __FILE__, __LINE__);
   }
   switch (static_cast<GgmlType>(ggml_type)) {
     case GgmlType::kQ8_0:
@@ -385,7 +634,8 @@ int gemv_quant_block_elems(uint32_t ggml_type) {
 
 bool gemv_quant_supported(uint32_t ggml_type, int n, int in) {
   const int elems = gemv_quant_block_elems(ggml_type);
-  return elems > 0 && n >= 1 && n <= kGemvQuantMaxRows && in > 0 && in % elems == 0;
+  return elems > 0 && n >= 1 && n <= kGemvQuantMaxRows && in > 0 && in % elems == 0 &&
+         x_row_bytes(in) <= kXSmemBudget;
 }
 
 int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in) {

@@ -1,8 +1,11 @@
-// Timing driver for the quantized GEMV (kernels/cuda/gemv_quant.cu) at llama-1b's projection
-// shapes, n = 1: microseconds per call, achieved GB/s of weight bytes, and the bf16 launch_gemv of
-// the same shape for comparison (speedup = bf16 time / quantized time). Built as
+// Timing driver for the quantized GEMV (kernels/cuda/gemv_quant.cu) at the projection shapes of
+// llama-1b and llama-8b, n = 1, 4 and 8 rows: microseconds per call, achieved GB/s of quantized
+// weight bytes, and the bf16 launch_gemv of the same shape for comparison (speedup = bf16 time /
+// quantized time; launch_gemv takes n <= 4, so n = 8 has no bf16 column). Built as
 // gpu_bench_gemv_quant, not run by ctest; run with --no-skip. Each measurement cycles through
 // enough copies of the weights (>= 256 MiB in all) that they come from HBM, not the 50 MB L2.
+// gate|up is timed as one GEMV over its 2 x intermediate rows (the fused SiLU epilogue reads the
+// same bytes).
 //   ROSEINFER_BENCH_ITERS=400 (timed calls per shape)
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -25,19 +28,39 @@ using namespace rose;
 namespace {
 
 constexpr size_t kColdBytes = size_t(256) << 20;
+constexpr int kRowCounts[] = {1, 4, 8};
+constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K,
+                               GgmlType::kQ6_K};
+constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
+constexpr size_t kNumRowCounts = sizeof(kRowCounts) / sizeof(kRowCounts[0]);
 
 struct Shape {
   const char* name;
   int in, out;
+  bool in_layer;  // one of a layer's four projections (not the lm_head)
 };
 
-// llama-1b: hidden 2048, intermediate 8192 (gate|up fused: 16384 rows), 32 q + 2 x 8 kv heads
-// of 64.
-constexpr Shape kShapes[] = {{"qkv", 2048, 3072},
-                             {"o", 2048, 2048},
-                             {"gate|up", 2048, 16384},
-                             {"down", 8192, 2048},
-                             {"lm_head", 2048, 128256}};
+struct Model {
+  const char* name;
+  std::vector<Shape> shapes;
+};
+
+// llama-1b: hidden 2048, intermediate 8192, 32 q + 2 x 8 kv heads of 64; its lm_head (vocab
+// 128256) is usually bf16 but shows the kernel on a large matrix. llama-8b: hidden 4096,
+// intermediate 14336, 32 q + 2 x 8 kv heads of 128.
+const Model kModels[] = {
+    {"llama-1b",
+     {{"qkv", 2048, 3072, true},
+      {"o", 2048, 2048, true},
+      {"gate|up", 2048, 16384, true},
+      {"down", 8192, 2048, true},
+      {"lm_head", 2048, 128256, false}}},
+    {"llama-8b",
+     {{"qkv", 4096, 6144, true},
+      {"o", 4096, 4096, true},
+      {"gate|up", 4096, 28672, true},
+      {"down", 14336, 4096, true}}},
+};
 
 int iterations() {
   const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
@@ -83,59 +106,83 @@ double time_us(int copies, int iters, Launch launch) {
 
 int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
 
-}  // namespace
-
-TEST_CASE("bench: quantized GEMV vs bf16 GEMV at llama-1b shapes, n = 1" * doctest::skip(true)) {
-  const int iters = iterations();
-  std::mt19937 rng(1);
-  const GgmlType types[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K,
-                            GgmlType::kQ6_K};
-  std::printf("%-8s %-6s %10s %9s %10s %9s %8s\n", "shape", "type", "quant_us", "quant_GB/s",
-              "bf16_us", "bf16_GB/s", "speedup");
-  double layer_bf16 = 0.0, layer_quant[5] = {};
-  for (const Shape& shape : kShapes) {
-    const gputest::Bf16Data x = gputest::random_bf16(size_t(shape.in), rng);
+void bench_model(const Model& model, int iters, std::mt19937& rng) {
+  constexpr int kMaxN = kRowCounts[kNumRowCounts - 1];
+  std::printf("\n%s\n%-8s %-6s %2s %10s %10s %10s %10s %8s\n", model.name, "shape", "type", "n",
+              "quant_us", "quant_GB/s", "bf16_us", "bf16_GB/s", "speedup");
+  // One layer's four projections: [row count][type], and bf16 [row count] (0 where unsupported).
+  double layer_quant[kNumRowCounts][kNumTypes] = {}, layer_bf16[kNumRowCounts] = {};
+  for (const Shape& shape : model.shapes) {
+    const gputest::Bf16Data x = gputest::random_bf16(size_t(kMaxN) * size_t(shape.in), rng);
     gputest::DeviceArray<uint16_t> x_dev(x.bits);
-    gputest::DeviceArray<float> y_dev(size_t(shape.out));
-    // bf16 baseline.
+    gputest::DeviceArray<float> y_dev(size_t(kMaxN) * size_t(shape.out));
+    // bf16 baseline, for the row counts launch_gemv takes.
     const size_t bf16_bytes = size_t(shape.in) * size_t(shape.out) * 2;
-    const int bf16_copies = copies_for(bf16_bytes);
-    std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> bf16_w;
+    double bf16_us[kNumRowCounts] = {};
     {
-      const gputest::Bf16Data w =
-          gputest::random_bf16(size_t(shape.in) * size_t(shape.out), rng, -0.05f, 0.05f);
-      for (int c = 0; c < bf16_copies; ++c)
-        bf16_w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(w.bits));
+      const int copies = copies_for(bf16_bytes);
+      std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
+      {
+        const gputest::Bf16Data host =
+            gputest::random_bf16(size_t(shape.in) * size_t(shape.out), rng, -0.05f, 0.05f);
+        for (int c = 0; c < copies; ++c)
+          w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
+      }
+      for (size_t i = 0; i < kNumRowCounts; ++i) {
+        const int n = kRowCounts[i];
+        if (!gemv_supported(n, shape.in)) continue;
+        bf16_us[i] = time_us(copies, iters, [&](int c) {
+          launch_gemv(x_dev.get(), w[size_t(c)]->get(), y_dev.get(), n, shape.in, shape.out, true,
+                      DType::kBF16, nullptr);
+        });
+        if (shape.in_layer) layer_bf16[i] += bf16_us[i];
+      }
     }
-    const double bf16_us = time_us(bf16_copies, iters, [&](int c) {
-      launch_gemv(x_dev.get(), bf16_w[size_t(c)]->get(), y_dev.get(), 1, shape.in, shape.out, true,
-                  DType::kBF16, nullptr);
-    });
-    bf16_w.clear();
-    const bool in_layer = std::string(shape.name) != "lm_head";
-    if (in_layer) layer_bf16 += bf16_us;
-    for (size_t t = 0; t < 5; ++t) {
-      const GgmlType type = types[t];
+    for (size_t t = 0; t < kNumTypes; ++t) {
+      const GgmlType type = kTypes[t];
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
       const int copies = copies_for(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
       for (int c = 0; c < copies; ++c)
         w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
-      const double us = time_us(copies, iters, [&](int c) {
-        launch_gemv_quant(x_dev.get(), w[size_t(c)]->get(), uint32_t(type), y_dev.get(), 1,
-                          shape.in, shape.out, true, DType::kBF16, nullptr);
-      });
-      if (in_layer) layer_quant[t] += us;
-      std::printf("%-8s %-6s %10.2f %9.0f %10.2f %9.0f %7.2fx\n", shape.name,
-                  ggml_type_traits(type).name, us, double(bytes.size()) / us / 1e3, bf16_us,
-                  double(bf16_bytes) / bf16_us / 1e3, bf16_us / us);
+      for (size_t i = 0; i < kNumRowCounts; ++i) {
+        const int n = kRowCounts[i];
+        if (!gemv_quant_supported(uint32_t(type), n, shape.in)) continue;
+        const double us = time_us(copies, iters, [&](int c) {
+          launch_gemv_quant(x_dev.get(), w[size_t(c)]->get(), uint32_t(type), y_dev.get(), n,
+                            shape.in, shape.out, true, DType::kBF16, nullptr);
+        });
+        if (shape.in_layer) layer_quant[i][t] += us;
+        if (bf16_us[i] > 0.0) {
+          std::printf("%-8s %-6s %2d %10.2f %10.0f %10.2f %10.0f %7.2fx\n", shape.name,
+                      ggml_type_traits(type).name, n, us, double(bytes.size()) / us / 1e3,
+                      bf16_us[i], double(bf16_bytes) / bf16_us[i] / 1e3, bf16_us[i] / us);
+        } else {
+          std::printf("%-8s %-6s %2d %10.2f %10.0f %10s %10s %8s\n", shape.name,
+                      ggml_type_traits(type).name, n, us, double(bytes.size()) / us / 1e3, "-", "-",
+                      "-");
+        }
+      }
     }
   }
-  std::printf("one llama-1b layer's four projections (qkv, o, gate|up, down), bf16 %.2f us:\n",
-              layer_bf16);
-  for (size_t t = 0; t < 5; ++t) {
-    std::printf("  %-6s %8.2f us  %.2fx\n", ggml_type_traits(types[t]).name, layer_quant[t],
-                layer_bf16 / layer_quant[t]);
+  std::printf("%s: one layer's four projections (qkv, o, gate|up, down), us (speedup vs bf16):\n",
+              model.name);
+  for (size_t i = 0; i < kNumRowCounts; ++i) {
+    std::printf("  n %d: bf16 %8.2f |", kRowCounts[i], layer_bf16[i]);
+    for (size_t t = 0; t < kNumTypes; ++t) {
+      std::printf(" %s %.2f", ggml_type_traits(kTypes[t]).name, layer_quant[i][t]);
+      if (layer_bf16[i] > 0.0) std::printf(" (%.2fx)", layer_bf16[i] / layer_quant[i][t]);
+    }
+    std::printf("\n");
   }
-  CHECK(layer_bf16 > 0.0);
+}
+
+}  // namespace
+
+TEST_CASE("bench: quantized GEMV vs bf16 GEMV at llama-1b and llama-8b shapes, n = 1, 4, 8" *
+          doctest::skip(true)) {
+  const int iters = iterations();
+  std::mt19937 rng(1);
+  for (const Model& model : kModels) bench_model(model, iters, rng);
+  CHECK(iters > 0);
 }

@@ -150,7 +150,7 @@ void compare_backends(const WeightSource& weights, const std::vector<int>& promp
   const ModelConfig& config = weights.config();
   BackendOptions options;
   options.batch_invariant = invariant;
-  options.num_kv_blocks = 512;
+  options.num_kv_blocks = 768;  // up to 11 sequences of 1,024 tokens (make_seqs: 64 blocks each)
   options.max_num_seqs = 32;
   options.max_num_batched_tokens = 512;
   options.max_model_len = std::min(config.max_position_embeddings, 1024);
@@ -256,10 +256,11 @@ TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU"
 }
 
 TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {
-  // The GPU reads the blocks (quantized GEMV up to 4 rows, a decoded bf16 copy and cuBLAS above)
-  // where the CPU computes in fp32 on their dequantized values: the tiny preset's tolerance.
-  // Five sequences decode through the decoded copy, two through the quantized GEMV (and the fused
-  // gated one: tiny's gate | up is one Q range); tiny's down (in 688) stays dense.
+  // The GPU reads the blocks (the quantized GEMV up to kGemvQuantMaxRows = 8 rows, on int8
+  // activations; a decoded bf16 copy and cuBLAS above) where the CPU computes in fp32 on their
+  // dequantized values: the tiny preset's tolerance. Ten sequences decode through the decoded
+  // copy, five and two through the quantized GEMV (and the fused gated one: tiny's gate | up is
+  // one Q range); tiny's down (in 688) stays dense.
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
     CAPTURE(int(type));
     const std::unique_ptr<WeightSource> weights = quantize_weights(open_model("tiny"), type);
@@ -267,6 +268,7 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
     options.num_kv_blocks = 64;
     const std::string name = ggml_type_traits(type).name;
     CHECK(make_cuda_backend(*weights, options)->weight_types() == name + " x 13, bf16 x 4");
+    compare_backends(*weights, {5, 17, 33, 64, 1, 12, 3, 20, 7, 40}, 24, 6, true, 0.06);
     compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 8, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);  // --batch-invariant
@@ -279,15 +281,16 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // matrices with a part the GEMV cannot read (Q5_K, Q5_1, BF16, Q5_0...) are decoded to bf16.
   // Its random blocks give logits that bf16 activations move by ~10% of their scale, so instead
   // of the CPU (test_cuda_dequant bounds the decoded path against it) the kept path is checked
-  // against the same file decoded at load: steps of more than 4 rows multiply the same bf16
-  // values through the same cuBLAS calls (bit-identical logits), steps of 2 rows read the blocks
-  // (fp32 sums of the exact weights: within the bf16 tolerance of the decoded weights).
+  // against the same file decoded at load: steps of more than 8 rows (kGemvQuantMaxRows; the
+  // prefill below has 9 sequences, so its lm_head has 9 rows too) multiply the same bf16 values
+  // through the same cuBLAS calls (bit-identical logits), steps of 2 rows read the blocks (int8
+  // activations against the exact weights: within the bf16 tolerance of the decoded weights).
   const std::unique_ptr<WeightSource> weights =
       open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf");
   const ModelConfig& config = weights->config();
   BackendOptions options;
-  options.num_kv_blocks = 128;  // make_seqs gives each sequence 16 blocks from block 3 on
-  options.max_num_seqs = 8;
+  options.num_kv_blocks = 160;  // make_seqs gives each sequence 16 blocks from block 3 on
+  options.max_num_seqs = 16;
   options.max_num_batched_tokens = 256;
   options.max_model_len = 256;
   const std::unique_ptr<Backend> kept = make_cuda_backend(*weights, options);
@@ -297,7 +300,8 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   CHECK(decoded->weight_types() == "bf16");
   CHECK(kept->weight_bytes() < decoded->weight_bytes());
   std::mt19937 rng(11);
-  std::vector<Seq> seqs = make_seqs({5, 17, 33, 64, 9}, config.vocab_size, 16, 256, rng);
+  std::vector<Seq> seqs =
+      make_seqs({5, 17, 33, 64, 9, 3, 12, 7, 20}, config.vocab_size, 16, 256, rng);
   std::vector<int> counts;
   for (const Seq& seq : seqs) counts.push_back(int(seq.tokens.size()));
   StepPlan plan = make_plan(seqs, counts, 16, true);

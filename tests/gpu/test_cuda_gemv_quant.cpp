@@ -1,19 +1,36 @@
-// The quantized GEMV (kernels/cuda/gemv_quant.cu) against the CPU reference: rose::dequantize
-// (engine/model/quant.cpp) then a dot product in double, for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K at
-// the projection shapes of llama-1b (hidden 2048, intermediate 8192, qkv 3072) and SmolLM2-135M
-// (hidden 576, intermediate 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only
-// its in = 1536 down projection), n = 1..4, bf16 and fp16 activations. And batch invariance: row r
-// of y is bit-identical for every n.
+// The quantized GEMV (kernels/cuda/gemv_quant.cu) against CPU references, for Q8_0, Q4_0, Q4_1,
+// Q4_K and Q6_K at the projection shapes of llama-1b (hidden 2048, intermediate 8192, qkv 3072),
+// llama-8b (hidden 4096, intermediate 14336, qkv 6144) and SmolLM2-135M (hidden 576, intermediate
+// 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
+// projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
+// is bit-identical for every n); the fused gate|up SiLU; the shape checks.
 //
-// Tolerance: the kernel sums the same products in fp32 in another order (per-slice fma chains,
-// scales folded per block, a 32-lane tree, up to 4 warps); each partial sum is at most ~50
-// roundings deep (in = 8192, one warp per feature), so |y - ref| <= 50 * 2^-24 * sum|w x|
-// = 3e-6 sum|w x|; the check allows 1e-5 sum|w x| (plus half an ulp of the output dtype where y
-// is bf16/fp16). For Q4_1 and Q4_K, |w| there is |scale part| + |offset part| (magnitudes()). The
-// activations are multiples of 1/128 in [-1, 1], exact in both bf16 and fp16, so one reference
-// serves both dtypes and their fp32 outputs must be equal bit for bit.
+// Two references per output, both from the weights dequantized by rose::dequantize
+// (engine/model/quant.cpp) and sums in double:
+//   1. The kernel's own numerics, exactly: x quantized here by the rule gemv_quant.cuh documents
+//      (per 32 elements amax, s = min(127.0f / amax, FLT_MAX), q = rintf(x * s clamped to +-127)
+//      in fp32, d = amax / 127.0f; the GPU's __fdiv_rn / __fmul_rn / __float2int_rn give the same
+//      q and d bit for bit), y = sum w (d q). What is left is fp32 rounding in the kernel: per lane
+//      at most 2 in / 1024 accumulating fmas (in / 32 blocks of 32 over 32 lanes, two terms each
+//      for Q4_1 / Q4_K; Q6_K's four 16-element terms per 64-element unit are as many), plus 5
+//      levels of the warp tree and ~3 roundings per term (the scale product, the fma, the CPU's
+//      dequantized w), each <= 2^-24 of the running sum of |terms|: (2 in / 1024 + 8) 2^-24
+//      sum|w x'| in the worst case (3e-6 at in = 14336). The check allows twice that, and at least
+//      1e-5 (Reference::rel_tol), times sum|w x'| (plus an ulp of the output dtype where y is
+//      bf16/fp16). For Q4_1 and
+//      Q4_K, |w| there is |scale part| + |offset part| (magnitudes()): the kernel sums the two
+//      parts separately, so its rounding scales with them, not with |w| (which may cancel).
+//   2. What a user sees, the unquantized x: |x - d q| <= d / 2 = amax / 254 per element, so
+//      |y - sum w x| <= sum over blocks of (amax / 254) sum |w| (plus ~1e-7 relative for the
+//      rounded s and d, and check 1's rounding): a rigorous bound, checked per output; the worst
+//      ratio to it and to sum |w x| is printed.
+// The activations are multiples of 1/128 in [-1, 1] (ties of x s at .5 occur, so the rounding
+// rule is exercised), exact in bf16 and fp16, so one reference serves both dtypes and their fp32
+// outputs must be equal bit for bit. One 32-element block per row is all zero (amax = 0).
 #include <doctest/doctest.h>
 
+#include <algorithm>
+#include <cfloat>
 #include <cmath>
 #include <cstdint>
 #include <cstring>
@@ -65,9 +82,13 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t rows, int64_t cols, st
 }
 
 struct Reference {
-  std::vector<double> y;  // (rows, out)
-  std::vector<double>
-      abs_sum;  // (rows, out): sum |w x| (see magnitudes), the rounding error's scale
+  // All (rows, out).
+  std::vector<double> y;         // sum w x' with x' = d q: the kernel's numerics, exactly
+  std::vector<double> abs_sum;   // sum |w x'| (see magnitudes): the fp32 rounding error's scale
+  std::vector<double> y_true;    // sum w x: the unquantized product
+  std::vector<double> abs_true;  // sum |w x| (magnitudes)
+  std::vector<double> x_bound;   // sum over blocks of amax / 254 * sum |w|: |y - y_true| <= it
+  double rel_tol = 0.0;          // check 1's bound on |y_gpu - y| / abs_sum (see the top)
 };
 
 // The same blocks with every term of a value made positive: |d| for the scales, and for the types
@@ -84,36 +105,77 @@ std::vector<uint8_t> magnitudes(GgmlType type, std::vector<uint8_t> bytes) {
   return bytes;
 }
 
-// y = x W^T in double from the dequantized weights; x (kMaxRows, in), W (out, in) blocks.
+// x quantized as the kernel does (gemv_quant.cuh): per 32 consecutive elements of a row,
+// amax = max |x|, s = 127 / amax, q = rint(x s) (round half to even: rintf in the default mode,
+// __float2int_rn on the GPU), d = amax / 127, every step in fp32; zeros when amax = 0.
+struct QuantizedX {
+  std::vector<double> value;      // d q, exact in double
+  std::vector<double> half_step;  // amax / 254 of the element's block: the bound on |x - d q|
+};
+
+QuantizedX quantize_like_kernel(const std::vector<float>& x) {
+  QuantizedX qx{std::vector<double>(x.size()), std::vector<double>(x.size())};
+  for (size_t block = 0; block < x.size(); block += 32) {
+    float amax = 0.0f;
+    for (size_t i = block; i < block + 32; ++i) amax = std::max(amax, std::fabs(x[i]));
+    const float s = amax > 0.0f ? std::min(127.0f / amax, FLT_MAX) : 0.0f;
+    const float d = amax / 127.0f;
+    for (size_t i = block; i < block + 32; ++i) {
+      const float product = x[i] * s;  // one fp32 multiply, as the kernel's __fmul_rn
+      const int q = int(std::rint(std::clamp(product, -127.0f, 127.0f)));
+      qx.value[i] = double(d) * q;
+      qx.half_step[i] = double(amax) / 254.0;
+    }
+  }
+  return qx;
+}
+
+// The references for x (rows, in) and W (out, in) blocks.
 Reference reference(GgmlType type, const std::vector<uint8_t>& w, const std::vector<float>& x,
-                    int in, int out) {
+                    int rows, int in, int out) {
   const GgmlTypeTraits& traits = ggml_type_traits(type);
   const int64_t row_bytes = in / traits.block_elems * traits.block_bytes;
-  Reference ref{std::vector<double>(size_t(kMaxRows) * out),
-                std::vector<double>(size_t(kMaxRows) * out)};
+  const size_t count = size_t(rows) * size_t(out);
+  Reference ref{std::vector<double>(count), std::vector<double>(count), std::vector<double>(count),
+                std::vector<double>(count), std::vector<double>(count)};
+  ref.rel_tol = std::max(1e-5, 2.0 * (2.0 * in / 1024 + 8) * std::ldexp(1.0, -24));
+  const QuantizedX qx = quantize_like_kernel(x);
   const std::vector<uint8_t> w_magnitude = magnitudes(type, w);
   std::vector<float> row(static_cast<size_t>(in)), row_magnitude(static_cast<size_t>(in));
   for (int o = 0; o < out; ++o) {
     dequantize(type, w.data() + o * row_bytes, row);
     dequantize(type, w_magnitude.data() + o * row_bytes, row_magnitude);
-    for (int r = 0; r < kMaxRows; ++r) {
-      double sum = 0.0, abs_sum = 0.0;
-      for (int i = 0; i < in; ++i) {
-        const double xi = x[size_t(r) * in + i];
-        sum += double(row[size_t(i)]) * xi;
-        abs_sum += std::fabs(double(row_magnitude[size_t(i)]) * xi);
+    for (int r = 0; r < rows; ++r) {
+      const size_t x0 = size_t(r) * size_t(in);
+      double y = 0.0, abs_sum = 0.0, y_true = 0.0, abs_true = 0.0, x_bound = 0.0;
+      for (size_t i = 0; i < size_t(in); ++i) {
+        const double wi = row[i], mi = std::fabs(double(row_magnitude[i]));
+        y += wi * qx.value[x0 + i];
+        abs_sum += mi * std::fabs(qx.value[x0 + i]);
+        y_true += wi * double(x[x0 + i]);
+        abs_true += mi * std::fabs(double(x[x0 + i]));
+        x_bound += std::fabs(wi) * qx.half_step[x0 + i];
       }
-      ref.y[size_t(r) * out + o] = sum;
-      ref.abs_sum[size_t(r) * out + o] = abs_sum;
+      const size_t at = size_t(r) * size_t(out) + size_t(o);
+      ref.y[at] = y;
+      ref.abs_sum[at] = abs_sum;
+      ref.y_true[at] = y_true;
+      ref.abs_true[at] = abs_true;
+      ref.x_bound[at] = x_bound;
     }
   }
   return ref;
 }
 
-// Multiples of 1/128 in [-1, 1]: exact in bf16 and fp16.
-std::vector<float> random_activations(size_t count, std::mt19937& rng) {
-  std::vector<float> x(count);
+// Multiples of 1/128 in [-1, 1]: exact in bf16 and fp16. In odd rows r, the 32-element block r * 7
+// (mod the row's blocks) is all zero: the amax = 0 path.
+std::vector<float> random_activations(int rows, int in, std::mt19937& rng) {
+  std::vector<float> x(size_t(rows) * size_t(in));
   for (float& v : x) v = float(int(rng() % 257) - 128) / 128.0f;
+  for (int r = 1; r < rows; r += 2) {
+    const size_t block = size_t(r * 7 % (in / 32));
+    for (size_t i = 0; i < 32; ++i) x[size_t(r) * size_t(in) + block * 32 + i] = 0.0f;
+  }
   return x;
 }
 
@@ -135,21 +197,40 @@ float from_bits(uint16_t bits, DType dtype) {
 
 const char* dtype_name(DType dtype) { return dtype == DType::kBF16 ? "bf16" : "fp16"; }
 
-// |got - ref| <= 1e-5 sum|w x| (+ out_ulp |ref| for a rounded output) for rows < n.
+// Rows < n of got (n, out) against both references (see the top of the file); out_ulp: the output
+// dtype's relative rounding (0 for fp32 outputs).
 void check_rows(const std::vector<float>& got, const Reference& ref, int n, int out, float out_ulp,
                 const std::string& what) {
-  size_t misses = 0;
-  double worst = 0.0;
-  for (size_t i = 0; i < size_t(n) * out; ++i) {
+  size_t misses = 0, true_misses = 0;
+  double worst = 0.0, worst_true_vs_bound = 0.0, worst_true_vs_abs = 0.0;
+  for (size_t i = 0; i < size_t(n) * size_t(out); ++i) {
     const double err = std::fabs(double(got[i]) - ref.y[i]);
-    const double bound = 1e-5 * ref.abs_sum[i] + out_ulp * std::fabs(ref.y[i]) + 1e-30;
+    const double bound = ref.rel_tol * ref.abs_sum[i] + out_ulp * std::fabs(ref.y[i]) + 1e-30;
     worst = std::max(worst, err / (ref.abs_sum[i] + 1e-30));
     if (!(err <= bound) && misses++ < 5) {
       MESSAGE(what << ": element " << i << " got " << got[i] << " want " << ref.y[i]);
     }
+    const double err_true = std::fabs(double(got[i]) - ref.y_true[i]);
+    // x_bound, plus check 1's allowance, plus ~2e-7 |w x| for the rounded s and d, plus the output
+    // rounding of a value within x_bound of y_true.
+    const double bound_true = ref.x_bound[i] * (1.0 + 1e-5) +
+                              ref.rel_tol * (ref.abs_sum[i] + ref.abs_true[i]) +
+                              out_ulp * (std::fabs(ref.y_true[i]) + ref.x_bound[i]) + 1e-30;
+    worst_true_vs_bound = std::max(worst_true_vs_bound, err_true / (ref.x_bound[i] + 1e-30));
+    worst_true_vs_abs = std::max(worst_true_vs_abs, err_true / (ref.abs_true[i] + 1e-30));
+    if (!(err_true <= bound_true) && true_misses++ < 5) {
+      MESSAGE(what << ": element " << i << " got " << got[i] << " unquantized-x product "
+                   << ref.y_true[i] << " bound " << bound_true);
+    }
   }
-  INFO(what << ": worst error / sum|w x| " << worst);
+  const std::string stats = what + ": worst error / sum|w x'| " + std::to_string(worst) +
+                            "; against unquantized x: worst error / bound " +
+                            std::to_string(worst_true_vs_bound) + ", / sum|w x| " +
+                            std::to_string(worst_true_vs_abs);
+  if (out_ulp == 0.0f) MESSAGE(stats);
+  INFO(stats);
   CHECK(misses == 0);
+  CHECK(true_misses == 0);
 }
 
 struct Shape {
@@ -163,8 +244,8 @@ void check_type_shape(GgmlType type, Shape shape, std::mt19937& rng) {
   REQUIRE(gemv_quant_supported(uint32_t(type), 1, shape.in));
   const std::vector<uint8_t> w = random_blocks(type, shape.out, shape.in, rng);
   REQUIRE(int64_t(w.size()) == shape.out * gemv_quant_row_bytes(uint32_t(type), shape.in));
-  const std::vector<float> x = random_activations(size_t(kMaxRows) * shape.in, rng);
-  const Reference ref = reference(type, w, x, shape.in, shape.out);
+  const std::vector<float> x = random_activations(kMaxRows, shape.in, rng);
+  const Reference ref = reference(type, w, x, kMaxRows, shape.in, shape.out);
   gputest::DeviceArray<uint8_t> w_dev(w);
   std::vector<float> f32_by_dtype[2];
   for (DType dtype : {DType::kBF16, DType::kFP16}) {
@@ -192,7 +273,8 @@ void check_type_shape(GgmlType type, Shape shape, std::mt19937& rng) {
         check_rows(yt_f, ref, n, shape.out, dtype == DType::kBF16 ? 1.0f / 256 : 1.0f / 2048,
                    what + " " + dtype_name(dtype) + " out");
       } else {
-        // Batch invariance: rows 0..n-1 equal the n = 4 launch's bit for bit, and nothing past
+        // Batch invariance: rows 0..n-1 equal the n = kMaxRows launch's bit for bit (whatever
+        // row-count instantiation and grid each n gets), and nothing past
         // row n - 1 was written (still the 0xFF poison).
         INFO(what << " n " << n);
         CHECK(std::memcmp(y.data(), full.data(), size_t(n) * shape.out * 4) == 0);
@@ -212,9 +294,60 @@ constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1
 
 bool is_k_quant(GgmlType type) { return type == GgmlType::kQ4_K || type == GgmlType::kQ6_K; }
 
+// The fused gate|up SiLU (rows gate 0..out-1 | up out..2out-1) against the exact-numerics
+// reference, and rows invariant across n.
+void check_silu(GgmlType type, Shape shape, std::mt19937& rng) {
+  const GgmlTypeTraits& traits = ggml_type_traits(type);
+  CAPTURE(traits.name);
+  CAPTURE(shape.in);
+  const std::vector<uint8_t> w = random_blocks(type, 2 * shape.out, shape.in, rng);
+  const std::vector<float> x = random_activations(kMaxRows, shape.in, rng);
+  // gate | up columns
+  const Reference ref = reference(type, w, x, kMaxRows, shape.in, 2 * shape.out);
+  gputest::DeviceArray<uint8_t> w_dev(w);
+  for (DType dtype : {DType::kBF16, DType::kFP16}) {
+    gputest::DeviceArray<uint16_t> x_dev(to_bits(x, dtype));
+    gputest::DeviceArray<uint16_t> y_dev(size_t(kMaxRows) * shape.out);
+    std::vector<uint16_t> full;
+    for (int n = kMaxRows; n >= 1; --n) {
+      launch_gemv_quant_silu_mul(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n, shape.in,
+                                 shape.out, dtype, nullptr);
+      const std::vector<uint16_t> y = y_dev.download();
+      if (n < kMaxRows) {
+        CHECK(std::memcmp(y.data(), full.data(), size_t(n) * shape.out * 2) == 0);
+        continue;
+      }
+      full = y;
+      size_t misses = 0;
+      for (int r = 0; r < n; ++r) {
+        for (int o = 0; o < shape.out; ++o) {
+          const size_t g = size_t(r) * 2 * shape.out + o, u = g + shape.out;
+          const double gate = ref.y[g], up = ref.y[u];
+          const double silu = gate / (1.0 + std::exp(-gate));
+          const double want = silu * up;
+          // silu' is within [-0.1, 1.1]: the gate's error moves silu by at most 1.1 times it.
+          const double bound = 1.1 * std::fabs(up) * ref.rel_tol * ref.abs_sum[g] +
+                               std::fabs(silu) * ref.rel_tol * ref.abs_sum[u] +
+                               (dtype == DType::kBF16 ? 1.0 / 256 : 1.0 / 2048) * std::fabs(want) +
+                               1e-6 * (std::fabs(silu) + std::fabs(up));
+          const double got = from_bits(y[size_t(r) * shape.out + o], dtype);
+          // gate * up can pass fp16's largest finite value (65504): rounding then gives inf of
+          // the same sign, which is the right answer (seen on the H100 with random scales).
+          const bool fp16_overflow = dtype == DType::kFP16 && std::isinf(got) &&
+                                     (got > 0) == (want > 0) && std::fabs(want) + bound >= 65520.0;
+          if (!(std::fabs(got - want) <= bound) && !fp16_overflow && misses++ < 5)
+            MESSAGE(dtype_name(dtype)
+                    << " row " << r << " feature " << o << " got " << got << " want " << want);
+        }
+      }
+      CHECK(misses == 0);
+    }
+  }
+}
+
 }  // namespace
 
-TEST_CASE("quantized GEMV: llama-1b shapes, all five types, n = 1..4, bf16 and fp16") {
+TEST_CASE("quantized GEMV: llama-1b shapes, all five types, n = 1..8, bf16 and fp16") {
   std::mt19937 rng(1);
   // qkv (2048 -> 3072), o (2048 -> 2048), gate|up (2048 -> 16384), down (8192 -> 2048).
   for (GgmlType type : kTypes) {
@@ -249,65 +382,41 @@ TEST_CASE("quantized GEMV: ragged shapes (one block, partial block groups, odd o
   }
 }
 
+TEST_CASE("quantized GEMV: llama-8b shapes (Q4_K_M's Q4_K and Q6_K, Q8_0, Q4_0), n = 1..8") {
+  std::mt19937 rng(6);
+  // qkv (4096 -> 6144), o (4096 -> 4096), down (14336 -> 4096); gate|up below (fused SiLU).
+  for (Shape shape : {Shape{4096, 6144}, Shape{4096, 4096}, Shape{14336, 4096}})
+    check_type_shape(GgmlType::kQ4_K, shape, rng);
+  check_type_shape(GgmlType::kQ6_K, Shape{14336, 4096}, rng);  // Q4_K_M's down in some layers
+  check_type_shape(GgmlType::kQ8_0, Shape{14336, 4096}, rng);
+  check_type_shape(GgmlType::kQ4_0, Shape{4096, 4096}, rng);
+  check_silu(GgmlType::kQ4_K, Shape{4096, 14336}, rng);
+}
+
+TEST_CASE("quantized GEMV: rows past the shared memory budget run as several launches") {
+  // in = 32768: 4 quantized rows fit the kernel's budget, so n = 5..8 runs as two launches; in =
+  // 131072 (the largest supported) fits one row per launch. Results and invariance as always.
+  std::mt19937 rng(7);
+  check_type_shape(GgmlType::kQ8_0, Shape{32768, 37}, rng);
+  check_type_shape(GgmlType::kQ4_K, Shape{32768, 64}, rng);
+  check_type_shape(GgmlType::kQ4_0, Shape{131072, 5}, rng);
+  CHECK(gemv_quant_supported(uint32_t(GgmlType::kQ4_0), kMaxRows, 131072));
+  CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ4_0), 1, 131072 + 32));
+}
+
 TEST_CASE("quantized GEMV: fused gate|up SiLU against the reference, rows invariant across n") {
   std::mt19937 rng(4);
   for (GgmlType type : kTypes) {
-    for (Shape shape : {Shape{2048, 8192}, Shape{1536, 256}}) {
-      const GgmlTypeTraits& traits = ggml_type_traits(type);
-      CAPTURE(traits.name);
-      CAPTURE(shape.in);
-      const std::vector<uint8_t> w = random_blocks(type, 2 * shape.out, shape.in, rng);
-      const std::vector<float> x = random_activations(size_t(kMaxRows) * shape.in, rng);
-      const Reference ref = reference(type, w, x, shape.in, 2 * shape.out);  // gate | up columns
-      gputest::DeviceArray<uint8_t> w_dev(w);
-      for (DType dtype : {DType::kBF16, DType::kFP16}) {
-        gputest::DeviceArray<uint16_t> x_dev(to_bits(x, dtype));
-        gputest::DeviceArray<uint16_t> y_dev(size_t(kMaxRows) * shape.out);
-        std::vector<uint16_t> full;
-        for (int n = kMaxRows; n >= 1; --n) {
-          launch_gemv_quant_silu_mul(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n,
-                                     shape.in, shape.out, dtype, nullptr);
-          const std::vector<uint16_t> y = y_dev.download();
-          if (n < kMaxRows) {
-            CHECK(std::memcmp(y.data(), full.data(), size_t(n) * shape.out * 2) == 0);
-            continue;
-          }
-          full = y;
-          size_t misses = 0;
-          for (int r = 0; r < n; ++r) {
-            for (int o = 0; o < shape.out; ++o) {
-              const size_t g = size_t(r) * 2 * shape.out + o, u = g + shape.out;
-              const double gate = ref.y[g], up = ref.y[u];
-              const double silu = gate / (1.0 + std::exp(-gate));
-              const double want = silu * up;
-              // silu' is within [-0.1, 1.1]: the gate's error moves silu by at most 1.1 times it.
-              const double bound =
-                  1.1 * std::fabs(up) * 1e-5 * ref.abs_sum[g] +
-                  std::fabs(silu) * 1e-5 * ref.abs_sum[u] +
-                  (dtype == DType::kBF16 ? 1.0 / 256 : 1.0 / 2048) * std::fabs(want) +
-                  1e-6 * (std::fabs(silu) + std::fabs(up));
-              const double got = from_bits(y[size_t(r) * shape.out + o], dtype);
-              // gate * up can pass fp16's largest finite value (65504): rounding then gives inf of
-              // the same sign, which is the right answer (seen on the H100 with random scales).
-              const bool fp16_overflow = dtype == DType::kFP16 && std::isinf(got) &&
-                                         (got > 0) == (want > 0) &&
-                                         std::fabs(want) + bound >= 65520.0;
-              if (!(std::fabs(got - want) <= bound) && !fp16_overflow && misses++ < 5)
-                MESSAGE(dtype_name(dtype)
-                        << " row " << r << " feature " << o << " got " << got << " want " << want);
-            }
-          }
-          CHECK(misses == 0);
-        }
-      }
-    }
+    for (Shape shape : {Shape{2048, 8192}, Shape{1536, 256}}) check_silu(type, shape, rng);
   }
 }
 
 TEST_CASE("quantized GEMV: the shape checks") {
   CHECK(gemv_quant_type_supported(uint32_t(GgmlType::kQ4_K)));
   CHECK_FALSE(gemv_quant_type_supported(uint32_t(GgmlType::kQ5_0)));
-  CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ8_0), 5, 64));
+  CHECK(kMaxRows == 8);
+  CHECK(gemv_quant_supported(uint32_t(GgmlType::kQ8_0), kMaxRows, 64));
+  CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ8_0), kMaxRows + 1, 64));
   CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ8_0), 0, 64));
   CHECK_FALSE(gemv_quant_supported(uint32_t(GgmlType::kQ4_K), 1, 576));
   CHECK(gemv_quant_row_bytes(uint32_t(GgmlType::kQ6_K), 2048) == 8 * 210);
@@ -323,9 +432,9 @@ TEST_CASE("quantized GEMV: row ranges of different types fill one output through
   const GgmlType type_a = GgmlType::kQ4_K, type_b = GgmlType::kQ6_K;
   const std::vector<uint8_t> w_a = random_blocks(type_a, out_a, in, rng);
   const std::vector<uint8_t> w_b = random_blocks(type_b, out_b, in, rng);
-  const std::vector<float> x = random_activations(size_t(kMaxRows) * in, rng);
-  const Reference ref_a = reference(type_a, w_a, x, in, out_a);
-  const Reference ref_b = reference(type_b, w_b, x, in, out_b);
+  const std::vector<float> x = random_activations(kMaxRows, in, rng);
+  const Reference ref_a = reference(type_a, w_a, x, kMaxRows, in, out_a);
+  const Reference ref_b = reference(type_b, w_b, x, kMaxRows, in, out_b);
   gputest::DeviceArray<uint8_t> w_a_dev(w_a), w_b_dev(w_b);
   gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
   gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * total);
