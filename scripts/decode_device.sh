@@ -7,9 +7,14 @@
 #                                        # RoPE on and off and beside the base binary
 #   bash scripts/decode_device.sh e2e    # offline benches of llama-1b (batch 1, 8, 256) and
 #                                        # llama-8b (1, 8) in bf16 and with --quantize, beside base
+#   bash scripts/decode_device.sh tests  # every GPU test in the bundle, and compute-sanitizer
+#                                        # memcheck and racecheck on the cluster attention's cases
+#   bash scripts/decode_device.sh peer   # batch-1 grids (base, RoPE unfused, fused), offline
+#                                        # batch-1 benches, and the transformers peer on the same
+#                                        # random llama-1b and gpt2 (carry .peers too)
 # Everything lands in $OUT/<phase>.tgz; the summary is printed last.
 set -uo pipefail
-PHASE=${1:?phase: micro or e2e}
+PHASE=${1:?phase: micro, e2e, tests or peer}
 FINAL=${OUT:-/tmp/decode_out}
 OUT=/tmp/decode_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
@@ -80,9 +85,45 @@ e2e() {  # most important first: the deadline skips what is left
   e2e_at llama-1b 8 bf16 q4_k q8_0
   e2e_at llama-8b 8 bf16 q4_k
 }
+tests() {
+  for t in "$B"/gpu_test_*; do step "$(basename "$t")" 300 "$t"; done
+  local cases='-tc=*cluster*,*paged attention: decode*'
+  step memcheck_cluster_attention 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_kernels" "$cases"
+  step racecheck_cluster_attention 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_kernels" "$cases"
+}
+peer() {
+  BATCHES=1 grid base "$B/gpu_bench_cuda-base"
+  BATCHES=1 grid unfused "$B/gpu_bench_cuda" ROSEINFER_CUDA_FUSED_ROPE=0
+  BATCHES=1 grid fused "$B/gpu_bench_cuda"
+  BATCHES=1 grid base_again "$B/gpu_bench_cuda-base"
+  BATCHES=1 grid fused_again "$B/gpu_bench_cuda"
+  bench gpt2_b1_bf16 "$B/roseinfer" --model gpt2 --dataset-name grid:1:512:128
+  bench gpt2_b1_bf16_base "$B/roseinfer-base" --model gpt2 --dataset-name grid:1:512:128
+  e2e_at llama-1b 1 bf16 q4_k
+  e2e_at llama-8b 1 bf16 q4_k
+  step peer_make_models 240 python3 .peers/make_models.py /tmp/models gpt2 llama1b
+  step peer_llama1b_b1 240 python3 .peers/hf_cb_peer.py /tmp/models/llama1b fixed:1:512:128 \
+    --json "$OUT/peer_llama1b_b1.json"
+  step peer_gpt2_b1 240 python3 .peers/hf_cb_peer.py /tmp/models/gpt2 fixed:1:512:128 \
+    --json "$OUT/peer_gpt2_b1.json"
+  for name in peer_llama1b_b1 peer_gpt2_b1; do
+    python3 - "$OUT/$name.json" "$name" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+try:
+    p = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(sys.argv[2], "no result", e); sys.exit()
+print(sys.argv[2], {k: p.get(k) for k in ("duration_s", "output_throughput", "p50_tpot_ms", "p50_ttft_ms")})
+PY
+  done
+}
 case $PHASE in
   micro) micro ;;
   e2e) e2e ;;
+  tests) tests ;;
+  peer) peer ;;
   *) echo "unknown phase $PHASE" >&2 ;;
 esac
 tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .

@@ -591,6 +591,13 @@ void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream) {
         "prefix_splits >= 1 and at most 1024 rows, outside invariant mode",
         "launch_paged_attention", __FILE__, __LINE__);
   }
+  if (args.fuse_rope && (!args.cluster_decode || args.shared_keys || args.split_keys > 0 ||
+                         (args.head_dim != 64 && args.head_dim != 128))) {
+    cuda_fail(
+        "the fused RoPE + KV write runs in the cluster decode kernel only (head_dim 64 or "
+        "128, no shared prefix, outside invariant mode)",
+        "launch_paged_attention", __FILE__, __LINE__);
+  }
   if (args.split_keys > 0 && (args.split_keys % kTile != 0 || args.rows_per_launch < 1)) {
     cuda_fail("invariant attention needs split_keys a multiple of 32 and rows_per_launch >= 1",
               "launch_paged_attention", __FILE__, __LINE__);

@@ -13,6 +13,7 @@
 
 #include "kernels/common/attention_split.h"  // attention_num_splits, attention_merge_counters
 #include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/rope_kv.cuh"
 
 namespace rose {
 
@@ -63,6 +64,14 @@ struct AttentionArgs {
   // shared memory, with the keys of earlier steps loaded before the PDL wait. It needs neither
   // partial buffers, merge counters nor num_splits. Its bits differ from the split-KV kernel's.
   bool cluster_decode = false;
+  // With cluster_decode, when every row is its sequence's one decode row: this step's qkv bias,
+  // RoPE and K/V cache write are done here instead of by launch_rope_kv_write (one launch fewer
+  // per layer). `q` is then the raw qkv output and `rope` says how to finish it (its qkv, k_cache,
+  // v_cache and counts are those of this launch); the new key's K/V are used from registers and
+  // written to the cache for later steps. The rounding is rope_kv.cu's: q, k and v are rounded
+  // to the dtype after the bias and the rotation.
+  bool fuse_rope = false;
+  RopeKvArgs rope;
   float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
 };

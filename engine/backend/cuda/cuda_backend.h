@@ -190,6 +190,9 @@ class CudaBackend final : public Backend {
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
   int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
+  // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
+  // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
+  bool fused_rope_enabled_ = true;
   enum SkipKernel : unsigned {
     kSkipNorm = 1,
     kSkipRope = 2,

@@ -168,7 +168,16 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   rope.positions = step.positions;
   rope.slot_mapping = step.slot_mapping;
   rope.num_tokens = n;
-  if (!skipped(kSkipRope)) launch_rope_kv_write(rope, stream_);
+  // Batch-1 decode: the cluster attention kernel, which also does the RoPE and the KV write.
+  // Default mode, pure decode: the tensor-core kernel (KV heads' query heads packed in a tile)
+  // from decode_tensor_core_min_seqs_ sequences on, unless the shared-prefix launch applies.
+  const bool tc_decode = decode_tensor_core_min_seqs_ > 0 && max_query_len == 1 &&
+                         step.num_seqs >= decode_tensor_core_min_seqs_ && !step.shared_keys;
+  const bool cluster = !options_.batch_invariant && max_query_len == 1 && !step.shared_keys &&
+                       !tc_decode && n <= cluster_attention_max_rows_ &&
+                       (config_.head_dim == 64 || config_.head_dim == 128);
+  const bool fuse_rope = cluster && fused_rope_enabled_;
+  if (!skipped(kSkipRope) && !fuse_rope) launch_rope_kv_write(rope, stream_);
 
   AttentionArgs at = layer.attention;
   at.block_tables = step.block_tables;
@@ -182,17 +191,14 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shared_keys = step.shared_keys;
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
-  at.cluster_decode = !options_.batch_invariant && max_query_len == 1 && !step.shared_keys &&
-                      n <= cluster_attention_max_rows_;
+  at.cluster_decode = cluster;
+  at.fuse_rope = fuse_rope;
+  at.rope = rope;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
   // decode keeps split-KV, which spreads few rows over the GPU. --batch-invariant runs every step
   // through one kernel so a position's reduction is the same wherever its row comes from: the
   // tensor-core one where it applies (a row's keys are walked in 64-key tiles from position 0,
   // whatever else shares its tile), else split-KV with fixed 512-key splits.
-  // Default mode, pure decode: the tensor-core kernel (KV heads' query heads packed in a tile)
-  // from decode_tensor_core_min_seqs_ sequences on, unless the shared-prefix launch applies.
-  const bool tc_decode = decode_tensor_core_min_seqs_ > 0 && max_query_len == 1 &&
-                         step.num_seqs >= decode_tensor_core_min_seqs_ && !step.shared_keys;
   const bool tensor_core = options_.batch_invariant ? invariant_tensor_core_attention_
                                                     : (max_query_len > 1 || tc_decode) &&
                                                           prefill_attention_supported(at);

@@ -13,9 +13,9 @@ namespace rose {
 constexpr int kMaxAttentionSplits = 32;
 // Pure-decode steps of up to this many rows run the cluster decode attention (attention.cuh,
 // cluster_decode). Measured on the H100 (results/2026-11-24-b1-latency/): at batch 1 it saves
-// 3-6 us a layer; at batch 16 (8 blocks per row and KV head, 1,024 blocks for llama) it is
-// 8-16% slower than the split-KV kernel.
-constexpr int kClusterAttentionMaxRows = 1;
+// 3-6 us a layer; at batch 2-4 gpt2 gains 10-12% and llama-1b 8% at 2, nothing at 4; at 8 it is
+// 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
+constexpr int kClusterAttentionMaxRows = 4;
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
 // pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
