@@ -4,8 +4,8 @@
 # bundle/roseinfer-base, the previous commit's binary, for side-by-side figures):
 #   bash scripts/issue12_device.sh tests   # every GPU test in the bundle
 #   bash scripts/issue12_device.sh bench   # grids: base vs this commit, bf16 vs --quantize
-#   bash scripts/issue12_device.sh real    # after scripts/model_parts.sh stage 1 and stage 2 in the calls before;
-#                                          # carry .model-part2 and .device-extra (the gguf wheel):
+#   bash scripts/issue12_device.sh real    # after scripts/model_parts.sh stage 1, 2 and 3 in the calls before;
+#                                          # carry .model-part4 and .device-extra (the gguf wheel):
 #                                          # the SmolLM2 GGUF kept quantized, its GPU test, grids,
 #                                          # and transformers' batch-1 decode on the same file
 # Outputs land in $OUT/<phase>.tgz with a summary printed last.
@@ -38,7 +38,7 @@ PY
 
 # A device call ends at 600 s and brings back only what was archived: later steps are skipped
 # once $DEADLINE seconds have gone, so the archive is always written.
-DEADLINE=${DEADLINE:-480}
+DEADLINE=${DEADLINE:-540}
 bench() {  # NAME BIN ARGS...: one offline bench with its JSON and figures line
   local name=$1 bin=$2
   shift 2
@@ -91,7 +91,7 @@ case $PHASE in
     llama1b_at 256 q4_0
     ;;
   real)
-    MODEL=$({ scripts/model_parts.sh stage 3 >&2 && scripts/model_parts.sh join; } 2>"$OUT/stage2.txt") || MODEL=""
+    MODEL=$({ scripts/model_parts.sh stage 4 >&2 && scripts/model_parts.sh join; } 2>"$OUT/stage2.txt") || MODEL=""
     cat "$OUT/stage2.txt"
     [[ -n $MODEL ]] || { echo "no model"; exit 1; }
     ROSEINFER_MODEL_CACHE=$(dirname "$MODEL") step gpu_test_cuda_real_quantized 240 \
@@ -114,6 +114,20 @@ case $PHASE in
     fi
     step peer_decode_b1 200 python3 scripts/peer_decode_b1.py "$MODEL" --json "$OUT/peer_decode_b1.json"
     tail -n 4 "$OUT/peer_decode_b1.txt"
+    # The synthetic presets beside transformers on random checkpoints of the same shapes (carry
+    # .peers: ../shared/peers).
+    if [[ -f .peers/make_models.py ]]; then
+      step peer_make_models 120 python3 .peers/make_models.py /tmp/models gpt2 llama1b
+      for m in llama1b gpt2; do
+        step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
+          --json "$OUT/peer_${m}_b1.json"
+        tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
+      done
+      bench llama1b_b1_bf16 "$B/roseinfer" --model llama-1b --dataset-name grid:1:512:128
+      bench llama1b_b1_q4_k "$B/roseinfer" --model llama-1b --quantize q4_k \
+        --dataset-name grid:1:512:128
+      bench gpt2_b1_bf16 "$B/roseinfer" --model gpt2 --dataset-name grid:1:512:128
+    fi
     ;;
 esac
 tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .

@@ -4,7 +4,8 @@ given dtype: transformers has no kernel on ggml blocks), with the static KV cach
 torch.compile off (its default generate path), and timed as the grid workload does: one prompt of
 PP random token ids, TG greedy tokens, decode tok/s = (TG - 1) / (end - first token).
 
-Usage: python3 peer_decode_b1.py MODEL.gguf [--pp 512] [--tg 128] [--dtype bf16] [--json OUT]
+Usage: python3 peer_decode_b1.py MODEL.gguf|HF_FOLDER [--pp 512] [--tg 128] [--dtype bf16] [--json OUT]
+(a folder: a transformers checkpoint, e.g. the random models of ../shared/peers/make_models.py)
 """
 import argparse, json, os, random, time
 
@@ -38,8 +39,11 @@ def main():
     ap.add_argument("--json")
     args = ap.parse_args()
     dtype = torch.bfloat16 if args.dtype == "bf16" else torch.float16
-    folder, name = os.path.split(os.path.abspath(args.gguf))
-    model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).cuda().eval()
+    if os.path.isdir(args.gguf):
+        model = AutoModelForCausalLM.from_pretrained(args.gguf, dtype=dtype).cuda().eval()
+    else:
+        folder, name = os.path.split(os.path.abspath(args.gguf))
+        model = AutoModelForCausalLM.from_pretrained(folder, gguf_file=name, dtype=dtype).cuda().eval()
     rng = random.Random(0)
     prompt = torch.tensor([[rng.randint(0, 10000) for _ in range(args.pp)]], device="cuda")
     runs = []
