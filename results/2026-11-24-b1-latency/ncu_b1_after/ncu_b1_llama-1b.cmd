@@ -1,0 +1,1 @@
+env ROSEINFER_BENCH_MODELS=llama-1b ROSEINFER_BENCH_BATCHES=1 ROSEINFER_BENCH_GRAPHS=off ROSEINFER_BENCH_PROFILE_STEP=5 ncu --clock-control none --csv --page raw --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread /work/main/bundle/gpu_bench_cuda --no-skip

@@ -1,0 +1,1 @@
+ncu --clock-control none --csv --page raw -k regex:attention --launch-skip 120 --launch-count 30 --metrics gpu__time_duration.sum,dram__bytes_read.sum,dram__bytes_write.sum,launch__grid_size,launch__block_size,launch__registers_per_thread,lts__t_bytes.sum /work/main/bundle/roseinfer bench --model gpt2 --device cuda --dataset-name seed000 --mode offline
