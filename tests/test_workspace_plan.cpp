@@ -73,7 +73,8 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.final_normed == 8 * 256 * 2);
   CHECK(b.logits == 8 * 512 * 4);
   CHECK(b.sampled == 8 * 4);
-  CHECK(b.dequantized == 0);  // nothing kept quantized
+  CHECK(b.sample_scratch == 8 * (8 + 32 * 8));  // a counter and 32 split partials per row
+  CHECK(b.dequantized == 0);                    // nothing kept quantized
   // One block per (row, KV head): splits(n) = min(32, 528 / 2n); rows * heads * splits peaks at
   // 8 * 264 = 2112 (n = 11: 11 * 24 = 264). head_dim 32: no shared-prefix slots.
   CHECK(plan.partial_rows == 2112);

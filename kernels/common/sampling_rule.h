@@ -41,6 +41,15 @@ static_assert(sizeof(SampleRowParams) == 32, "the metadata layout packs 32-byte 
 // per-sequence flag, carried in the id so it costs no extra copy or synchronisation.
 constexpr int32_t kSampledNonFinite = -2;
 
+// The GPU sampler (kernels/cuda/sampling.cu) finds a row's maximum with up to kSampleMaxSplits
+// thread blocks, each over a slice of the vocabulary, when few rows leave the GPU idle. Its scratch
+// holds one record per row, at the same place whatever the launch's row count: an int32 arrival
+// counter (zero between launches) and 4 bytes of padding, then one 8-byte (max, index) partial per
+// split. Here so the CUDA backend's workspace plan stays plain C++.
+constexpr int kSampleMaxSplits = 32;
+constexpr int64_t kSampleRecordBytes = 8 + int64_t(kSampleMaxSplits) * 8;
+constexpr int64_t sample_scratch_bytes(int64_t rows) { return rows * kSampleRecordBytes; }
+
 // The uniform number that picks the `token_index`-th generated token of a request with `seed`.
 ROSE_HOST_DEVICE float sampling_uniform(uint64_t seed, uint64_t token_index) {
   return uniform01(mix64(seed ^ 0x5A17ED5EEDull), token_index);

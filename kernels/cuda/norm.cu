@@ -38,6 +38,16 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   const T* delta = static_cast<const T*>(args.delta);
   const T* delta_bias = static_cast<const T*>(args.delta_bias);
   if (delta) delta += int64_t(src) * hidden;
+  // The step's token ids and positions are written before its first kernel, as launch_embedding
+  // reads them; the sums below are that kernel's, in its order.
+  const T* tok_row = nullptr;
+  const T* pos_row = nullptr;
+  if (args.tok_emb) {
+    tok_row = static_cast<const T*>(args.tok_emb) + int64_t(args.token_ids[src]) * hidden;
+    if (args.pos_emb) {
+      pos_row = static_cast<const T*>(args.pos_emb) + int64_t(args.positions[src]) * hidden;
+    }
+  }
 
   float x[kPerThread];
   float sum = 0.0f;
@@ -46,7 +56,13 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
     const int i = threadIdx.x + j * kThreads;
     x[j] = 0.0f;
     if (i < hidden) {
-      float v = res[i];
+      float v;
+      if (tok_row) {
+        v = to_float(tok_row[i]);
+        if (pos_row) v += to_float(pos_row[i]);
+      } else {
+        v = res[i];
+      }
       if (delta) v += to_float(delta[i]);
       if (delta_bias) v += to_float(delta_bias[i]);
       if (args.write_residual) res[i] = v;

@@ -19,6 +19,12 @@ struct AddNormArgs {
   const int32_t* row_index =
       nullptr;                 // (num_rows,) source row of each output row, nullptr: identity
   bool write_residual = true;  // store residual + delta back (false for the final gather)
+  // The embedding, done by the first norm instead of a kernel of its own: with tok_emb set, x =
+  // tok_emb[token_ids[src]] (+ pos_emb[positions[src]]) replaces residual[src] + delta.
+  const void* tok_emb = nullptr;       // (vocab, hidden)
+  const void* pos_emb = nullptr;       // (max_positions, hidden), or nullptr
+  const int32_t* token_ids = nullptr;  // (rows_in,)
+  const int32_t* positions = nullptr;  // (rows_in,) read only with pos_emb
   int num_rows = 0;
   int hidden = 0;
   float eps = 1e-5f;
@@ -26,7 +32,8 @@ struct AddNormArgs {
   DType dtype = DType::kBF16;
 };
 
-// x = residual[src] + delta[src] + delta_bias; residual[src] = x (if write_residual);
+// x = residual[src] + delta[src] + delta_bias (or the embedding of token src, as
+// launch_embedding computes it); residual[src] = x (if write_residual);
 // out[r] = norm(x) * weight (+ bias). LayerNorm: (x - mean) / sqrt(var + eps); RMSNorm:
 // x / sqrt(mean(x^2) + eps).
 void launch_add_norm(const AddNormArgs& args, cudaStream_t stream);

@@ -1,3 +1,5 @@
+#include <algorithm>
+
 #include "kernels/common/sampling_rule.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
@@ -15,8 +17,25 @@ __device__ __forceinline__ uint32_t order_key(float f) {
   return (bits & 0x80000000u) ? ~bits : (bits | 0x80000000u);
 }
 
+// One (max, index) result of a split's slice; index -1: the slice held a NaN or an infinity.
+struct alignas(8) SplitPartial {  // one 8-byte load
+  float max;
+  int index;
+};
+static_assert(sizeof(SplitPartial) == 8, "sample_scratch_bytes counts 8 bytes per partial");
+
+// Few rows: at least this many vocabulary entries per split, and about this many blocks in all.
+constexpr int kMinPerSplit = 2048;
+constexpr int kTargetBlocks = 128;
+
+// grid (rows, splits); split_scratch: (rows, kSampleRecordBytes) (sampling_rule.h). Every split's
+// block finds the maximum of its slice of the row (lowest id on ties) and whether the slice holds a
+// non-finite value; with several splits, the last block of a row to arrive (a counter, reset by
+// that block) combines them and alone goes on to the sampling rule. The result does not depend on
+// the split count: a maximum and the lowest id reaching it are the same whatever the slices.
 __global__ void __launch_bounds__(kThreads)
-    sample_kernel(int32_t* sampled, const float* logits, const SampleRowParams* params, int vocab) {
+    sample_kernel(int32_t* sampled, const float* logits, const SampleRowParams* params, int vocab,
+                  uint8_t* split_scratch) {
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float scratch[32];
@@ -25,19 +44,24 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ int last_kept;
   __shared__ float warp_total[32];
   __shared__ int non_finite;
-  const int row_id = blockIdx.x;
+  __shared__ float shared_max;
+  __shared__ int is_last;
+  const int row_id = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   const SampleRowParams prm = params[row_id];
   if (!prm.do_sample) {
-    if (threadIdx.x == 0) sampled[row_id] = -1;
+    if (threadIdx.x == 0 && split == 0) sampled[row_id] = -1;
     return;
   }
   const float* row = logits + int64_t(row_id) * vocab;
 
   // Greedy: the maximum, lowest id on ties. Also the max of the scaled logits for the softmax.
+  const int per_split = (vocab + splits - 1) / splits;
+  const int slice_begin = min(vocab, split * per_split);
+  const int slice_end = min(vocab, slice_begin + per_split);
   float vmax = -INFINITY;
   int imax = vocab;
   bool own_non_finite = false;
-  for (int i = threadIdx.x; i < vocab; i += kThreads) {
+  for (int i = slice_begin + int(threadIdx.x); i < slice_end; i += kThreads) {
     const float v = row[i];
     own_non_finite |= !isfinite(v);
     if (v > vmax) {  // ascending i per thread: strict > keeps the lowest id
@@ -45,7 +69,7 @@ __global__ void __launch_bounds__(kThreads)
       imax = i;
     }
   }
-  const float row_max = block_max(vmax, scratch);
+  float row_max = block_max(vmax, scratch);
   if (threadIdx.x == 0) {
     best_index = vocab;
     non_finite = 0;
@@ -54,6 +78,45 @@ __global__ void __launch_bounds__(kThreads)
   if (vmax == row_max) atomicMin(&best_index, imax);
   if (own_non_finite) non_finite = 1;
   __syncthreads();
+  if (splits > 1) {
+    uint8_t* record = split_scratch + int64_t(row_id) * kSampleRecordBytes;
+    int32_t* counter = reinterpret_cast<int32_t*>(record);
+    SplitPartial* row_partials = reinterpret_cast<SplitPartial*>(record + 8);
+    if (threadIdx.x == 0) {
+      row_partials[split] = SplitPartial{row_max, non_finite ? -1 : best_index};
+      __threadfence();  // the partial is visible before the arrival is counted
+      is_last = atomicAdd(counter, 1) == splits - 1;
+    }
+    __syncthreads();
+    if (!is_last) return;
+    __threadfence();
+    if (threadIdx.x < 32) {  // warp 0 combines the splits' partials
+      float m = -INFINITY;
+      int index = vocab;
+      bool bad = false;
+      if (int(threadIdx.x) < splits) {
+        const float2 raw = __ldcg(reinterpret_cast<const float2*>(row_partials) + threadIdx.x);
+        m = raw.x;
+        index = __float_as_int(raw.y);
+        bad = index < 0;
+      }
+      const float combined = warp_max(m);
+      int lowest = !bad && m == combined ? index : vocab;
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1) {
+        lowest = min(lowest, __shfl_xor_sync(0xffffffffu, lowest, offset));
+      }
+      bad = __any_sync(0xffffffffu, bad);
+      if (threadIdx.x == 0) {
+        shared_max = combined;
+        best_index = lowest;
+        non_finite = bad ? 1 : 0;
+        *counter = 0;  // ready for the next launch
+      }
+    }
+    __syncthreads();
+    row_max = shared_max;
+  }
   // The per-sequence flag travels in the id (kSampledNonFinite) with the one copy of the ids.
   if (non_finite) {
     if (threadIdx.x == 0) sampled[row_id] = kSampledNonFinite;
@@ -157,10 +220,18 @@ __global__ void __launch_bounds__(kThreads)
 
 }  // namespace
 
+int sample_splits(int num_rows, int vocab) {
+  const int by_rows = std::max(1, kTargetBlocks / std::max(1, num_rows));
+  const int by_vocab = std::max(1, vocab / kMinPerSplit);
+  return std::min({kSampleMaxSplits, by_rows, by_vocab});
+}
+
 void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams* params,
-                   int num_rows, int vocab, cudaStream_t stream) {
+                   int num_rows, int vocab, void* scratch, cudaStream_t stream) {
   if (num_rows <= 0) return;
-  launch_kernel(sample_kernel, num_rows, kThreads, 0, stream, sampled, logits, params, vocab);
+  const dim3 grid(unsigned(num_rows), unsigned(sample_splits(num_rows, vocab)));
+  launch_kernel(sample_kernel, grid, dim3(kThreads), 0, stream, sampled, logits, params, vocab,
+                static_cast<uint8_t*>(scratch));
   ROSE_CUDA_CHECK_LAUNCH();
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <limits>
 #include <numeric>
 #include <random>
 #include <vector>
@@ -138,6 +139,52 @@ TEST_CASE("add_norm: LayerNorm and RMSNorm fused with the residual add, bias and
       }
       check_close(to_f32(d_gathered.download()), expected, kAtol, kRtol, "gathered");
       check_close(d_residual.download(), residual, 0.0f, 0.0f, "untouched residual");
+    }
+  }
+}
+
+TEST_CASE("add_norm with the embedding: the bits of launch_embedding followed by the norm") {
+  // Layer 0's attention norm looks the embedding up itself (forward.cpp): its residual and normed
+  // rows must be exactly those of the two launches it replaces, with and without positions.
+  std::mt19937 rng(3);
+  const int vocab = 500, max_pos = 80, n = 23;
+  for (int hidden : {576, 768, 2048}) {
+    for (bool with_pos : {false, true}) {
+      CAPTURE(hidden);
+      CAPTURE(with_pos);
+      const Bf16Data tok = random_bf16(size_t(vocab) * hidden, rng);
+      const Bf16Data pos = random_bf16(size_t(max_pos) * hidden, rng);
+      const Bf16Data weight = random_bf16(hidden, rng, 0.5f, 1.5f);
+      const Bf16Data bias = random_bf16(hidden, rng);
+      std::vector<int32_t> ids(n), positions(n);
+      for (int i = 0; i < n; ++i) {
+        ids[i] = int32_t(rng() % vocab);
+        positions[i] = int32_t(rng() % max_pos);
+      }
+      DeviceArray<uint16_t> d_tok(tok.bits), d_pos(pos.bits), d_w(weight.bits), d_b(bias.bits);
+      DeviceArray<int32_t> d_ids(ids), d_positions(positions);
+      DeviceArray<float> res_two(size_t(n) * hidden), res_one(size_t(n) * hidden);
+      DeviceArray<uint16_t> out_two(size_t(n) * hidden), out_one(size_t(n) * hidden);
+      AddNormArgs args;
+      args.weight = d_w.get();
+      args.bias = with_pos ? d_b.get() : nullptr;  // gpt2-like LayerNorm, else llama's RMSNorm
+      args.kind = with_pos ? NormKind::kLayerNorm : NormKind::kRmsNorm;
+      args.num_rows = n;
+      args.hidden = hidden;
+      args.residual = res_two.get();
+      args.out = out_two.get();
+      launch_embedding(res_two.get(), d_tok.get(), with_pos ? d_pos.get() : nullptr, d_ids.get(),
+                       d_positions.get(), n, hidden, DType::kBF16, nullptr);
+      launch_add_norm(args, nullptr);
+      args.residual = res_one.get();  // poisoned: the fused norm must not read it
+      args.out = out_one.get();
+      args.tok_emb = d_tok.get();
+      args.pos_emb = with_pos ? d_pos.get() : nullptr;
+      args.token_ids = d_ids.get();
+      args.positions = d_positions.get();
+      launch_add_norm(args, nullptr);
+      CHECK(res_one.download() == res_two.download());
+      CHECK(out_one.download() == out_two.download());
     }
   }
 }
@@ -592,7 +639,69 @@ TEST_CASE("sampling: greedy ties, temperature, top-k, top-p as the CPU rule pick
     DeviceArray<float> d_logits(logits);
     DeviceArray<int32_t> d_out(rows);
     DeviceArray<SampleRowParams> d_params(host);
-    launch_sample(d_out.get(), d_logits.get(), d_params.get(), rows, vocab, nullptr);
+    DeviceArray<uint8_t> d_scratch(std::vector<uint8_t>(size_t(sample_scratch_bytes(rows)), 0));
+    launch_sample(d_out.get(), d_logits.get(), d_params.get(), rows, vocab, d_scratch.get(),
+                  nullptr);
+    const std::vector<int32_t> got = d_out.download();
+    for (int r = 0; r < rows; ++r) {
+      CAPTURE(r);
+      CHECK(got[r] == expected[r]);
+    }
+  }
+}
+
+TEST_CASE("sampling: a row split over many blocks picks as one block does, launch after launch") {
+  // Few rows spread each row's maximum over up to kSampleMaxSplits blocks: ties between slices
+  // (the lowest id wins), a maximum in the last slice, a non-finite value in one slice only, and
+  // temperature rows, whose rule runs in the last block to arrive. Launched four times on the same
+  // scratch, with a row count that changes, so a counter left behind would show.
+  std::mt19937 rng(31);
+  const int vocab = 128256;
+  DeviceArray<uint8_t> d_scratch(std::vector<uint8_t>(size_t(sample_scratch_bytes(9)), 0));
+  for (int rows : {1, 3, 1, 9}) {
+    CAPTURE(rows);
+    REQUIRE(sample_splits(rows, vocab) > 1);
+    std::vector<float> logits(size_t(rows) * vocab);
+    std::normal_distribution<float> dist(0.0f, 3.0f);
+    for (float& x : logits) x = dist(rng);
+    std::vector<SampleRowParams> host(rows);
+    std::vector<int32_t> expected(rows);
+    std::vector<float> scratch(2 * size_t(vocab));
+    for (int r = 0; r < rows; ++r) {
+      float* row = &logits[size_t(r) * vocab];
+      switch (r % 5) {
+        case 0:  // a tie between the first and the last slice, and one in the middle
+          row[vocab - 3] = 50.0f;
+          row[vocab / 2] = 50.0f;
+          row[17] = 50.0f;
+          break;
+        case 1:  // the maximum in the last slice alone
+          row[vocab - 1] = 60.0f;
+          break;
+        case 2:  // a NaN in one slice
+          row[vocab / 3] = std::numeric_limits<float>::quiet_NaN();
+          break;
+        case 3:  // an infinity in the last slice
+          row[vocab - 2] = std::numeric_limits<float>::infinity();
+          break;
+        default:
+          break;
+      }
+      const SamplingParams sp =
+          r % 2 == 0 ? SamplingParams{0.0f, 0, 1.0f, 1} : SamplingParams{0.9f, 0, 0.95f, 7};
+      const uint64_t index = uint64_t(r + 3);
+      host[r] = SampleRowParams{sp.temperature, sp.top_k, sp.top_p, 1, sp.seed, index};
+      // The CPU backend's flag for a row with a NaN or an infinity (cpu_backend.cpp).
+      const bool finite = std::all_of(row, row + vocab, [](float v) { return std::isfinite(v); });
+      expected[r] =
+          finite ? cpu::sample_token(row, vocab, sp, index, scratch.data()) : kSampledNonFinite;
+    }
+    CHECK(expected[0] == 17);
+    DeviceArray<float> d_logits(logits);
+    DeviceArray<int32_t> d_out(rows);
+    DeviceArray<SampleRowParams> d_params(host);
+    launch_sample(d_out.get(), d_logits.get(), d_params.get(), rows, vocab, d_scratch.get(),
+                  nullptr);
     const std::vector<int32_t> got = d_out.download();
     for (int r = 0; r < rows; ++r) {
       CAPTURE(r);

@@ -180,7 +180,8 @@ void CudaBackend::allocate_workspaces() {
     shard_logits_ = arena_.alloc_as<float>(b.shard_logits);
     gathered_logits_ = arena_.alloc_as<float>(b.gathered_logits);
   }
-  sampled_ = arena_.alloc_as<int32_t>(b.sampled);
+  sample_scratch_ = arena_.alloc(b.sample_scratch);
+  ROSE_CUDA_CHECK(cudaMemsetAsync(sample_scratch_, 0, size_t(b.sample_scratch), stream_));
   partial_out_ = arena_.alloc_as<float>(b.partial_out);
   partial_lse_ = arena_.alloc_as<float>(b.partial_lse);
   merge_counters_ = arena_.alloc_as<int32_t>(b.merge_counters);
@@ -190,7 +191,18 @@ void CudaBackend::allocate_workspaces() {
   // step.
   meta_device_ = arena_.alloc(b.meta);
   ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(b.meta)));
-  ROSE_CUDA_CHECK(cudaMallocHost(reinterpret_cast<void**>(&pinned_sampled_), size_t(b.sampled)));
+  // The sampler writes the ids straight into pinned, mapped host memory, so a step ends with its
+  // last kernel and no copy (ROSEINFER_CUDA_SAMPLE_COPY=1: a device buffer and a copy, for
+  // comparisons).
+  ROSE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_sampled_), size_t(b.sampled),
+                                cudaHostAllocMapped | cudaHostAllocPortable));
+  if (const char* env = std::getenv("ROSEINFER_CUDA_SAMPLE_COPY"); env && env[0] == '1') {
+    sampled_ = arena_.alloc_as<int32_t>(b.sampled);
+    sample_target_ = sampled_;
+  } else {
+    ROSE_CUDA_CHECK(
+        cudaHostGetDevicePointer(reinterpret_cast<void**>(&sample_target_), pinned_sampled_, 0));
+  }
   std::memset(pinned_meta_, 0, static_cast<size_t>(b.meta));
 }
 
@@ -469,8 +481,10 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
   } else {
     launch_eager(plan);
   }
-  ROSE_CUDA_CHECK(
-      cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+  if (sampled_) {
+    ROSE_CUDA_CHECK(
+        cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+  }
   const double t3 = host_seconds();
   ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
   if (profile) ROSE_CUDA_CHECK(cudaProfilerStop());

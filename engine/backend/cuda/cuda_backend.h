@@ -214,7 +214,7 @@ class CudaBackend final : public Backend {
   DeviceArena arena_;  // every device buffer below, freed in the destructor
   void* cublas_workspace_ = nullptr;
   void* pinned_meta_ = nullptr;        // (plan_.bytes.meta) host mirror of meta_device_
-  int32_t* pinned_sampled_ = nullptr;  // (S,)
+  int32_t* pinned_sampled_ = nullptr;  // (S,) mapped: the sampler's output, read after the sync
   void* meta_device_ = nullptr;        // (plan_.bytes.meta) this step's MetaLayout
 
   DeviceWeights weights_;
@@ -238,7 +238,10 @@ class CudaBackend final : public Backend {
   float* logits_ = nullptr;        // (S, V) fp32
   float* shard_logits_ = nullptr;  // (S, vocab_shard_stride) fp32: tensor parallel, this rank's
   float* gathered_logits_ = nullptr;   // (tp_size, S, vocab_shard_stride) fp32: every rank's
-  int32_t* sampled_ = nullptr;         // (S,)
+  int32_t* sampled_ = nullptr;         // (S,) only with ROSEINFER_CUDA_SAMPLE_COPY=1
+  int32_t* sample_target_ = nullptr;   // (S,) where the sampler writes: pinned_sampled_'s device
+                                       // address, or sampled_
+  void* sample_scratch_ = nullptr;     // (sample_scratch_bytes(S)) zeroed once (sampling.cuh)
   float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
   float* partial_lse_ = nullptr;       // (partial_rows,)
   int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches

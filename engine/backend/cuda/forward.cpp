@@ -2,6 +2,7 @@
 // layers' dispatch (cuda_backend.h).
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/parallel/shard_plan.h"
@@ -95,6 +96,13 @@ void CudaBackend::build_layer_args() {
     args.mlp_norm.bias = w.mlp_norm_b;
     pending_bias = w.down_b;
   }
+  // Layer 0's attention norm also looks up the embedding: one launch fewer a step.
+  // ROSEINFER_CUDA_FUSED_EMBEDDING=0 keeps launch_embedding (comparisons).
+  const char* env = std::getenv("ROSEINFER_CUDA_FUSED_EMBEDDING");
+  if (num_layers > 0 && !(env && env[0] == '0')) {
+    layer_args_[0].attn_norm.tok_emb = weights_.tok_emb;
+    layer_args_[0].attn_norm.pos_emb = weights_.pos_emb;
+  }
   // Final norm on each sequence's last token only (row_index per step), residual left as it is.
   final_norm_args_ = norm_args();
   final_norm_args_.delta = num_layers > 0 ? proj_ : nullptr;
@@ -141,8 +149,12 @@ StepFields CudaBackend::step_fields(int n, int num_seqs) const {
 void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   const ModelConfig& c = config_;
   const StepFields step = step_fields(n, num_seqs);
-  launch_embedding(residual_, weights_.tok_emb, weights_.pos_emb, step.token_ids, step.positions, n,
-                   c.hidden_size, dtype_, stream_);
+  const bool embedding_in_norm =
+      !layer_args_.empty() && layer_args_[0].attn_norm.tok_emb && !skipped(kSkipNorm);
+  if (!embedding_in_norm) {
+    launch_embedding(residual_, weights_.tok_emb, weights_.pos_emb, step.token_ids, step.positions,
+                     n, c.hidden_size, dtype_, stream_);
+  }
   for (int l = 0; l < c.num_layers; ++l) {
     attention_block(layer_args_[l], weights_.layers[l], step, max_query_len);
     mlp_block(layer_args_[l], weights_.layers[l], step);
@@ -152,7 +164,8 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   final_norm.num_rows = num_seqs;
   launch_add_norm(final_norm, stream_);
   lm_head_logits(num_seqs);
-  launch_sample(sampled_, logits_, step.sample_params, num_seqs, c.vocab_size, stream_);
+  launch_sample(sample_target_, logits_, step.sample_params, num_seqs, c.vocab_size,
+                sample_scratch_, stream_);
 }
 
 // Add-norm, qkv, RoPE and the KV write, attention, o.
@@ -161,6 +174,8 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   const int n = step.num_tokens;
   AddNormArgs norm = layer.attn_norm;
   norm.num_rows = n;
+  norm.token_ids = step.token_ids;  // read by layer 0's, which also does the embedding
+  norm.positions = step.positions;
   if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
   gemm(normed_, w.qkv, qkv_, n, false);
 

@@ -97,6 +97,7 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
     b.gathered_logits = c.tp_size * S * stride * 4;
   }
   b.sampled = S * 4;
+  b.sample_scratch = sample_scratch_bytes(S);
   b.dequantized = in.max_quantized_elems * e;
   plan_attention_partials(c, in, plan);
   // The layout only grows with the token and sequence counts: the largest step's fits them all.

@@ -77,7 +77,8 @@ struct WorkspaceBytes {
   // stride = vocab_shard_stride, and every rank's gathered, (tp_size, S, stride) fp32.
   int64_t shard_logits = 0;
   int64_t gathered_logits = 0;
-  int64_t sampled = 0;         // (S,) int32, also the pinned host copy
+  int64_t sampled = 0;         // (S,) int32: pinned, mapped host memory the sampler writes
+  int64_t sample_scratch = 0;  // sample_scratch_bytes(S): the sampler's per-row split partials
   int64_t partial_out = 0;     // (partial_rows, head_dim) fp32 attention split partials
   int64_t partial_lse = 0;     // (partial_rows,) fp32
   int64_t merge_counters = 0;  // (attention_merge_counters(T),) int32
