@@ -13,6 +13,8 @@
 // every prompt to agree and reports where later ones diverge.
 #include <doctest/doctest.h>
 
+#include <string>
+
 #include "engine/model/gguf_model.h"
 #include "tests/gpu/gpu_test_util.h"
 #include "tests/real_model.h"
@@ -120,9 +122,10 @@ TEST_CASE("SmolLM2 Q4_1 GGUF kept quantized on the GPU: logits and greedy tokens
       CHECK(gpu_run.tokens[i][0] == cpu_run.tokens[i][0]);
       const size_t same_cpu = agreeing_prefix(gpu_run.tokens[i], cpu_run.tokens[i]);
       const size_t same_hf = agreeing_prefix(gpu_run.tokens[i], ref.greedy[i]);
-      MESSAGE("prompt " << i << (one_at_a_time ? " (decoded alone)" : " (decoded together)")
-                        << ": greedy agrees with the CPU for " << same_cpu << " of " << kGreedySteps
-                        << " tokens, with transformers for " << same_hf << " of "
+      // A std::string: doctest prints a bare const char* operand as a pointer.
+      const std::string how = one_at_a_time ? " (decoded alone)" : " (decoded together)";
+      MESSAGE("prompt " << i << how << ": greedy agrees with the CPU for " << same_cpu << " of "
+                        << kGreedySteps << " tokens, with transformers for " << same_hf << " of "
                         << ref.greedy[i].size());
     }
     MESSAGE("worst |gpu - cpu| / max|cpu| over the last-position logits: " << worst);
