@@ -19,6 +19,7 @@
 // whatever rows are decoded beside it.
 #include <algorithm>
 #include <cfloat>
+#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -338,39 +339,59 @@ struct Staging {
 // it.
 template <int kSwizzle, typename T>
 __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
+  // A round is kThreads * 8 elements; each thread issues the loads of kBatch rounds before it uses
+  // the first, so x of in = 14336 (llama-8b's down, 7 rounds) costs 2 trips to L2 in a row, not 7.
+  constexpr int kBatch = 4;
+  constexpr int kRound = kThreads * 8;
   const int count = n * in;
-  for (int base = 0; base < count; base += kThreads * 8) {  // uniform over the thread block
-    const int at = base + 8 * int(threadIdx.x);
-    const bool valid = at < count;  // the same for the 4 threads of a block (count % 32 == 0)
-    float v[8] = {};
-    if (valid) load_as_float<T, 8>(x + at, v);
-    float amax = 0.0f;
+  for (int first = 0; first < count; first += kBatch * kRound) {  // uniform over the thread block
+    uint4 raw[kBatch];
 #pragma unroll
-    for (int k = 0; k < 8; ++k) amax = fmaxf(amax, fabsf(v[k]));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-    // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the clamp
-    // only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
-    const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
-    int q[8], sum = 0;
-#pragma unroll
-    for (int k = 0; k < 8; ++k) {
-      q[k] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[k], s), -127.0f), 127.0f));
-      sum += q[k];
+    for (int k = 0; k < kBatch; ++k) {
+      const int at = first + k * kRound + 8 * int(threadIdx.x);
+      raw[k] = at < count ? *reinterpret_cast<const uint4*>(x + at) : make_uint4(0, 0, 0, 0);
     }
-    sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-    sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-    if (valid) {
-      uint32_t word[2];
 #pragma unroll
-      for (int w = 0; w < 2; ++w) {
-        word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
-                  (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
+    for (int k = 0; k < kBatch; ++k) {
+      const int at = first + k * kRound + 8 * int(threadIdx.x);
+      if (first + k * kRound >= count) break;  // uniform over the thread block
+      const bool valid = at < count;  // the same for the 4 threads of a block (count % 32 == 0)
+      union {
+        uint4 vec;
+        T elems[8];
+      } u;
+      u.vec = raw[k];  // zero bits (0.0) where not valid
+      float v[8];
+#pragma unroll
+      for (int e = 0; e < 8; ++e) v[e] = to_float(u.elems[e]);
+      float amax = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+      // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the
+      // clamp only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
+      const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
+      int q[8], sum = 0;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) {
+        q[e] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[e], s), -127.0f), 127.0f));
+        sum += q[e];
       }
-      const int row = at / in, col = at - row * in;
-      int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
-      *reinterpret_cast<uint2*>(dst) = make_uint2(word[0], word[1]);
-      if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{__fdiv_rn(amax, 127.0f), sum};
+      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      if (valid) {
+        uint32_t word[2];
+#pragma unroll
+        for (int w = 0; w < 2; ++w) {
+          word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
+                    (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
+        }
+        const int row = at / in, col = at - row * in;
+        int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
+        *reinterpret_cast<uint2*>(dst) = make_uint2(word[0], word[1]);
+        if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{__fdiv_rn(amax, 127.0f), sum};
+      }
     }
   }
   __syncthreads();
@@ -383,9 +404,15 @@ enum class Epilogue { kStore, kStoreF32, kSiluMul };
 // memory: Staging<B>::kBlockBytes, then xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks.
 template <typename B, typename T, Epilogue E, int kRows>
 __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
-    gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride) {
-  pdl_wait();
-  pdl_launch_dependents();
+    gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                      bool weights_before_wait) {
+  // The weights are constants of the run: with weights_before_wait the first pieces' copies go
+  // out before the PDL wait, overlapping the previous kernel's end (the grid is one resident wave,
+  // so a block that waits keeps no other block of this kernel off its SM).
+  if (!weights_before_wait) {
+    pdl_wait();
+    pdl_launch_dependents();
+  }
   using S = Staging<B>;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   extern __shared__ __align__(16) uint8_t smem[];
@@ -438,6 +465,10 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   for (int t = 0; t < B::kStages - 1; ++t) {
     if (t < items) issue(t);
     cp_async_commit();
+  }
+  if (weights_before_wait) {
+    pdl_wait();
+    pdl_launch_dependents();
   }
   quantize_x<B::kSwizzle>(x, n, in, xq, xb);
 
@@ -539,6 +570,15 @@ Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem) {
   return result;
 }
 
+// ROSEINFER_CUDA_GEMV_QUANT_EARLY=0: every load after the PDL wait (comparisons).
+bool weights_before_wait() {
+  static const bool early = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_EARLY");
+    return !(env && env[0] == '0');
+  }();
+  return early;
+}
+
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                  cudaStream_t stream) {
@@ -552,7 +592,8 @@ void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, 
   const int64_t per_warp = (out + resident_warps - 1) / resident_warps;
   const int64_t warps = (out + per_warp - 1) / per_warp;
   const int blocks = int((warps + kWarps - 1) / kWarps);
-  launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, stream, x, w, y, n, in, out, y_stride);
+  launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, stream, x, w, y, n, in, out, y_stride,
+                weights_before_wait());
 }
 
 template <typename B, typename T, Epilogue E>
