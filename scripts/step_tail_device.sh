@@ -6,6 +6,10 @@
 #                                           # base / weights after the wait / before, bf16
 #                                           # batch-1 grids base / new (3 rounds), offline
 #                                           # quantized benches at batch 1 the same three ways
+#   bash scripts/step_tail_device.sh final  # every GPU test in the bundle, compute-sanitizer
+#                                           # memcheck and racecheck of the sampler and norm cases,
+#                                           # offline benches at batch 1, 8 and 256 in bf16 and
+#                                           # quantized (quantized beside base at batch 8)
 # The tail phase:
 #   - GPU tests named in TESTS (the sampler's split rows, the embedding in the first norm, the
 #     backends and engine end to end);
@@ -19,7 +23,7 @@
 # Everything lands in $OUT/<phase>.tgz; the summary is printed last. Tested here only for its
 # syntax (no GPU on the build machine).
 set -uo pipefail
-PHASE=${1:?phase: tail or quant}
+PHASE=${1:?phase: tail, quant or final}
 FINAL=${OUT:-/tmp/step_tail_out}
 OUT=/tmp/step_tail_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
@@ -104,9 +108,35 @@ quant_phase() {
   done
 }
 
+final_phase() {
+  for t in "$B"/gpu_test_*; do step "$(basename "$t")" 300 "$t"; done
+  local cases='-tc=sampling*,add_norm*'
+  step memcheck_sampler_norm 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_kernels" "$cases"
+  step racecheck_sampler_norm 300 compute-sanitizer --tool racecheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_kernels" "$cases"
+  for b in 1 8; do
+    for model in llama-8b llama-1b; do
+      bench "${model}_b${b}_bf16" "$B/roseinfer" --model "$model" --dataset-name "grid:$b:512:128"
+      for q in q4_k q8_0; do
+        args=(--model "$model" --quantize "$q" --dataset-name "grid:$b:512:128")
+        bench "${model}_b${b}_${q}" "$B/roseinfer" "${args[@]}"
+        ((b == 8)) && bench "${model}_b${b}_${q}_base" "$B/roseinfer-base" "${args[@]}"
+      done
+    done
+  done
+  for q in bf16 q4_k; do
+    extra=()
+    [[ $q != bf16 ]] && extra=(--quantize "$q")
+    bench "llama-1b_b256_$q" "$B/roseinfer" --model llama-1b "${extra[@]}" \
+      --dataset-name grid:256:512:128
+  done
+}
+
 case $PHASE in
   tail) tail_phase ;;
   quant) quant_phase ;;
+  final) final_phase ;;
   *) echo "unknown phase $PHASE" >&2 ;;
 esac
 tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .

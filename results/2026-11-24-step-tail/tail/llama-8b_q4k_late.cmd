@@ -1,0 +1,1 @@
+env bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 ROSEINFER_CUDA_GEMV_QUANT_EARLY=0 /work/main/bundle/roseinfer --model llama-8b --quantize q4_k --dataset-name grid:1:512:128 --json /tmp/step_tail_work/llama-8b_q4k_late.json
