@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --device cuda --mode offline --model /tmp/rose-model/SmolLM2-135M-Instruct.Q4_1.gguf --dataset-name grid:256:512:128 --max-num-seqs 256 --max-num-batched-tokens 16384 --json /tmp/issue12_work/real/smollm2_b256_base.json
