@@ -6,7 +6,9 @@
 
 #include <atomic>
 #include <cmath>
+#include <condition_variable>
 #include <cstdint>
+#include <mutex>
 #include <optional>
 #include <random>
 #include <span>
@@ -237,6 +239,47 @@ TEST_CASE("rank threads rethrow a rank's exception and keep working") {
   std::atomic<int> ran{0};
   threads.run([&](int) { ++ran; });
   CHECK(ran == 2);
+}
+
+TEST_CASE("rank threads report the first rank to fail and run its hook once, on its thread") {
+  // Rank 2 fails first; rank 0 fails only after the hook has run, and rank 1 succeeds. The lowest
+  // failing rank (0) is not the one to report.
+  rose::RankThreads threads(3);
+  std::mutex mutex;
+  std::condition_variable hooked;
+  int hooks = 0;
+  std::thread::id hook_thread, failed_thread;
+  std::string reported;
+  try {
+    threads.run(
+        [&](int r) {
+          if (r == 2) {
+            failed_thread = std::this_thread::get_id();
+            throw std::runtime_error("rank 2 failed first");
+          }
+          if (r == 0) {
+            std::unique_lock lock(mutex);
+            hooked.wait(lock, [&] { return hooks > 0; });
+            throw std::runtime_error("rank 0 failed later");
+          }
+        },
+        [&] {
+          {
+            const std::lock_guard lock(mutex);
+            ++hooks;
+            hook_thread = std::this_thread::get_id();
+          }
+          hooked.notify_all();
+        });
+  } catch (const std::runtime_error& e) {
+    reported = e.what();
+  }
+  CHECK(reported == "rank 2 failed first");
+  CHECK(hooks == 1);
+  CHECK(hook_thread == failed_thread);
+  // A run without failures afterwards neither throws nor calls a hook.
+  threads.run([](int) {}, [&] { ++hooks; });
+  CHECK(hooks == 1);
 }
 
 using tptest::check_same_run;

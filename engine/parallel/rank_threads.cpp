@@ -1,9 +1,11 @@
 // One thread per tensor-parallel rank (rank_threads.h).
 #include "engine/parallel/rank_threads.h"
 
+#include <utility>
+
 namespace rose {
 
-RankThreads::RankThreads(int size) : errors_(size_t(size)) {
+RankThreads::RankThreads(int size) {
   for (int r = 0; r < size; ++r) threads_.emplace_back([this, r] { loop(r); });
 }
 
@@ -16,21 +18,22 @@ RankThreads::~RankThreads() {
   for (std::thread& t : threads_) t.join();
 }
 
-void RankThreads::run(const std::function<void(int)>& fn) {
+void RankThreads::run(const std::function<void(int)>& fn,
+                      const std::function<void()>& on_first_failure) {
   {
     std::lock_guard lock(mutex_);
     task_ = &fn;
+    on_first_failure_ = on_first_failure ? &on_first_failure : nullptr;
     pending_ = size();
-    for (std::exception_ptr& e : errors_) e = nullptr;
+    first_error_ = nullptr;
     ++generation_;
   }
   wake_.notify_all();
   std::unique_lock lock(mutex_);
   done_.wait(lock, [this] { return pending_ == 0; });
   task_ = nullptr;
-  for (const std::exception_ptr& e : errors_) {
-    if (e) std::rethrow_exception(e);
-  }
+  on_first_failure_ = nullptr;
+  if (first_error_) std::rethrow_exception(std::exchange(first_error_, nullptr));
 }
 
 void RankThreads::loop(int rank) {
@@ -50,8 +53,22 @@ void RankThreads::loop(int rank) {
     } catch (...) {
       error = std::current_exception();
     }
+    bool first = false;
+    const std::function<void()>* hook = nullptr;
+    if (error) {
+      std::lock_guard lock(mutex_);
+      first = !first_error_;
+      if (first) first_error_ = error;
+      hook = on_first_failure_;
+    }
+    // Outside the lock: the hook wakes ranks that are still running, which report here after.
+    if (first && hook) {
+      try {
+        (*hook)();
+      } catch (...) {  // the rank's own error is the one to report
+      }
+    }
     std::lock_guard lock(mutex_);
-    errors_[size_t(rank)] = error;
     if (--pending_ == 0) done_.notify_all();
   }
 }

@@ -20,8 +20,11 @@ class RankThreads {
 
   int size() const { return int(threads_.size()); }
   // Calls fn(rank) on every rank's thread and returns when all have returned; then rethrows the
-  // lowest rank's exception, if any. Not reentrant.
-  void run(const std::function<void(int)>& fn);
+  // exception of the rank that failed first, if any. on_first_failure, if set, runs once, on that
+  // rank's thread as soon as it fails: it can abort the collectives the other ranks wait in.
+  // Not reentrant.
+  void run(const std::function<void(int)>& fn,
+           const std::function<void()>& on_first_failure = nullptr);
 
  private:
   void loop(int rank);
@@ -30,7 +33,8 @@ class RankThreads {
   std::mutex mutex_;
   std::condition_variable wake_, done_;
   const std::function<void(int)>* task_ = nullptr;
-  std::vector<std::exception_ptr> errors_;  // (size,) of the current run
+  const std::function<void()>* on_first_failure_ = nullptr;
+  std::exception_ptr first_error_;  // of the current run
   unsigned long generation_ = 0;
   int pending_ = 0;
   bool stopping_ = false;

@@ -6,7 +6,6 @@
 #include <algorithm>
 #include <exception>
 #include <functional>
-#include <mutex>
 #include <optional>
 
 #include "engine/common/error.h"
@@ -44,9 +43,9 @@ class TensorParallelBackend final : public Backend {
 
  private:
   int degree() const { return int(shards_.size()); }
-  // threads_.run(fn) where a rank that throws first aborts every collective, so that the ranks
-  // waiting for it in a collective end too instead of hanging; its error is the one rethrown
-  // (not a woken rank's "another rank failed").
+  // threads_.run(fn) with a first-failure hook that aborts every collective, so that the ranks
+  // waiting in a collective for the rank that threw end too instead of hanging; the first error
+  // is the one rethrown (not a woken rank's "another rank failed").
   void run_ranks(const std::function<void(int)>& fn);
   template <typename F>
   int64_t sum(F value) const {
@@ -113,25 +112,11 @@ TensorParallelBackend::~TensorParallelBackend() {
 }
 
 void TensorParallelBackend::run_ranks(const std::function<void(int)>& fn) {
-  std::mutex mutex;
-  std::exception_ptr first;  // the error of the rank that failed first
-  try {
-    threads_.run([&](int rank) {
-      try {
-        fn(rank);
-      } catch (...) {
-        {
-          const std::lock_guard<std::mutex> lock(mutex);
-          if (!first) first = std::current_exception();
-        }
-        for (const auto& collective : collectives_) collective->abort();
-        throw;
-      }
-    });
-  } catch (...) {
-    if (first) std::rethrow_exception(first);
-    throw;
-  }
+  // The first rank to fail aborts every collective, so the others end with an error instead of
+  // waiting for it forever; its own error is the one rethrown.
+  threads_.run(fn, [&] {
+    for (const auto& collective : collectives_) collective->abort();
+  });
 }
 
 void TensorParallelBackend::warm_up() {
