@@ -28,6 +28,7 @@
 #include "engine/io/requests.h"
 #include "engine/model/bundle.h"
 #include "engine/model/weights.h"
+#include "engine/parallel/tensor_parallel_backend.h"
 #include "tests/model_reference.h"
 
 namespace rose::test {
@@ -130,20 +131,28 @@ inline void assign_blocks(Sequence& seq, int length, int& next_block) {
   REQUIRE(int(seq.blocks.size()) <= kStride);
 }
 
-inline std::unique_ptr<rose::Backend> make_backend(const rose::WeightSource& weights) {
+// The CPU backend, or `tensor_parallel` CPU ranks (threads summing their partial products in
+// rank order) when above 1.
+inline std::unique_ptr<rose::Backend> make_backend(const rose::WeightSource& weights,
+                                                   int tensor_parallel = 1) {
   rose::BackendOptions options;
   options.num_kv_blocks = 160;
   options.max_num_seqs = 8;
   options.max_num_batched_tokens = 512;
+  if (tensor_parallel > 1) {
+    return rose::make_cpu_tensor_parallel_backend(weights, options, tensor_parallel);
+  }
   return rose::make_cpu_backend(weights, options);
 }
 
-// Last-position logits of every reference prompt, then 40 greedy steps, on the CPU backend.
-inline void check_logits_and_greedy(const rose::WeightSource& weights) {
+// Last-position logits of every reference prompt, then 40 greedy steps, on the CPU backend (split
+// over `tensor_parallel` ranks when above 1: the same tolerance holds, the all-reduce only
+// reorders fp32 sums).
+inline void check_logits_and_greedy(const rose::WeightSource& weights, int tensor_parallel = 1) {
   const RealReference ref = load_real_reference();
   const int V = weights.config().vocab_size;
   REQUIRE(V == ref.vocab_size);
-  const auto backend = make_backend(weights);
+  const auto backend = make_backend(weights, tensor_parallel);
   const int num_prompts = int(ref.prompts.size());
   std::vector<Sequence> seqs(static_cast<size_t>(num_prompts));
   int next_block = 0;

@@ -56,6 +56,12 @@ TEST_CASE("SmolLM2 GGUF on the CPU: last-position logits and 40 greedy tokens ma
   check_logits_and_greedy(*rose::open_gguf_weights(cached_or_skip(kModelFile)));
 }
 
+// Issue 13's real-model check: SmolLM2's 9 query heads and 3 KV heads allow degrees 1 and 3 only
+// (test_tensor_parallel.cpp checks the refusal of 2); 3 ranks must still match transformers.
+TEST_CASE("SmolLM2 GGUF over 3 CPU tensor-parallel ranks: logits and 40 greedy tokens match") {
+  check_logits_and_greedy(*rose::open_gguf_weights(cached_or_skip(kModelFile)), 3);
+}
+
 TEST_CASE("SmolLM2 GGUF on the CPU: perplexity of the Austen text within 0.5% of transformers") {
   check_perplexity(*rose::open_gguf_weights(cached_or_skip(kModelFile)));
 }
