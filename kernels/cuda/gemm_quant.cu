@@ -293,10 +293,9 @@ struct Tile {
   static constexpr int kMTiles = kRows == 32 ? 2 : 1;    // m16 tiles per warp
   static constexpr int kRowHalves = kRows == 8 ? 1 : 2;  // rows g and g + 8, or g only
   static constexpr int kNTiles = kBN / 8;
-  // Sub-steps whose copies are in flight ahead of the one computed. wgmma reads x asynchronously,
-  // so the buffer a copy refills must have been read by wgmmas already waited for: one sub-step
-  // of the 4 buffers stays between the copies and the computing.
-  static constexpr int kPrefetch = kWgmma ? kXStages - 2 : kXStages - 1;
+  // Sub-steps whose copies are in flight ahead of the one computed (wgmma too: its reads of a
+  // sub-step's x are waited for at the end of that sub-step).
+  static constexpr int kPrefetch = kXStages - 1;
   // Bytes of one row's big step; the slot holds its 16-byte aligned cover (up to 15 bytes before
   // and after), an odd number of chunks so the 8 rows of an mma tile start in 8 different
   // 4-bank groups.
@@ -304,7 +303,15 @@ struct Tile {
   static constexpr int kSlotChunks = ((kStepBytes + 15 + 15) / 16) | 1;
   static constexpr int kSlotBytes = 16 * kSlotChunks;
   static constexpr int kRawBytes = kBM * kSlotBytes;  // one weight ring buffer
-  static constexpr int kXBytes = kBN * kXRowBytes;    // one x ring buffer
+  // cp.async copies per thread. Weights: 4 threads per row, kRowsPerPass rows per pass, each
+  // thread kChunksPerThread chunks of a row; x: kXCopies rows of a sub-step, one chunk each.
+  static constexpr int kRowsPerPass = kThreads / 4;
+  static constexpr int kWeightPasses = kBM / kRowsPerPass;
+  static constexpr int kChunksPerThread = (kSlotChunks + 3) / 4;
+  static constexpr int kXCopies = kBN * 8 / kThreads;
+  static_assert(kBM % kRowsPerPass == 0, "weights: whole passes");
+  static_assert(kBN * 8 % kThreads == 0 && kThreads % 64 == 0, "x copies: whole passes");
+  static constexpr int kXBytes = kBN * kXRowBytes;  // one x ring buffer
   // x buffers 1024-byte aligned: the 128-byte swizzle repeats every 8 rows (wgmma's descriptors
   // assume the pattern starts at such a boundary).
   static constexpr int kXOffset = (2 * kRawBytes + 1023) / 1024 * 1024;
@@ -523,41 +530,62 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int g = lane / 4, t = lane % 4;
   const int n0 = int(blockIdx.x) * kBN, m0 = int(blockIdx.y) * S::kBM;
   const int64_t row_bytes = int64_t(in / D::kElems) * D::kBytes;
-  const int64_t total_bytes = int64_t(out) * row_bytes;
   const int sub_steps = (in + kSubK - 1) / kSubK;
   if constexpr (kWgmma) {
     // The descriptors' swizzle assumes 1024-byte aligned x buffers (kXOffset is a multiple).
     if (shared_address(smem) % 1024 != 0) __trap();
   }
 
-  // Copies big step `big` of the tile's rows into weight buffer big % 2. Rows past `out` copy the
-  // last row instead (their results are never stored), so every slot holds real blocks.
+  // The copies are issued from precomputed per-thread addresses with fully unrolled loops of
+  // compile-time length: the first version recomputed 64-bit addresses and a chunk permutation
+  // per copy in generic loops, and its k loop grew to ~1200 instructions (17 KB) for 8 mma, about
+  // 3x slower than this (the copy code dominated the issue slots and the instruction cache).
+  //
+  // Weights: 4 threads per row, thread threadIdx.x copies chunks threadIdx.x % 4 + 4k of tile
+  // rows threadIdx.x / 4 + p kThreads / 4 (a warp's copy covers 8 rows x 64 contiguous bytes; the
+  // row pointers are a stride apart, so few registers hold them). Chunk c covers
+  // [align16(step start) + 16c, +16): its bytes past the row's big step are zero-filled (never
+  // decoded); rows past `out` are not copied (their garbage only reaches outputs never stored).
+  const int w_row = int(threadIdx.x) / 4, w_chunk = int(threadIdx.x) % 4;
+  const uint8_t* const w_rows = w + int64_t(m0 + w_row) * row_bytes;
   const auto issue_weights = [&](int big) {
-    uint8_t* buffer = raw_ring + (big & 1) * S::kRawBytes;
-    for (int i = int(threadIdx.x); i < S::kBM * S::kSlotChunks; i += S::kThreads) {
-      const int r = i / S::kSlotChunks, c = i - r * S::kSlotChunks;
-      const int64_t row_start = int64_t(std::min(m0 + r, out - 1)) * row_bytes;
-      const int64_t start = row_start + int64_t(big) * S::kStepBytes;
-      const int64_t end = std::min(start + S::kStepBytes, row_start + row_bytes);
-      const int64_t at = (start & ~int64_t(15)) + 16 * c;
-      if (at < end) {
-        cp_async16(buffer + r * S::kSlotBytes + 16 * c, w + at,
-                   int(std::min<int64_t>(16, total_bytes - at)));
+    uint8_t* buffer = raw_ring + (big & 1) * S::kRawBytes + w_row * S::kSlotBytes + 16 * w_chunk;
+    const int64_t step_begin = int64_t(big) * S::kStepBytes;
+    const int64_t step_end = std::min<int64_t>(step_begin + S::kStepBytes, row_bytes);
+#pragma unroll
+    for (int p = 0; p < S::kWeightPasses; ++p) {
+      if (m0 + w_row + p * S::kRowsPerPass >= out) break;
+      const uint8_t* row = w_rows + int64_t(p) * S::kRowsPerPass * row_bytes;
+      const uint8_t* first = reinterpret_cast<const uint8_t*>(
+          reinterpret_cast<uintptr_t>(row + step_begin) & ~uintptr_t(15));
+      const int64_t left = (row + step_end) - first - 16 * w_chunk;  // bytes from this chunk on
+#pragma unroll
+      for (int k = 0; k < S::kChunksPerThread; ++k) {
+        const int c = w_chunk + 4 * k;
+        if (S::kSlotChunks % 4 != 0 && c >= S::kSlotChunks) break;
+        if (left - 64 * k > 0) {
+          cp_async16(buffer + p * S::kRowsPerPass * S::kSlotBytes + 64 * k, first + 16 * c,
+                     int(std::min<int64_t>(16, left - 64 * k)));
+        }
       }
     }
   };
-  // Copies sub-step j of the tile's x rows into x buffer j % kXStages: chunk c of row r goes to
-  // position chunk_position(c), swizzled to position ^ (r % 8). Rows past n and columns past `in`
-  // are zero-filled.
+  // x: copy q of this thread is chunk threadIdx.x % 8 of tile row threadIdx.x / 8 + q kThreads / 8,
+  // stored at position chunk_position(chunk) ^ (row % 8) (the same for every q: kThreads / 8 is a
+  // multiple of 8). Columns past `in` are zero-filled (the tail steps multiply them by zero
+  // weights); rows past n are not copied (garbage there only reaches outputs never stored).
+  constexpr int kXRowsPerPass = S::kThreads / 8;
+  const int x_chunk = int(threadIdx.x) % 8, x_row = int(threadIdx.x) / 8;
+  const int x_dst = x_row * kXRowBytes + ((chunk_position<D>(x_chunk) ^ (x_row & 7)) << 4);
+  const T* const x_src = x + int64_t(n0 + x_row) * in + 8 * x_chunk;
   const auto issue_x = [&](int j) {
-    uint8_t* buffer = x_ring + (j % kXStages) * S::kXBytes;
-    for (int i = int(threadIdx.x); i < kBN * 8; i += S::kThreads) {
-      const int r = i / 8, c = i % 8;
-      const int row = n0 + r, k = kSubK * j + 8 * c;
-      const bool valid = row < n && k < in;
-      const T* src = valid ? x + int64_t(row) * in + k : x;
-      cp_async16(buffer + r * kXRowBytes + ((chunk_position<D>(c) ^ (r & 7)) << 4), src,
-                 valid ? 16 : 0);
+    uint8_t* buffer = x_ring + (j % kXStages) * S::kXBytes + x_dst;
+    const bool in_row = kSubK * j + 8 * x_chunk < in;
+#pragma unroll
+    for (int q = 0; q < S::kXCopies; ++q) {
+      if (n0 + x_row + q * kXRowsPerPass >= n) break;
+      const T* src = x_src + int64_t(q) * kXRowsPerPass * in + kSubK * j;
+      cp_async16(buffer + q * kXRowsPerPass * kXRowBytes, in_row ? src : x, in_row ? 16 : 0);
     }
   };
 
@@ -607,8 +635,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   for (int j = 0; j < sub_steps; ++j) {
     cp_async_wait<S::kPrefetch - 1>();          // this thread's copies of sub-step j have landed
     if constexpr (kWgmma) fence_proxy_async();  // ... and are visible to wgmma's reads
-    // Everyone's copies have landed, and the buffers refilled below are consumed (wgmma: the
-    // wgmmas that read x buffer (j - 2) % 4 were waited for before sub-step j - 1's decode).
+    // Everyone's copies have landed, and the buffers refilled below are consumed.
     __syncthreads();
     const int next = j + S::kPrefetch;
     if (next < sub_steps) {
@@ -631,30 +658,31 @@ __global__ void __launch_bounds__(kWarps * 32)
       }
     }
     const uint32_t x_base = shared_address(x_ring + (j % kXStages) * S::kXBytes);
-    const int steps = std::min(4, (in - kSubK * j) / 16);  // < 4 only in a 32-element type's tail
-    // wgmma: the previous sub-step's wgmmas must be done before any of their input registers is
-    // redefined (ptxas serializes every wgmma of a kernel that writes such a register while one is
-    // in flight), so a warpgroup decodes the whole sub-step, then issues its 8 wgmmas at once;
-    // the two warpgroups of a block overlap one's decode with the other's wgmmas.
+    // Steps past `in` (only in a 32-element type's last sub-step, when in % 64 == 32) still run,
+    // with zero weights against zero-filled x: every sub-step issues the same instructions, with
+    // no branch around an mma (a wgmma under a branch is serialized by ptxas).
+    const int steps = D::kElems == 256 ? 4 : std::min(4, (in - kSubK * j) / 16);
+    // wgmma: no wgmma input register may be written while one is in flight (ptxas would serialize
+    // every wgmma of the kernel), so a warpgroup decodes the whole sub-step, then issues its 8
+    // wgmmas at once and waits; the block's two warpgroups overlap one's decode with the other's
+    // wgmmas.
     uint32_t a_all[4][S::kMTiles][4];
-    if constexpr (kWgmma) wgmma_wait<0>();
 #pragma unroll
     for (int s = 0; s < 4; ++s) {
-      if (s >= steps) break;
       uint32_t(&a)[S::kMTiles][4] = a_all[s];
 #pragma unroll
       for (int mt = 0; mt < S::kMTiles; ++mt) {
-        float lo[2], hi[2];
-        D::step(rows[mt][0], s, t, lo, hi);
-        a[mt][0] = pack2<T>(lo[0], lo[1]);
-        a[mt][2] = pack2<T>(hi[0], hi[1]);
-        if constexpr (S::kRowHalves == 2) {
-          D::step(rows[mt][1], s, t, lo, hi);
-          a[mt][1] = pack2<T>(lo[0], lo[1]);
-          a[mt][3] = pack2<T>(hi[0], hi[1]);
-        } else {
-          a[mt][1] = 0u;  // rows g + 8 of an 8-row warp's tile: zeros, results never stored
-          a[mt][3] = 0u;
+        a[mt][0] = a[mt][1] = a[mt][2] = a[mt][3] = 0u;  // rows g + 8 of an 8-row warp: zeros
+        if (D::kElems == 256 || s < steps) {
+          float lo[2], hi[2];
+          D::step(rows[mt][0], s, t, lo, hi);
+          a[mt][0] = pack2<T>(lo[0], lo[1]);
+          a[mt][2] = pack2<T>(hi[0], hi[1]);
+          if constexpr (S::kRowHalves == 2) {
+            D::step(rows[mt][1], s, t, lo, hi);
+            a[mt][1] = pack2<T>(lo[0], lo[1]);
+            a[mt][3] = pack2<T>(hi[0], hi[1]);
+          }
         }
       }
       if constexpr (!kWgmma) {
@@ -675,17 +703,19 @@ __global__ void __launch_bounds__(kWarps * 32)
       wgmma_fence();  // a_all (and, the first time, the accumulators) were written by other code
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
-        if (s >= steps) break;
 #pragma unroll
         for (int mt = 0; mt < S::kMTiles; ++mt)
           wgmma_rs<T, kBN>(acc[mt], a_all[s][mt], desc + uint64_t(2 * s));  // + 32 s bytes
       }
       wgmma_commit();
+      // Waiting here, right after the issue, leaves no instruction between a wgmma and its wait
+      // (ptxas serializes the wgmmas of a kernel where anything runs there, even a register
+      // move); the block's other warpgroup keeps the tensor cores busy meanwhile.
+      wgmma_wait<0>();
     }
   }
   cp_async_wait<0>();  // only empty groups remain; nothing in flight at exit
   if constexpr (kWgmma) {
-    wgmma_wait<0>();
 #pragma unroll
     for (int mt = 0; mt < S::kMTiles; ++mt) {
 #pragma unroll
@@ -974,6 +1004,8 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
 int gemm_quant_tile_count() { return available_shapes(); }
 
 void set_gemm_quant_tile(int tile) { forced_tile.store(tile, std::memory_order_relaxed); }
+
+int gemm_quant_tile_forced() { return forced_tile.load(std::memory_order_relaxed); }
 
 const char* gemm_quant_tile_name(int tile) {
   return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";

@@ -49,6 +49,7 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
 // thread-safe: set it while no launch is being made.
 int gemm_quant_tile_count();
 void set_gemm_quant_tile(int tile);
+int gemm_quant_tile_forced();  // the shape set_gemm_quant_tile forced, or -1
 // "R x W w nN": R weight rows per warp, W warps, N activation rows per tile; and the shape
 // launch_gemm_quant would choose for a product.
 const char* gemm_quant_tile_name(int tile);

@@ -15,6 +15,7 @@
 // dequantized scratch is one buffer, as in the backend.
 //   ROSEINFER_BENCH_MS=20 (target milliseconds per measurement)  ROSEINFER_BENCH_TILES=0 (skip the
 //   per-tile sweep)  ROSEINFER_BENCH_MODELS=llama-1b,llama-8b  ROSEINFER_BENCH_N=16,32,...
+//   ROSEINFER_BENCH_FORCE_TILE=k (every fused product on tile shape k, e.g. under a profiler)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -212,9 +213,10 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
               std::printf("       -");
               continue;
             }
+            const int forced = gemm_quant_tile_forced();
             set_gemm_quant_tile(tile);
             std::printf(" %7.2f", time_us(fused));
-            set_gemm_quant_tile(-1);
+            set_gemm_quant_tile(forced);
           }
         }
         std::printf("\n");
@@ -252,6 +254,9 @@ TEST_CASE("bench: quantized GEMM vs dequantize + cuBLAS vs bf16 cuBLAS, llama-1b
   void* workspace = nullptr;
   ROSE_CUDA_CHECK(cudaMalloc(&workspace, size_t(32) << 20));
   ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace, size_t(32) << 20));
+  // ROSEINFER_BENCH_FORCE_TILE=k: every fused product runs tile shape k (profiling one shape).
+  if (const char* force = std::getenv("ROSEINFER_BENCH_FORCE_TILE"))
+    set_gemm_quant_tile(std::atoi(force));
   std::mt19937 rng(1);
   for (const Model& model : kModels) {
     if (models.find(model.name) == std::string::npos) continue;
