@@ -2,8 +2,14 @@
 //
 // Layout of one thread block (a "tile"): W warps, each owning R weight rows (R = 8, 16 or 32) of
 // the block's BM = W R rows, all against the block's BN activation rows. The tile's weight rows
-// are the A operand of mma.sync m16n8k16 (rows of W, decoded straight into A fragments in
-// registers), x^T is the B operand (its columns are x's K-contiguous rows, read by ldmatrix).
+// are the A operand (rows of W, decoded straight into A fragments in registers), x^T is the B
+// operand (its columns are x's K-contiguous rows). Two multipliers share everything else:
+//   - mma.sync m16n8k16, B fragments by ldmatrix (every tile shape);
+//   - wgmma.mma_async with A from registers (a warpgroup's 4 warps hold the m16n8k16 A layout of
+//     16 rows each of an m64 tile) and B through a shared-memory descriptor (the x buffer's layout
+//     is exactly the 128-byte swizzle mode), for the large shapes: 32x8w by n64 / n128 (two m64
+//     tiles per warpgroup) and 16x8w by n256 (one m64 tile, the decode amortized over 256 rows).
+// Both give the same bits (checked by the tests for every shape and n).
 //
 // The k loop runs in 64-element sub-steps through a cp.async pipeline:
 //   - x: a ring of 4 buffers of BN rows x 64 elements (128 bytes a row, 16-byte chunks swizzled by
@@ -31,15 +37,24 @@
 // "+ m" with m = +0.0f does). Each output is one fp32 accumulator that takes the mma steps k = 0,
 // 16, 32, ... in order whatever the tile shape, so no result depends on n.
 //
-// Speed notes. A sub-step of a 32-row warp decodes 2048 elements (64 per lane, about 4 instructions
-// each: PRMT/LOP to place a nibble or byte in a float's mantissa, FADD to remove the magic, FFMA or
-// FMUL with the scale, half a CVT to pack two) and issues 2 x BN/8 x 4 mma: the decode is amortized
-// over BN activation rows, so large BN wins at large n while small tiles keep every SM busy at
-// small n (see choose_tile). 32-row warps halve the ldmatrix traffic per mma of 16-row warps (the
-// B fragments serve two mma tiles).
+// Speed notes (H100, measured with tests/gpu/bench_gemm_quant.cpp and Nsight Compute).
+//   - The kernel is bound by the decode's instruction issue. A weight element costs ~5-6 issued
+//     instructions (a 2-byte LDS per 4 elements, LOP/PRMT to place a nibble or byte in a float's
+//     mantissa, FADD to remove the magic, FFMA/FMUL with the scale, half an F2FP to pack two) plus
+//     the per-sub-step scale decode; with 2 warps per scheduler (registers: 128 fp32 accumulators
+//     per thread in the large tiles) the schedulers issue ~0.37 instructions per cycle, stalled on
+//     the ALU chains' latency. The tensor cores are far from busy (15-30% in the large tiles).
+//   - The decode is amortized over a tile's BN activation rows, so large BN wins at large n while
+//     small tiles keep every SM busy at small n (choose_tile, from measurements). Long-K, few-row
+//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n: split-K (fixed per
+//     shape, so still batch invariant) would help there.
+//   - The first version's copy code (64-bit address math and a branchy chunk permutation per copy)
+//     made the k loop 4x longer than its work; the copies now come from per-thread addresses.
+//   - wgmma needs no instruction between its issue and its wait that writes a wgmma register, and
+//     no branch around it, or ptxas serializes every wgmma of the kernel; so a warpgroup decodes a
+//     whole sub-step, issues its wgmmas and waits, and the block's two warpgroups overlap.
 #include <algorithm>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <cstdlib>
 #include <map>
@@ -60,7 +75,7 @@ namespace {
 
 constexpr int kSubK = 64;              // elements of k per pipeline sub-step (4 mma steps)
 constexpr int kBigK = 256;             // elements of k per weight copy (one K-quant block)
-constexpr int kXStages = 4;            // x ring buffers
+constexpr int kMaxXStages = 4;         // x ring buffers (Tile::kXStages: 3 or 4)
 constexpr int kXRowBytes = kSubK * 2;  // one x row of a sub-step: 128 bytes, 8 chunks
 constexpr float kMagic = 8388608.0f;   // 2^23
 
@@ -286,8 +301,13 @@ template <typename D, int kRows, int kWarps, int kBN, bool kWgmma>
 struct Tile {
   static_assert(kRows == 8 || kRows == 16 || kRows == 32, "8, 16 or 32 weight rows per warp");
   static_assert(kBN % 16 == 0, "ldmatrix.x4 loads two n8 tiles");
-  static_assert(!kWgmma || (kRows == 32 && kWarps % 4 == 0 && (kBN == 64 || kBN == 128)),
-                "wgmma tiles: warpgroups of two m64 tiles, n64 or n128");
+  static_assert(!kWgmma || (kWarps % 4 == 0 && ((kRows == 32 && (kBN == 64 || kBN == 128)) ||
+                                                (kRows == 16 && (kBN == 128 || kBN == 256)))),
+                "wgmma tiles: warpgroups of two m64 tiles by n64 or n128, or one m64 tile by n128 "
+                "or n256");
+  // Blocks per SM the registers are budgeted for: 16x8w n128 (64 accumulators a thread) fits two,
+  // so four warps a scheduler hide more of the decode's latencies.
+  static constexpr int kMinBlocks = kWgmma && kRows == 16 && kBN == 128 ? 2 : 1;
   static constexpr int kThreads = kWarps * 32;
   static constexpr int kBM = kRows * kWarps;
   static constexpr int kMTiles = kRows == 32 ? 2 : 1;    // m16 tiles per warp
@@ -295,6 +315,8 @@ struct Tile {
   static constexpr int kNTiles = kBN / 8;
   // Sub-steps whose copies are in flight ahead of the one computed (wgmma too: its reads of a
   // sub-step's x are waited for at the end of that sub-step).
+  // x ring buffers: 4, or 3 where that lets two blocks share an SM.
+  static constexpr int kXStages = kMinBlocks == 2 ? 3 : kMaxXStages;
   static constexpr int kPrefetch = kXStages - 1;
   // Bytes of one row's big step; the slot holds its 16-byte aligned cover (up to 15 bytes before
   // and after), an odd number of chunks so the 8 rows of an mma tile start in 8 different
@@ -319,10 +341,11 @@ struct Tile {
   static_assert(kSmem <= 227 * 1024, "fits an H100 SM");
 
   // The tile row (0..kBM-1) of this thread's row g + 8 half of m16 tile mt. mma.sync: warp w owns
-  // rows [kRows w, kRows (w + 1)). wgmma: warpgroup q owns 128 rows as two m64 tiles, and warp
-  // w % 4 of it rows 16 (w % 4) .. of each (wgmma's A fragment layout).
+  // rows [kRows w, kRows (w + 1)). wgmma: warpgroup q owns 64 kMTiles rows as kMTiles m64 tiles,
+  // and warp w % 4 of it rows 16 (w % 4) .. of each (wgmma's A fragment layout).
   __device__ static int local_row(int warp, int mt, int half, int g) {
-    if constexpr (kWgmma) return 128 * (warp / 4) + 64 * mt + 16 * (warp % 4) + 8 * half + g;
+    if constexpr (kWgmma)
+      return 64 * kMTiles * (warp / 4) + 64 * mt + 16 * (warp % 4) + 8 * half + g;
     return warp * kRows + 16 * mt + 8 * half + g;
   }
 };
@@ -481,6 +504,97 @@ __device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[16][4], const u
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
 }
 
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 256>(float (&d)[32][4],
+                                                             const uint32_t (&a)[4],
+                                                             uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+        "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+        "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+        "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+        "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+        "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+        "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+        "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+        "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+        "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+        "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+        "+f"(d[31][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[32][4], const uint32_t (&a)[4],
+                                                      uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+        "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+        "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+        "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+        "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+        "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+        "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+        "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+        "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+        "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+        "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+        "+f"(d[31][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
 // The descriptor of an x buffer for wgmma: K-major rows of 128 bytes (one sub-step), 16-byte
 // chunks swizzled by the row within 8-row (1024-byte) groups, i.e. the 128-byte swizzle mode;
 // the 8-row groups follow each other (stride 1024 bytes). Bits (PTX ISA "matrix descriptor"):
@@ -516,10 +630,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 // x (n, in) in T, 16-byte aligned; w (out, in) as out rows of in / kElems blocks, 16-byte aligned;
 // y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM)), so the tiles
 // that share a weight tile run side by side and read it from L2. Dynamic shared memory:
-// Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset kXStages x buffers
+// Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset Tile::kXStages x buffers
 // (kBN, 128 bytes).
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
     gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       bool f32_out) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
@@ -579,7 +693,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const int x_dst = x_row * kXRowBytes + ((chunk_position<D>(x_chunk) ^ (x_row & 7)) << 4);
   const T* const x_src = x + int64_t(n0 + x_row) * in + 8 * x_chunk;
   const auto issue_x = [&](int j) {
-    uint8_t* buffer = x_ring + (j % kXStages) * S::kXBytes + x_dst;
+    uint8_t* buffer = x_ring + (j % S::kXStages) * S::kXBytes + x_dst;
     const bool in_row = kSubK * j + 8 * x_chunk < in;
 #pragma unroll
     for (int q = 0; q < S::kXCopies; ++q) {
@@ -657,7 +771,7 @@ __global__ void __launch_bounds__(kWarps * 32)
             weights + r * S::kSlotBytes + ((row_misalign[mt][hr] + big_misalign) & 15), sub);
       }
     }
-    const uint32_t x_base = shared_address(x_ring + (j % kXStages) * S::kXBytes);
+    const uint32_t x_base = shared_address(x_ring + (j % S::kXStages) * S::kXBytes);
     // Steps past `in` (only in a 32-element type's last sub-step, when in % 64 == 32) still run,
     // with zero weights against zero-filled x: every sub-step issues the same instructions, with
     // no branch around an mma (a wgmma under a branch is serialized by ptxas).
@@ -757,48 +871,48 @@ struct TileShape {
   bool wgmma;
 };
 
-// The compiled tile shapes (launch_shape below instantiates them in this order). The wgmma shapes
-// come last and are offered only with ROSEINFER_GEMM_QUANT_WGMMA=1 (experimental).
+// The compiled tile shapes (with_shape below instantiates them in this order). The wgmma shapes
+// give the same bits as the mma.sync ones (checked by the tests: every shape, every n); they are
+// used unless ROSEINFER_GEMM_QUANT_WGMMA=0.
 constexpr TileShape kShapes[] = {
     {"8x4w n16", 8, 4, 16, false},          {"16x4w n32", 16, 4, 32, false},
     {"16x4w n64", 16, 4, 64, false},        {"32x4w n64", 32, 4, 64, false},
     {"32x8w n64", 32, 8, 64, false},        {"32x4w n128", 32, 4, 128, false},
     {"32x8w n128", 32, 8, 128, false},      {"wgmma 32x8w n64", 32, 8, 64, true},
-    {"wgmma 32x8w n128", 32, 8, 128, true},
+    {"wgmma 32x8w n128", 32, 8, 128, true}, {"wgmma 16x8w n256", 16, 8, 256, true},
+    {"wgmma 16x8w n128", 16, 8, 128, true},
 };
 constexpr int kNumShapes = int(sizeof(kShapes) / sizeof(kShapes[0]));
 constexpr int kNumMmaSyncShapes = 7;
+enum Shape {  // kShapes' indices
+  k8x4n16,
+  k16x4n32,
+  k16x4n64,
+  k32x4n64,
+  k32x8n64,
+  k32x4n128,
+  k32x8n128,  // mma.sync
+  kWg64,
+  kWg128,
+  kWg256,
+  kWg16x128  // wgmma
+};
 
 std::atomic<int> forced_tile{-1};
 
-template <typename T>
-struct ElementTagFor {  // a type as a value, for the generic lambdas below
-  using type = T;
-};
-
-int available_shapes() {
-  static const bool wgmma = [] {
+bool wgmma_enabled() {
+  static const bool enabled = [] {
     const char* env = std::getenv("ROSEINFER_GEMM_QUANT_WGMMA");
-    return env && env[0] == '1';
+    return !(env && env[0] == '0');
   }();
-  return wgmma ? kNumShapes : kNumMmaSyncShapes;
+  return enabled;
 }
 
-int sm_count() {
-  static std::atomic<int> counts[64];
-  int device = 0;
-  ROSE_CUDA_CHECK(cudaGetDevice(&device));
-  int n = device < 64 ? counts[device].load(std::memory_order_relaxed) : 0;
-  if (n == 0) {
-    ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&n, cudaDevAttrMultiProcessorCount, device));
-    if (device < 64) counts[device].store(n, std::memory_order_relaxed);
-  }
-  return n;
-}
+int available_shapes() { return wgmma_enabled() ? kNumShapes : kNumMmaSyncShapes; }
 
-// Opts the kernel in to its dynamic shared memory once per device and returns its resident blocks
-// per SM there (the graph cache runs a step eagerly before capturing it, so the first call for a
-// kernel happens outside stream capture).
+// Opts the kernel in to its dynamic shared memory once per device and checks that a block fits;
+// returns its resident blocks per SM (the graph cache runs a step eagerly before capturing it, so
+// the first call for a kernel happens outside stream capture).
 int prepare_kernel(const void* kernel, int threads, int smem) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, int> resident;
@@ -815,49 +929,38 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
   return blocks;
 }
 
-// Estimated time of a tile shape for (n, out, in) in seconds, from a per-SM model of an H100:
-// each SM gets ceil(tiles / SMs) tiles; per element of k a tile costs its decode (~4.5 issued
-// instructions per weight element, 128 lanes issued per clock), its mma (an m16n8k16 per ~1.9
-// clocks per SM; wgmma ~1.6x faster) and its ldmatrix traffic (128 bytes per clock), the largest
-// plus a quarter of the others; an SM with fewer than 8 warps issues proportionally slower. The
-// weight bytes come from HBM once (3 TB/s); from L2 (~6 TB/s) the weights are read once per
-// activation tile and x once per weight tile.
-double estimated_seconds(const TileShape& shape, int resident, int n, int out, int in,
-                         double weight_bytes, int sms) {
-  constexpr double kClock = 1.0 / 1.75e9;
-  const int bm = shape.rows * shape.warps;
-  const double n_tiles = double((n + shape.bn - 1) / shape.bn),
-               m_tiles = double((out + bm - 1) / bm);
-  const double per_sm = std::ceil(n_tiles * m_tiles / sms);
-  const double decode = bm * 4.5 / 128.0;
-  const double mma_count = shape.warps * ((shape.rows + 15) / 16) * (shape.bn / 8) / 16.0;
-  const double mma = mma_count * (shape.wgmma ? 1.2 : 1.9);
-  const double ldmatrix = shape.wgmma ? 0.0 : shape.warps * shape.bn * 2.0 / 128.0;
-  const double top = std::max({decode, mma, ldmatrix});
-  const double tile = top + 0.25 * (decode + mma + ldmatrix - top);
-  const double warps = std::min(per_sm, double(resident)) * shape.warps;
-  const double efficiency = std::min(1.0, warps / 8.0);
-  const double compute = per_sm * tile * in * kClock / efficiency;
-  const double hbm = weight_bytes / 3.0e12;
-  const double l2 = (n_tiles * weight_bytes + m_tiles * shape.bn * n_tiles * in * 2.0) / 6.0e12;
-  return std::max({compute, hbm, l2}) + 2e-6;
-}
-
-// residents[i]: resident blocks per SM of shape i for the type and dtype being launched.
-int choose_tile(int n, int out, int in, double weight_bytes, const int* residents) {
+// The tile shape for a product, from the per-shape sweep of tests/gpu/bench_gemm_quant.cpp on the
+// H100 (llama-1b / llama-8b shapes, five types: the best shape depends on n and out, hardly on the
+// type or `in`). The kernel is bound by the decode's issue rate, so the rules trade the decode
+// amortized over a tile's activation rows (large BN) against the number of tiles that keep the
+// SMs busy (small BM and BN). For n > 128 on large matrices: 16x8w n256 (one n256 wgmma per m64
+// tile, the decode amortized over 256 rows) where it still makes ~100 tiles, else 16x8w n128
+// (two blocks an SM).
+int choose_tile(int n, int out) {
   const int forced = forced_tile.load(std::memory_order_relaxed);
   if (forced >= 0 && forced < kNumShapes) return forced;
-  const int sms = sm_count();
-  int best = 0;
-  double best_time = 0.0;
-  for (int i = 0; i < available_shapes(); ++i) {
-    const double time = estimated_seconds(kShapes[i], residents[i], n, out, in, weight_bytes, sms);
-    if (i == 0 || time < best_time) {
-      best = i;
-      best_time = time;
-    }
+  const auto tiles = [&](int bm, int bn) { return ((out + bm - 1) / bm) * ((n + bn - 1) / bn); };
+  Shape shape;
+  if (n <= 16) {
+    shape = out <= 6144 ? k8x4n16 : out <= 16384 ? k16x4n32 : k16x4n64;
+  } else if (n <= 32) {
+    shape = out <= 4096 ? k8x4n16 : out <= 16384 ? k16x4n32 : kWg64;
+  } else if (n <= 64) {
+    shape = out <= 2048 ? k8x4n16 : out <= 6144 ? k16x4n32 : out <= 16384 ? k32x4n64 : kWg64;
+  } else if (n <= 128) {
+    shape = out <= 4096 ? k16x4n32 : out <= 6144 ? k32x4n64 : out <= 16384 ? kWg64 : kWg16x128;
+  } else if (n <= 256 && out <= 6144) {
+    shape = out <= 2048 ? k16x4n32 : out <= 4096 ? k32x4n64 : k32x4n128;
+  } else if (n <= 512 && out <= 4096) {
+    shape = k32x4n128;
+  } else {
+    shape = tiles(128, 256) >= 100 ? kWg256 : kWg16x128;
   }
-  return best;
+  if (!wgmma_enabled()) {
+    if (shape == kWg64) shape = k32x8n64;
+    if (shape == kWg128 || shape == kWg256 || shape == kWg16x128) shape = k32x8n128;
+  }
+  return shape;
 }
 
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
@@ -869,14 +972,6 @@ void launch_tile(const void* x, const uint8_t* w, void* y, int n, int in, int ou
   const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((out + S::kBM - 1) / S::kBM));
   launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), stream, static_cast<const T*>(x),
                 w, y, n, in, out, y_stride, f32_out);
-}
-
-template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
-int resident_blocks() {
-  using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
-  return prepare_kernel(
-      reinterpret_cast<const void*>(gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma>),
-      S::kThreads, S::kSmem);
 }
 
 // Calls fn.template operator()<kRows, kWarps, kBN, kWgmma>() for shape `tile` (kShapes' order).
@@ -899,8 +994,12 @@ auto with_shape(int tile, Fn&& fn) {
       return fn.template operator()<32, 8, 128, false>();
     case 7:
       return fn.template operator()<32, 8, 64, true>();
-    default:
+    case 8:
       return fn.template operator()<32, 8, 128, true>();
+    case 9:
+      return fn.template operator()<16, 8, 256, true>();
+    default:
+      return fn.template operator()<16, 8, 128, true>();
   }
 }
 
@@ -924,25 +1023,8 @@ struct Launcher {
 };
 
 template <typename D, typename T>
-struct Resident {
-  template <int kRows, int kWarps, int kBN, bool kWgmma>
-  int operator()() const {
-    return resident_blocks<D, T, kRows, kWarps, kBN, kWgmma>();
-  }
-};
-
-template <typename D, typename T>
 void launch_typed(const LaunchArgs& a) {
-  // Resident blocks per SM of every shape for this type and dtype, asked once (per process: the
-  // engine's GPUs are all of one kind).
-  static const std::vector<int> residents = [] {
-    std::vector<int> r(kNumShapes);
-    for (int i = 0; i < kNumShapes; ++i) r[size_t(i)] = with_shape(i, Resident<D, T>{});
-    return r;
-  }();
-  const double weight_bytes = double(a.out) * double(a.in / D::kElems) * D::kBytes;
-  const int tile = choose_tile(a.n, a.out, a.in, weight_bytes, residents.data());
-  with_shape(tile, Launcher<D, T>{a});
+  with_shape(choose_tile(a.n, a.out), Launcher<D, T>{a});
 }
 
 template <typename D>
@@ -1011,36 +1093,9 @@ const char* gemm_quant_tile_name(int tile) {
   return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";
 }
 
-int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int in, int out) {
+int gemm_quant_chosen_tile(uint32_t, int n, int, int out) {
   const int forced = forced_tile.exchange(-1);
-  // The chooser needs the shapes' residency: ask through a launch-free path.
-  int tile = 0;
-  const auto choose = [&](auto tag_d, auto tag_t) {
-    using D = typename decltype(tag_d)::type;
-    using T = typename decltype(tag_t)::type;
-    std::vector<int> r(kNumShapes);
-    for (int i = 0; i < kNumShapes; ++i) r[size_t(i)] = with_shape(i, Resident<D, T>{});
-    const double weight_bytes = double(out) * double(in / D::kElems) * D::kBytes;
-    tile = choose_tile(n, out, in, weight_bytes, r.data());
-  };
-  const auto t = ElementTagFor<__nv_bfloat16>{};
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kQ8_0:
-      choose(ElementTagFor<TileQ8_0>{}, t);
-      break;
-    case GgmlType::kQ4_0:
-      choose(ElementTagFor<TileQ4<false>>{}, t);
-      break;
-    case GgmlType::kQ4_1:
-      choose(ElementTagFor<TileQ4<true>>{}, t);
-      break;
-    case GgmlType::kQ4_K:
-      choose(ElementTagFor<TileQ4_K>{}, t);
-      break;
-    default:
-      choose(ElementTagFor<TileQ6_K>{}, t);
-      break;
-  }
+  const int tile = choose_tile(n, out);
   forced_tile.store(forced);
   return tile;
 }

@@ -6,12 +6,13 @@
 //
 // Numerics. Each weight element is decoded to the activation dtype with exactly the value
 // launch_dequantize_rows writes (the CPU reference's fp32 value, rounded to bf16/fp16), and
-// multiplied by x on mma.sync m16n8k16 (bf16 or fp16 inputs, fp32 accumulation): the products
-// are exact, and each output's sum is one fp32 accumulator that takes the in / 16 tensor-core
-// steps in one fixed order (which 16 elements form a step depends only on the type), with no
-// split-K. Against sum(w x) in exact arithmetic the error is the tensor core's fp32 accumulation
-// only: at most about (in / 16 + 16) 2^-22 sum |w x| (tests/gpu/test_cuda_gemm_quant.cpp derives
-// it), plus the output's rounding when y is bf16/fp16.
+// multiplied by x on the tensor cores (mma.sync m16n8k16, or wgmma m64nNk16 for large shapes:
+// bf16 or fp16 inputs, fp32 accumulation; the two give the same bits): the products are exact,
+// and each output's sum is one fp32 accumulator that takes the in / 16 tensor-core steps in one
+// fixed order (which 16 elements form a step depends only on the type), with no split-K. Against
+// sum(w x) in exact arithmetic the error is the tensor core's fp32 accumulation only: at most about
+// (in / 16 + 16) 2^-22 sum |w x| (tests/gpu/test_cuda_gemm_quant.cpp derives it), plus the output's
+// rounding when y is bf16/fp16.
 //
 // Batch invariance: the tile shape (weight rows x activation rows per thread block) is chosen from
 // (n, out), but an output's sequence of mma steps is the same in every tile shape and no step
