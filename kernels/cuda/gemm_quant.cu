@@ -929,32 +929,44 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
   return blocks;
 }
 
-// The tile shape for a product, from the per-shape sweep of tests/gpu/bench_gemm_quant.cpp on the
-// H100 (llama-1b / llama-8b shapes, five types: the best shape depends on n and out, hardly on the
-// type or `in`). The kernel is bound by the decode's issue rate, so the rules trade the decode
-// amortized over a tile's activation rows (large BN) against the number of tiles that keep the
-// SMs busy (small BM and BN). For n > 128 on large matrices: 16x8w n256 (one n256 wgmma per m64
-// tile, the decode amortized over 256 rows) where it still makes ~100 tiles, else 16x8w n128
-// (two blocks an SM).
-int choose_tile(int n, int out) {
+// The tile shape for a product, from the per-shape sweeps of tests/gpu/bench_gemm_quant.cpp on the
+// H100 (llama-1b / llama-8b shapes, five types, all eleven shapes timed for each n; the best shape
+// depends on n and out, hardly on `in`, and on the type only above n = 256). The kernel is bound
+// by the decode's issue rate, so the rules trade the decode amortized over a tile's activation
+// rows (large BN) against the number of tiles that keep the SMs busy (small BM and BN). Above
+// n = 256 on large matrices the 32-element types run best on 16x8w n256 (one m64 x n256 wgmma per
+// warpgroup) and the K-quants, whose per-row scale decode weighs more there, on 32x8w n128.
+int choose_tile(bool k_quant, int n, int out) {
   const int forced = forced_tile.load(std::memory_order_relaxed);
   if (forced >= 0 && forced < kNumShapes) return forced;
-  const auto tiles = [&](int bm, int bn) { return ((out + bm - 1) / bm) * ((n + bn - 1) / bn); };
+  const auto large = [&]() -> Shape {  // n > 256 and out > 4096, or n > 512
+    const int n256_tiles = ((out + 127) / 128) * ((n + 255) / 256);
+    if (k_quant) return kWg128;
+    return n256_tiles >= 100 ? kWg256 : n <= 512 ? kWg128 : kWg16x128;
+  };
   Shape shape;
   if (n <= 16) {
-    shape = out <= 6144 ? k8x4n16 : out <= 16384 ? k16x4n32 : k16x4n64;
+    shape = out <= 6144 ? k8x4n16 : k16x4n32;
   } else if (n <= 32) {
-    shape = out <= 4096 ? k8x4n16 : out <= 16384 ? k16x4n32 : kWg64;
+    shape = out <= 4096 ? k8x4n16 : out <= 16384 ? k16x4n32 : k32x4n64;
   } else if (n <= 64) {
-    shape = out <= 2048 ? k8x4n16 : out <= 6144 ? k16x4n32 : out <= 16384 ? k32x4n64 : kWg64;
+    shape = out <= 2048    ? k8x4n16
+            : out <= 4096  ? k16x4n32
+            : out <= 6144  ? k16x4n64
+            : out <= 16384 ? k32x4n64
+                           : kWg64;
   } else if (n <= 128) {
-    shape = out <= 4096 ? k16x4n32 : out <= 6144 ? k32x4n64 : out <= 16384 ? kWg64 : kWg16x128;
-  } else if (n <= 256 && out <= 6144) {
-    shape = out <= 2048 ? k16x4n32 : out <= 4096 ? k32x4n64 : k32x4n128;
+    shape = out <= 2048    ? k16x4n32
+            : out <= 4096  ? k16x4n64
+            : out <= 6144  ? k32x4n64
+            : out <= 16384 ? kWg16x128
+                           : kWg128;
+  } else if (n <= 256) {
+    shape = out <= 2048 ? k16x4n64 : out <= 4096 ? k32x4n64 : out <= 6144 ? kWg16x128 : kWg128;
   } else if (n <= 512 && out <= 4096) {
-    shape = k32x4n128;
+    shape = kWg16x128;
   } else {
-    shape = tiles(128, 256) >= 100 ? kWg256 : kWg16x128;
+    shape = large();
   }
   if (!wgmma_enabled()) {
     if (shape == kWg64) shape = k32x8n64;
@@ -1024,7 +1036,7 @@ struct Launcher {
 
 template <typename D, typename T>
 void launch_typed(const LaunchArgs& a) {
-  with_shape(choose_tile(a.n, a.out), Launcher<D, T>{a});
+  with_shape(choose_tile(D::kElems == 256, a.n, a.out), Launcher<D, T>{a});
 }
 
 template <typename D>
@@ -1093,9 +1105,9 @@ const char* gemm_quant_tile_name(int tile) {
   return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";
 }
 
-int gemm_quant_chosen_tile(uint32_t, int n, int, int out) {
+int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int, int out) {
   const int forced = forced_tile.exchange(-1);
-  const int tile = choose_tile(n, out);
+  const int tile = choose_tile(block_elems(ggml_type) == 256, n, out);
   forced_tile.store(forced);
   return tile;
 }
