@@ -1,0 +1,1115 @@
+// Quantized tensor-core GEMM (gemm_quant.cuh): y = x W^T with W in its GGUF blocks.
+//
+// Layout of one thread block (a "tile"): W warps, each owning R weight rows (R = 8, 16 or 32) of
+// the block's BM = W R rows, all against the block's BN activation rows. The tile's weight rows
+// are the A operand (rows of W, decoded straight into A fragments in registers), x^T is the B
+// operand (its columns are x's K-contiguous rows). Two multipliers share everything else:
+//   - mma.sync m16n8k16, B fragments by ldmatrix (every tile shape);
+//   - wgmma.mma_async with A from registers (a warpgroup's 4 warps hold the m16n8k16 A layout of
+//     16 rows each of an m64 tile) and B through a shared-memory descriptor (the x buffer's layout
+//     is exactly the 128-byte swizzle mode), for the large shapes: 32x8w by n64 / n128 (two m64
+//     tiles per warpgroup) and 16x8w by n256 (one m64 tile, the decode amortized over 256 rows).
+// Both give the same bits (checked by the tests for every shape and n).
+//
+// The k loop runs in 64-element sub-steps through a cp.async pipeline:
+//   - x: a ring of 4 buffers of BN rows x 64 elements (128 bytes a row, 16-byte chunks swizzled by
+//     the row so ldmatrix's 8 row addresses hit 8 different bank groups), 3 sub-steps ahead;
+//   - W: a ring of 2 buffers holding, for each of the BM rows, the byte span of its 256-element
+//     "big step" (one K-quant block, or 8 blocks of a 32-element type: 144..272 bytes), copied as
+//     the 16-byte aligned chunks that cover it (blocks are byte-packed, so a row's span may start
+//     anywhere mod 16; the slot keeps the offset). Its copy rides in the x group of the big step's
+//     first sub-step, so one cp.async group per sub-step tracks both.
+// Each weight element is decoded by exactly one thread per tile (no redundant decode): thread
+// (g = lane / 4, t = lane % 4) of a warp builds the A fragments of rows g and g + 8 of each of its
+// 16-row mma tiles. An mma step's 16 k values are chosen per type so one 2-byte shared load gives
+// a thread its two element pairs: for Q4_K the pair (2t, 2t+1) of an mma step is the low nibbles
+// of qs bytes 8s + 2t, 2t+1 and the pair (2t+8, 2t+9) their high nibbles, i.e. the step covers
+// elements [8s, 8s+8) and [32+8s, 32+8s+8) of a 64-element chunk. The B fragments take x's chunks
+// at the same two offsets (ldmatrix reads any 8-element chunk per 8x8 matrix), so the product is
+// the same dot product in another order of k -- an order that depends on the type only.
+//
+// Numerics: every decoded value is the CPU reference's fp32 value (see dequant.cu, same operations
+// and rounding), rounded to bf16/fp16 by the same cvt.rn. Where the reference's product is exact in
+// fp32 (d * q with d fp16 and q a small integer; Q4_K's d * scale * q has at most 21 significant
+// bits), a following add or subtract is folded into one fma: fma(a, b, c) rounds a * b + c once,
+// which equals round(round(a * b) + c) when a * b is exact (signed zeros included: x - y is
+// x + (-y) in IEEE arithmetic, and fma(d, q, +0.0f) gives +0 for a zero product as the reference's
+// "+ m" with m = +0.0f does). Each output is one fp32 accumulator that takes the mma steps k = 0,
+// 16, 32, ... in order whatever the tile shape, so no result depends on n.
+//
+// Speed notes (H100, measured with tests/gpu/bench_gemm_quant.cpp and Nsight Compute).
+//   - The kernel is bound by the decode's instruction issue. A weight element costs ~5-6 issued
+//     instructions (a 2-byte LDS per 4 elements, LOP/PRMT to place a nibble or byte in a float's
+//     mantissa, FADD to remove the magic, FFMA/FMUL with the scale, half an F2FP to pack two) plus
+//     the per-sub-step scale decode; with 2 warps per scheduler (registers: 128 fp32 accumulators
+//     per thread in the large tiles) the schedulers issue ~0.37 instructions per cycle, stalled on
+//     the ALU chains' latency. The tensor cores are far from busy (15-30% in the large tiles).
+//   - The decode is amortized over a tile's BN activation rows, so large BN wins at large n while
+//     small tiles keep every SM busy at small n (choose_tile, from measurements). Long-K, few-row
+//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n: split-K (fixed per
+//     shape, so still batch invariant) would help there.
+//   - The first version's copy code (64-bit address math and a branchy chunk permutation per copy)
+//     made the k loop 4x longer than its work; the copies now come from per-thread addresses.
+//   - wgmma needs no instruction between its issue and its wait that writes a wgmma register, and
+//     no branch around it, or ptxas serializes every wgmma of the kernel; so a warpgroup decodes a
+//     whole sub-step, issues its wgmmas and waits, and the block's two warpgroups overlap.
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
+#include <vector>
+
+#include "kernels/common/ggml_type.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/gemm_quant.cuh"
+#include "kernels/cuda/ggml_block.cuh"
+#include "kernels/cuda/launch.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int kSubK = 64;              // elements of k per pipeline sub-step (4 mma steps)
+constexpr int kBigK = 256;             // elements of k per weight copy (one K-quant block)
+constexpr int kMaxXStages = 4;         // x ring buffers (Tile::kXStages: 3 or 4)
+constexpr int kXRowBytes = kSubK * 2;  // one x row of a sub-step: 128 bytes, 8 chunks
+constexpr float kMagic = 8388608.0f;   // 2^23
+
+// ---- bit tricks -------------------------------------------------------------------------------
+
+// 2^23 + (byte k of v), exactly: the bits 0x4B0000bb are that float (as in dequant.cu's staged
+// decoders), so subtracting 2^23 + bias gives float(byte - bias) exactly with one PRMT and one
+// FADD instead of a quarter-rate I2F.
+template <int k>
+__device__ __forceinline__ float magic_byte(uint32_t v) {
+  return __uint_as_float(__byte_perm(v, 0x4B000000u, 0x7440 + k));
+}
+
+// Two bytes at an even shared-memory address (blocks are byte-packed; every field the decoders
+// read through this is at an even offset of an even-sized block).
+__device__ __forceinline__ uint32_t u16_at(const uint8_t* p) {
+  return *reinterpret_cast<const unsigned short*>(p);
+}
+
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi);
+template <>
+__device__ __forceinline__ uint32_t pack2<__nv_bfloat16>(float lo, float hi) {
+  const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);  // lo in the low half, as in memory
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+template <>
+__device__ __forceinline__ uint32_t pack2<__half>(float lo, float hi) {
+  const __half2 v = __floats2half2_rn(lo, hi);
+  return *reinterpret_cast<const uint32_t*>(&v);
+}
+
+// ---- the block types --------------------------------------------------------------------------
+// Each type decodes, for one weight row, the four mma steps of a 64-element sub-step:
+//   Row prepare(big, sub): the row's per-sub-step state (scales, field pointers); `big` is the
+//     row's first byte of the current 256-element big step in shared memory, sub = 0..3 the
+//     sub-step within it
+//   step(row, s, t, lo, hi): the values of this thread's element pairs in mma step s (0..3):
+//     lo = mma k (2t, 2t+1), the elements base0(s) + 2t, +1 of the sub-step; hi = mma k (2t+8,
+//     2t+9), the elements base1(s) + 2t, +1. base0 and base1 are multiples of 8.
+// Every value is computed with the reference's fp32 operations (engine/model/quant.cpp); see the
+// top of the file for the fma folding.
+
+// Q8_0: d, int8 qs[32]; value d q. A sub-step is blocks 2 sub, 2 sub + 1 of the big step's 8;
+// step s takes block s / 2, elements 16 (s % 2) + [0, 16) in order.
+struct TileQ8_0 {
+  static constexpr int kElems = 32, kBytes = 34;
+  static constexpr int base0(int s) { return 16 * s; }
+  static constexpr int base1(int s) { return 16 * s + 8; }
+  struct Row {
+    const uint8_t* blocks;  // the sub-step's first block
+    float d[2];
+  };
+  __device__ static Row prepare(const uint8_t* big, int sub) {
+    Row row;
+    row.blocks = big + 2 * sub * kBytes;
+    row.d[0] = half_at_aligned(row.blocks);
+    row.d[1] = half_at_aligned(row.blocks + kBytes);
+    return row;
+  }
+  __device__ static void step(const Row& row, int s, int t, float (&lo)[2], float (&hi)[2]) {
+    const uint8_t* qs = row.blocks + (s / 2) * kBytes + 2 + 16 * (s % 2) + 2 * t;
+    const float d = row.d[s / 2];
+    // Flipping the sign bit of each byte makes it q + 128, unsigned.
+    const uint32_t a = u16_at(qs) ^ 0x8080u, b = u16_at(qs + 8) ^ 0x8080u;
+    constexpr float kBias = kMagic + 128.0f;
+    lo[0] = __fmul_rn(d, __fsub_rn(magic_byte<0>(a), kBias));
+    lo[1] = __fmul_rn(d, __fsub_rn(magic_byte<1>(a), kBias));
+    hi[0] = __fmul_rn(d, __fsub_rn(magic_byte<0>(b), kBias));
+    hi[1] = __fmul_rn(d, __fsub_rn(magic_byte<1>(b), kBias));
+  }
+};
+
+// Q4_0 / Q4_1: d, [m], qs[16]; byte j holds element j (low nibble) and j + 16 (high nibble).
+// Values d (q - 8) + 0.0f and d q + m: d q is exact, so one fma each. Step s takes block s / 2,
+// bytes 8 (s % 2) + [0, 8): elements 8 (s % 2) + [0, 8) (low) and 16 + 8 (s % 2) + [0, 8) (high).
+template <bool kHasMin>
+struct TileQ4 {
+  static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18;
+  static constexpr int base0(int s) { return 32 * (s / 2) + 8 * (s % 2); }
+  static constexpr int base1(int s) { return base0(s) + 16; }
+  struct Row {
+    const uint8_t* blocks;
+    float d[2], m[2];
+  };
+  __device__ static Row prepare(const uint8_t* big, int sub) {
+    Row row;
+    row.blocks = big + 2 * sub * kBytes;
+#pragma unroll
+    for (int b = 0; b < 2; ++b) {
+      row.d[b] = half_at_aligned(row.blocks + b * kBytes);
+      // The reference adds +0.0f to Q4_0's products (it shares the code with Q4_1).
+      row.m[b] = kHasMin ? half_at_aligned(row.blocks + b * kBytes + 2) : 0.0f;
+    }
+    return row;
+  }
+  __device__ static void step(const Row& row, int s, int t, float (&lo)[2], float (&hi)[2]) {
+    const uint8_t* qs = row.blocks + (s / 2) * kBytes + (kHasMin ? 4 : 2) + 8 * (s % 2) + 2 * t;
+    const float d = row.d[s / 2], m = row.m[s / 2];
+    const uint32_t v = u16_at(qs);
+    const uint32_t low = v & 0x0F0Fu, high = (v >> 4) & 0x0F0Fu;
+    constexpr float kBias = kMagic + (kHasMin ? 0.0f : 8.0f);
+    lo[0] = __fmaf_rn(d, __fsub_rn(magic_byte<0>(low), kBias), m);
+    lo[1] = __fmaf_rn(d, __fsub_rn(magic_byte<1>(low), kBias), m);
+    hi[0] = __fmaf_rn(d, __fsub_rn(magic_byte<0>(high), kBias), m);
+    hi[1] = __fmaf_rn(d, __fsub_rn(magic_byte<1>(high), kBias), m);
+  }
+};
+
+// Q4_K: d, dmin, scales[12], qs[128]. Sub-step c is qs chunk c (32 bytes): low nibbles are
+// sub-block 2c (elements 64c + j), high nibbles sub-block 2c + 1 (64c + 32 + j). Value
+// dl q - ml with dl = d sc, ml = dmin m (exact products of an fp16 and a 6-bit integer); dl q has
+// at most 11 + 6 + 4 significant bits, so the subtraction folds into one fma.
+struct TileQ4_K {
+  static constexpr int kElems = 256, kBytes = 144;
+  static constexpr int base0(int s) { return 8 * s; }
+  static constexpr int base1(int s) { return 32 + 8 * s; }
+  struct Row {
+    const uint8_t* qs;   // the chunk's 32 bytes
+    float dl[2], ml[2];  // sub-blocks 2c, 2c + 1
+  };
+  __device__ static Row prepare(const uint8_t* big, int sub) {
+    Row row;
+    const float d = half_at_aligned(big), dmin = half_at_aligned(big + 2);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+      int scale, min;
+      k4_scale_min(2 * sub + i, big + 4, &scale, &min);
+      row.dl[i] = __fmul_rn(d, float(scale));
+      row.ml[i] = __fmul_rn(dmin, float(min));
+    }
+    row.qs = big + 16 + 32 * sub;
+    return row;
+  }
+  __device__ static void step(const Row& row, int s, int t, float (&lo)[2], float (&hi)[2]) {
+    const uint32_t v = u16_at(row.qs + 8 * s + 2 * t);
+    const uint32_t low = v & 0x0F0Fu, high = (v >> 4) & 0x0F0Fu;
+    lo[0] = __fmaf_rn(row.dl[0], __fsub_rn(magic_byte<0>(low), kMagic), -row.ml[0]);
+    lo[1] = __fmaf_rn(row.dl[0], __fsub_rn(magic_byte<1>(low), kMagic), -row.ml[0]);
+    hi[0] = __fmaf_rn(row.dl[1], __fsub_rn(magic_byte<0>(high), kMagic), -row.ml[1]);
+    hi[1] = __fmaf_rn(row.dl[1], __fsub_rn(magic_byte<1>(high), kMagic), -row.ml[1]);
+  }
+};
+
+// Q6_K: ql[128], qh[64], int8 scales[16], d. Element 128h + 32p + l (l < 32) takes the low (p < 2)
+// or high nibble of ql[64h + l + 32 (p & 1)], bits 2p, 2p+1 of qh[32h + l], minus 32, times
+// d sc[8h + l/16 + 2p]. Sub-step 2h + pp covers p = 2pp (elements [0, 32) of the sub-step) and
+// p = 2pp + 1 ([32, 64)); step s takes l = 8s + [0, 8) of both. Value (d sc) q, two fp32 products
+// as the reference (the second is exact: at most 11 + 7 + 5 significant bits).
+struct TileQ6_K {
+  static constexpr int kElems = 256, kBytes = 210;
+  static constexpr int base0(int s) { return 8 * s; }
+  static constexpr int base1(int s) { return 32 + 8 * s; }
+  struct Row {
+    const uint8_t* ql;  // ql + 64h: p = 2pp at +l, p = 2pp + 1 at +32 + l
+    const uint8_t* qh;  // qh + 32h
+    int shift;          // 4 pp: the ql nibble, and the qh bits of p = 2pp
+    float scale[2][2];  // [p - 2pp][l / 16]: d sc
+  };
+  __device__ static Row prepare(const uint8_t* big, int sub) {
+    Row row;
+    const int h = sub >> 1, pp = sub & 1;
+    const float d = half_at_aligned(big + 208);
+#pragma unroll
+    for (int i = 0; i < 2; ++i) {
+#pragma unroll
+      for (int j = 0; j < 2; ++j) {
+        const int8_t sc = static_cast<int8_t>(big[192 + 8 * h + j + 2 * (2 * pp + i)]);
+        row.scale[i][j] = __fmul_rn(d, float(sc));
+      }
+    }
+    row.ql = big + 64 * h;
+    row.qh = big + 128 + 32 * h;
+    row.shift = 4 * pp;
+    return row;
+  }
+  __device__ static void step(const Row& row, int s, int t, float (&lo)[2], float (&hi)[2]) {
+    const int l = 8 * s + 2 * t;
+    const uint32_t a = u16_at(row.ql + l), b = u16_at(row.ql + 32 + l), h = u16_at(row.qh + l);
+    const uint32_t qa = ((a >> row.shift) & 0x0F0Fu) | ((h >> row.shift) & 0x0303u) << 4;
+    const uint32_t qb = ((b >> row.shift) & 0x0F0Fu) | ((h >> (row.shift + 2)) & 0x0303u) << 4;
+    constexpr float kBias = kMagic + 32.0f;
+    const float sa = row.scale[0][s / 2], sb = row.scale[1][s / 2];
+    lo[0] = __fmul_rn(sa, __fsub_rn(magic_byte<0>(qa), kBias));
+    lo[1] = __fmul_rn(sa, __fsub_rn(magic_byte<1>(qa), kBias));
+    hi[0] = __fmul_rn(sb, __fsub_rn(magic_byte<0>(qb), kBias));
+    hi[1] = __fmul_rn(sb, __fsub_rn(magic_byte<1>(qb), kBias));
+  }
+};
+
+// ---- tile geometry ------------------------------------------------------------------------------
+
+// Where x's 8-element chunk c (0..7) of a sub-step sits in shared memory: mma step s's two chunks
+// (base0(s) / 8, base1(s) / 8) at positions 2s and 2s + 1, so each step's k16 is one contiguous
+// 32-byte span of the row (what wgmma's K-major B descriptor reads; ldmatrix could take any).
+template <typename D>
+__host__ __device__ constexpr int chunk_position(int c) {
+  for (int s = 0; s < 4; ++s) {
+    if (D::base0(s) / 8 == c) return 2 * s;
+    if (D::base1(s) / 8 == c) return 2 * s + 1;
+  }
+  return -1;
+}
+
+template <typename D>
+constexpr bool chunks_form_a_permutation() {
+  int seen = 0;
+  for (int c = 0; c < 8; ++c) {
+    const int p = chunk_position<D>(c);
+    if (p < 0 || (seen >> p) & 1) return false;
+    seen |= 1 << p;
+  }
+  return seen == 0xFF;
+}
+static_assert(chunks_form_a_permutation<TileQ8_0>() && chunks_form_a_permutation<TileQ4<false>>() &&
+                  chunks_form_a_permutation<TileQ4<true>>() &&
+                  chunks_form_a_permutation<TileQ4_K>() && chunks_form_a_permutation<TileQ6_K>(),
+              "every mma step takes two distinct 8-element chunks of the sub-step");
+
+// kWgmma: the warps form warpgroups that multiply with wgmma.mma_async (A = the decoded fragments
+// in registers, B = the x buffer through a shared-memory descriptor) instead of mma.sync.
+template <typename D, int kRows, int kWarps, int kBN, bool kWgmma>
+struct Tile {
+  static_assert(kRows == 8 || kRows == 16 || kRows == 32, "8, 16 or 32 weight rows per warp");
+  static_assert(kBN % 16 == 0, "ldmatrix.x4 loads two n8 tiles");
+  static_assert(!kWgmma || (kWarps % 4 == 0 && ((kRows == 32 && (kBN == 64 || kBN == 128)) ||
+                                                (kRows == 16 && (kBN == 128 || kBN == 256)))),
+                "wgmma tiles: warpgroups of two m64 tiles by n64 or n128, or one m64 tile by n128 "
+                "or n256");
+  // Blocks per SM the registers are budgeted for: 16x8w n128 (64 accumulators a thread) fits two,
+  // so four warps a scheduler hide more of the decode's latencies.
+  static constexpr int kMinBlocks = kWgmma && kRows == 16 && kBN == 128 ? 2 : 1;
+  static constexpr int kThreads = kWarps * 32;
+  static constexpr int kBM = kRows * kWarps;
+  static constexpr int kMTiles = kRows == 32 ? 2 : 1;    // m16 tiles per warp
+  static constexpr int kRowHalves = kRows == 8 ? 1 : 2;  // rows g and g + 8, or g only
+  static constexpr int kNTiles = kBN / 8;
+  // Sub-steps whose copies are in flight ahead of the one computed (wgmma too: its reads of a
+  // sub-step's x are waited for at the end of that sub-step).
+  // x ring buffers: 4, or 3 where that lets two blocks share an SM.
+  static constexpr int kXStages = kMinBlocks == 2 ? 3 : kMaxXStages;
+  static constexpr int kPrefetch = kXStages - 1;
+  // Bytes of one row's big step; the slot holds its 16-byte aligned cover (up to 15 bytes before
+  // and after), an odd number of chunks so the 8 rows of an mma tile start in 8 different
+  // 4-bank groups.
+  static constexpr int kStepBytes = kBigK / D::kElems * D::kBytes;
+  static constexpr int kSlotChunks = ((kStepBytes + 15 + 15) / 16) | 1;
+  static constexpr int kSlotBytes = 16 * kSlotChunks;
+  static constexpr int kRawBytes = kBM * kSlotBytes;  // one weight ring buffer
+  // cp.async copies per thread. Weights: 4 threads per row, kRowsPerPass rows per pass, each
+  // thread kChunksPerThread chunks of a row; x: kXCopies rows of a sub-step, one chunk each.
+  static constexpr int kRowsPerPass = kThreads / 4;
+  static constexpr int kWeightPasses = kBM / kRowsPerPass;
+  static constexpr int kChunksPerThread = (kSlotChunks + 3) / 4;
+  static constexpr int kXCopies = kBN * 8 / kThreads;
+  static_assert(kBM % kRowsPerPass == 0, "weights: whole passes");
+  static_assert(kBN * 8 % kThreads == 0 && kThreads % 64 == 0, "x copies: whole passes");
+  static constexpr int kXBytes = kBN * kXRowBytes;  // one x ring buffer
+  // x buffers 1024-byte aligned: the 128-byte swizzle repeats every 8 rows (wgmma's descriptors
+  // assume the pattern starts at such a boundary).
+  static constexpr int kXOffset = (2 * kRawBytes + 1023) / 1024 * 1024;
+  static constexpr int kSmem = kXOffset + kXStages * kXBytes;
+  static_assert(kSmem <= 227 * 1024, "fits an H100 SM");
+
+  // The tile row (0..kBM-1) of this thread's row g + 8 half of m16 tile mt. mma.sync: warp w owns
+  // rows [kRows w, kRows (w + 1)). wgmma: warpgroup q owns 64 kMTiles rows as kMTiles m64 tiles,
+  // and warp w % 4 of it rows 16 (w % 4) .. of each (wgmma's A fragment layout).
+  __device__ static int local_row(int warp, int mt, int half, int g) {
+    if constexpr (kWgmma)
+      return 64 * kMTiles * (warp / 4) + 64 * mt + 16 * (warp % 4) + 8 * half + g;
+    return warp * kRows + 16 * mt + 8 * half + g;
+  }
+};
+
+// ---- cp.async, ldmatrix, mma, wgmma -------------------------------------------------------------
+
+__device__ __forceinline__ uint32_t shared_address(const void* p) {
+  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
+}
+
+// 16 bytes global -> shared (both 16-byte aligned); only the first src_bytes (0..16) are read,
+// the rest zero-filled.
+__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
+  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(shared_address(dst)),
+               "l"(src), "r"(src_bytes)
+               : "memory");
+}
+__device__ __forceinline__ void cp_async_commit() {
+  asm volatile("cp.async.commit_group;\n" ::: "memory");
+}
+template <int kPending>  // waits until at most kPending of this thread's groups are in flight
+__device__ __forceinline__ void cp_async_wait() {
+  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
+}
+
+// Four 8x8 b16 matrices; lanes 8i..8i+7 give the row addresses of matrix i, lane l receives
+// register i = (row l / 4, columns 2 (l % 4), +1) of matrix i.
+__device__ __forceinline__ void ldmatrix_x4(uint32_t (&r)[4], uint32_t address) {
+  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
+               : "=r"(r[0]), "=r"(r[1]), "=r"(r[2]), "=r"(r[3])
+               : "r"(address));
+}
+
+// c += A B: one m16n8k16 with fp32 accumulation. Fragments (PTX ISA), g = lane / 4, t = lane % 4:
+//   A (16 x 16): a0 = A[g][2t, 2t+1], a1 = A[g+8][2t, 2t+1], a2 = A[g][2t+8, +9], a3 = A[g+8][2t+8,
+//   +9] B (16 x 8):  b0 = B[2t, 2t+1][g], b1 = B[2t+8, 2t+9][g] C (16 x 8):  c0, c1 = C[g][2t,
+//   2t+1], c2, c3 = C[g+8][2t, 2t+1]
+template <typename T>
+__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
+                                          uint32_t b1) {
+  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  } else {
+    static_assert(std::is_same_v<T, __half>, "bf16 or fp16");
+    asm volatile(
+        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+        "{%8, %9}, {%0, %1, %2, %3};\n"
+        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
+        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
+  }
+}
+
+// wgmma: a warpgroup's d (64 x N, fp32) += A (64 x 16, registers: each warp's 16 rows in the
+// m16n8k16 A layout) B (16 x N from shared memory, K-major: x rows). d[j][i] is the m16n8k16 C
+// layout of columns 8j..8j+7 (c0..c3 above), so the epilogue is the same as mma.sync's.
+//   b_desc: the descriptor of B (make_b_descriptor)
+template <typename T, int N>
+__device__ __forceinline__ void wgmma_rs(float (&d)[N / 8][4], const uint32_t (&a)[4],
+                                         uint64_t b_desc);
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 64>(float (&d)[8][4],
+                                                            const uint32_t (&a)[4],
+                                                            uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 64>(float (&d)[8][4], const uint32_t (&a)[4],
+                                                     uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %37, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n64k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31"
+      "}, {%32, %33, %34, %35}, %36, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 128>(float (&d)[16][4],
+                                                             const uint32_t (&a)[4],
+                                                             uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 128>(float (&d)[16][4], const uint32_t (&a)[4],
+                                                      uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %69, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n128k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63"
+      "}, {%64, %65, %66, %67}, %68, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__nv_bfloat16, 256>(float (&d)[32][4],
+                                                             const uint32_t (&a)[4],
+                                                             uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.bf16.bf16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+        "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+        "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+        "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+        "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+        "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+        "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+        "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+        "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+        "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+        "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+        "+f"(d[31][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+template <>
+__device__ __forceinline__ void wgmma_rs<__half, 256>(float (&d)[32][4], const uint32_t (&a)[4],
+                                                      uint64_t b_desc) {
+  asm volatile(
+      "{\n.reg .pred p;\nsetp.ne.b32 p, %133, 0;\n"
+      "wgmma.mma_async.sync.aligned.m64n256k16.f32.f16.f16 "
+      "{"
+      "%0, %1, %2, %3, %4, %5, %6, %7, %8, %9, %10, %11, %12, %13, %14, %15, "
+      "%16, %17, %18, %19, %20, %21, %22, %23, %24, %25, %26, %27, %28, %29, %30, %31, "
+      "%32, %33, %34, %35, %36, %37, %38, %39, %40, %41, %42, %43, %44, %45, %46, %47, "
+      "%48, %49, %50, %51, %52, %53, %54, %55, %56, %57, %58, %59, %60, %61, %62, %63, "
+      "%64, %65, %66, %67, %68, %69, %70, %71, %72, %73, %74, %75, %76, %77, %78, %79, "
+      "%80, %81, %82, %83, %84, %85, %86, %87, %88, %89, %90, %91, %92, %93, %94, %95, "
+      "%96, %97, %98, %99, %100, %101, %102, %103, %104, %105, %106, %107, %108, %109, %110, %111, "
+      "%112, %113, %114, %115, %116, %117, %118, %119, %120, %121, %122, %123, %124, %125, %126, "
+      "%127"
+      "}, {%128, %129, %130, %131}, %132, p, 1, 1, 0;\n}\n"
+      : "+f"(d[0][0]), "+f"(d[0][1]), "+f"(d[0][2]), "+f"(d[0][3]), "+f"(d[1][0]), "+f"(d[1][1]),
+        "+f"(d[1][2]), "+f"(d[1][3]), "+f"(d[2][0]), "+f"(d[2][1]), "+f"(d[2][2]), "+f"(d[2][3]),
+        "+f"(d[3][0]), "+f"(d[3][1]), "+f"(d[3][2]), "+f"(d[3][3]), "+f"(d[4][0]), "+f"(d[4][1]),
+        "+f"(d[4][2]), "+f"(d[4][3]), "+f"(d[5][0]), "+f"(d[5][1]), "+f"(d[5][2]), "+f"(d[5][3]),
+        "+f"(d[6][0]), "+f"(d[6][1]), "+f"(d[6][2]), "+f"(d[6][3]), "+f"(d[7][0]), "+f"(d[7][1]),
+        "+f"(d[7][2]), "+f"(d[7][3]), "+f"(d[8][0]), "+f"(d[8][1]), "+f"(d[8][2]), "+f"(d[8][3]),
+        "+f"(d[9][0]), "+f"(d[9][1]), "+f"(d[9][2]), "+f"(d[9][3]), "+f"(d[10][0]), "+f"(d[10][1]),
+        "+f"(d[10][2]), "+f"(d[10][3]), "+f"(d[11][0]), "+f"(d[11][1]), "+f"(d[11][2]),
+        "+f"(d[11][3]), "+f"(d[12][0]), "+f"(d[12][1]), "+f"(d[12][2]), "+f"(d[12][3]),
+        "+f"(d[13][0]), "+f"(d[13][1]), "+f"(d[13][2]), "+f"(d[13][3]), "+f"(d[14][0]),
+        "+f"(d[14][1]), "+f"(d[14][2]), "+f"(d[14][3]), "+f"(d[15][0]), "+f"(d[15][1]),
+        "+f"(d[15][2]), "+f"(d[15][3]), "+f"(d[16][0]), "+f"(d[16][1]), "+f"(d[16][2]),
+        "+f"(d[16][3]), "+f"(d[17][0]), "+f"(d[17][1]), "+f"(d[17][2]), "+f"(d[17][3]),
+        "+f"(d[18][0]), "+f"(d[18][1]), "+f"(d[18][2]), "+f"(d[18][3]), "+f"(d[19][0]),
+        "+f"(d[19][1]), "+f"(d[19][2]), "+f"(d[19][3]), "+f"(d[20][0]), "+f"(d[20][1]),
+        "+f"(d[20][2]), "+f"(d[20][3]), "+f"(d[21][0]), "+f"(d[21][1]), "+f"(d[21][2]),
+        "+f"(d[21][3]), "+f"(d[22][0]), "+f"(d[22][1]), "+f"(d[22][2]), "+f"(d[22][3]),
+        "+f"(d[23][0]), "+f"(d[23][1]), "+f"(d[23][2]), "+f"(d[23][3]), "+f"(d[24][0]),
+        "+f"(d[24][1]), "+f"(d[24][2]), "+f"(d[24][3]), "+f"(d[25][0]), "+f"(d[25][1]),
+        "+f"(d[25][2]), "+f"(d[25][3]), "+f"(d[26][0]), "+f"(d[26][1]), "+f"(d[26][2]),
+        "+f"(d[26][3]), "+f"(d[27][0]), "+f"(d[27][1]), "+f"(d[27][2]), "+f"(d[27][3]),
+        "+f"(d[28][0]), "+f"(d[28][1]), "+f"(d[28][2]), "+f"(d[28][3]), "+f"(d[29][0]),
+        "+f"(d[29][1]), "+f"(d[29][2]), "+f"(d[29][3]), "+f"(d[30][0]), "+f"(d[30][1]),
+        "+f"(d[30][2]), "+f"(d[30][3]), "+f"(d[31][0]), "+f"(d[31][1]), "+f"(d[31][2]),
+        "+f"(d[31][3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b_desc), "r"(1));
+}
+
+// The descriptor of an x buffer for wgmma: K-major rows of 128 bytes (one sub-step), 16-byte
+// chunks swizzled by the row within 8-row (1024-byte) groups, i.e. the 128-byte swizzle mode;
+// the 8-row groups follow each other (stride 1024 bytes). Bits (PTX ISA "matrix descriptor"):
+// 0-13 start address / 16, 16-29 leading offset / 16 (unused by swizzled K-major layouts), 32-45
+// stride offset / 16, 62-63 swizzle mode (1: 128 bytes). Step s of the sub-step starts 32 s bytes
+// into the row (its chunks' positions 2s, 2s + 1).
+__device__ __forceinline__ uint64_t make_b_descriptor(uint32_t buffer_address) {
+  return uint64_t((buffer_address >> 4) & 0x3FFF) | uint64_t(1) << 16 | uint64_t(1024 >> 4) << 32 |
+         uint64_t(1) << 62;
+}
+
+__device__ __forceinline__ void wgmma_fence() {
+  asm volatile("wgmma.fence.sync.aligned;\n" ::: "memory");
+}
+__device__ __forceinline__ void wgmma_commit() {
+  asm volatile("wgmma.commit_group.sync.aligned;\n" ::: "memory");
+}
+template <int kPending>
+__device__ __forceinline__ void wgmma_wait() {
+  asm volatile("wgmma.wait_group.sync.aligned %0;\n" ::"n"(kPending) : "memory");
+}
+// Keeps the compiler from moving accesses of v across the wgmma waits (the wgmma asm statements
+// name the accumulators, but a plain read after a wait has no dependence on the wait).
+__device__ __forceinline__ void register_fence(float& v) { asm volatile("" : "+f"(v)::"memory"); }
+
+// Makes this thread's completed cp.async writes visible to the async proxy (wgmma's reads).
+__device__ __forceinline__ void fence_proxy_async() {
+  asm volatile("fence.proxy.async.shared::cta;\n" ::: "memory");
+}
+
+// ---- the kernel ---------------------------------------------------------------------------------
+
+// x (n, in) in T, 16-byte aligned; w (out, in) as out rows of in / kElems blocks, 16-byte aligned;
+// y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM)), so the tiles
+// that share a weight tile run side by side and read it from L2. Dynamic shared memory:
+// Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset Tile::kXStages x buffers
+// (kBN, 128 bytes).
+template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
+__global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
+    gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                      bool f32_out) {
+  using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
+  extern __shared__ __align__(1024) uint8_t smem[];
+  uint8_t* const raw_ring = smem;
+  uint8_t* const x_ring = smem + S::kXOffset;
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int n0 = int(blockIdx.x) * kBN, m0 = int(blockIdx.y) * S::kBM;
+  const int64_t row_bytes = int64_t(in / D::kElems) * D::kBytes;
+  const int sub_steps = (in + kSubK - 1) / kSubK;
+  if constexpr (kWgmma) {
+    // The descriptors' swizzle assumes 1024-byte aligned x buffers (kXOffset is a multiple).
+    if (shared_address(smem) % 1024 != 0) __trap();
+  }
+
+  // The copies are issued from precomputed per-thread addresses with fully unrolled loops of
+  // compile-time length: the first version recomputed 64-bit addresses and a chunk permutation
+  // per copy in generic loops, and its k loop grew to ~1200 instructions (17 KB) for 8 mma, about
+  // 3x slower than this (the copy code dominated the issue slots and the instruction cache).
+  //
+  // Weights: 4 threads per row, thread threadIdx.x copies chunks threadIdx.x % 4 + 4k of tile
+  // rows threadIdx.x / 4 + p kThreads / 4 (a warp's copy covers 8 rows x 64 contiguous bytes; the
+  // row pointers are a stride apart, so few registers hold them). Chunk c covers
+  // [align16(step start) + 16c, +16): its bytes past the row's big step are zero-filled (never
+  // decoded); rows past `out` are not copied (their garbage only reaches outputs never stored).
+  const int w_row = int(threadIdx.x) / 4, w_chunk = int(threadIdx.x) % 4;
+  const uint8_t* const w_rows = w + int64_t(m0 + w_row) * row_bytes;
+  const auto issue_weights = [&](int big) {
+    uint8_t* buffer = raw_ring + (big & 1) * S::kRawBytes + w_row * S::kSlotBytes + 16 * w_chunk;
+    const int64_t step_begin = int64_t(big) * S::kStepBytes;
+    const int64_t step_end = std::min<int64_t>(step_begin + S::kStepBytes, row_bytes);
+#pragma unroll
+    for (int p = 0; p < S::kWeightPasses; ++p) {
+      if (m0 + w_row + p * S::kRowsPerPass >= out) break;
+      const uint8_t* row = w_rows + int64_t(p) * S::kRowsPerPass * row_bytes;
+      const uint8_t* first = reinterpret_cast<const uint8_t*>(
+          reinterpret_cast<uintptr_t>(row + step_begin) & ~uintptr_t(15));
+      const int64_t left = (row + step_end) - first - 16 * w_chunk;  // bytes from this chunk on
+#pragma unroll
+      for (int k = 0; k < S::kChunksPerThread; ++k) {
+        const int c = w_chunk + 4 * k;
+        if (S::kSlotChunks % 4 != 0 && c >= S::kSlotChunks) break;
+        if (left - 64 * k > 0) {
+          cp_async16(buffer + p * S::kRowsPerPass * S::kSlotBytes + 64 * k, first + 16 * c,
+                     int(std::min<int64_t>(16, left - 64 * k)));
+        }
+      }
+    }
+  };
+  // x: copy q of this thread is chunk threadIdx.x % 8 of tile row threadIdx.x / 8 + q kThreads / 8,
+  // stored at position chunk_position(chunk) ^ (row % 8) (the same for every q: kThreads / 8 is a
+  // multiple of 8). Columns past `in` are zero-filled (the tail steps multiply them by zero
+  // weights); rows past n are not copied (garbage there only reaches outputs never stored).
+  constexpr int kXRowsPerPass = S::kThreads / 8;
+  const int x_chunk = int(threadIdx.x) % 8, x_row = int(threadIdx.x) / 8;
+  const int x_dst = x_row * kXRowBytes + ((chunk_position<D>(x_chunk) ^ (x_row & 7)) << 4);
+  const T* const x_src = x + int64_t(n0 + x_row) * in + 8 * x_chunk;
+  const auto issue_x = [&](int j) {
+    uint8_t* buffer = x_ring + (j % S::kXStages) * S::kXBytes + x_dst;
+    const bool in_row = kSubK * j + 8 * x_chunk < in;
+#pragma unroll
+    for (int q = 0; q < S::kXCopies; ++q) {
+      if (n0 + x_row + q * kXRowsPerPass >= n) break;
+      const T* src = x_src + int64_t(q) * kXRowsPerPass * in + kSubK * j;
+      cp_async16(buffer + q * kXRowsPerPass * kXRowBytes, in_row ? src : x, in_row ? 16 : 0);
+    }
+  };
+
+  // The weights are constants of the run: the first big step's copy goes out before the PDL wait,
+  // overlapping the previous kernel's tail; x (its output) is read only after the wait.
+  issue_weights(0);
+  pdl_wait();
+  pdl_launch_dependents();
+#pragma unroll
+  for (int j = 0; j < S::kPrefetch; ++j) {
+    if (j < sub_steps) {
+      issue_x(j);
+      if (j > 0 && j % (kBigK / kSubK) == 0) issue_weights(j / (kBigK / kSubK));
+    }
+    cp_async_commit();  // group j (the first also holds big step 0)
+  }
+
+  // This thread's weight rows (S::local_row) and (row start) mod 16.
+  int row_misalign[S::kMTiles][S::kRowHalves];
+#pragma unroll
+  for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+    for (int hr = 0; hr < S::kRowHalves; ++hr) {
+      const int r = S::local_row(warp, mt, hr, g);
+      row_misalign[mt][hr] = int((int64_t(std::min(m0 + r, out - 1)) * row_bytes) & 15);
+    }
+  }
+  // ldmatrix addressing (mma.sync): lane l gives row (l / 8 >> 1) * 8 + l % 8 of an n16 pair's x
+  // rows, at the step's position 2s (matrices 0, 2: b0) or 2s + 1 (1, 3: b1), swizzled by l % 8.
+  const int ld_matrix = lane >> 3, ld_row = (ld_matrix >> 1) * 8 + (lane & 7);
+  uint32_t ld_offset[4];
+#pragma unroll
+  for (int s = 0; s < 4; ++s) {
+    ld_offset[s] = uint32_t((((2 * s + (ld_matrix & 1)) ^ (lane & 7)) << 4) + ld_row * kXRowBytes);
+  }
+
+  float acc[S::kMTiles][S::kNTiles][4];
+#pragma unroll
+  for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) acc[mt][nt][i] = 0.0f;
+    }
+  }
+
+  for (int j = 0; j < sub_steps; ++j) {
+    cp_async_wait<S::kPrefetch - 1>();          // this thread's copies of sub-step j have landed
+    if constexpr (kWgmma) fence_proxy_async();  // ... and are visible to wgmma's reads
+    // Everyone's copies have landed, and the buffers refilled below are consumed.
+    __syncthreads();
+    const int next = j + S::kPrefetch;
+    if (next < sub_steps) {
+      issue_x(next);
+      if (next % (kBigK / kSubK) == 0) issue_weights(next / (kBigK / kSubK));
+    }
+    cp_async_commit();  // one group per iteration, empty or not: group j + kPrefetch
+
+    const int big = j / (kBigK / kSubK), sub = j % (kBigK / kSubK);
+    const uint8_t* weights = raw_ring + (big & 1) * S::kRawBytes;
+    const int big_misalign = int((int64_t(big) * S::kStepBytes) & 15);
+    typename D::Row rows[S::kMTiles][S::kRowHalves];
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+      for (int hr = 0; hr < S::kRowHalves; ++hr) {
+        const int r = S::local_row(warp, mt, hr, g);
+        rows[mt][hr] = D::prepare(
+            weights + r * S::kSlotBytes + ((row_misalign[mt][hr] + big_misalign) & 15), sub);
+      }
+    }
+    const uint32_t x_base = shared_address(x_ring + (j % S::kXStages) * S::kXBytes);
+    // Steps past `in` (only in a 32-element type's last sub-step, when in % 64 == 32) still run,
+    // with zero weights against zero-filled x: every sub-step issues the same instructions, with
+    // no branch around an mma (a wgmma under a branch is serialized by ptxas).
+    const int steps = D::kElems == 256 ? 4 : std::min(4, (in - kSubK * j) / 16);
+    // wgmma: no wgmma input register may be written while one is in flight (ptxas would serialize
+    // every wgmma of the kernel), so a warpgroup decodes the whole sub-step, then issues its 8
+    // wgmmas at once and waits; the block's two warpgroups overlap one's decode with the other's
+    // wgmmas.
+    uint32_t a_all[4][S::kMTiles][4];
+#pragma unroll
+    for (int s = 0; s < 4; ++s) {
+      uint32_t(&a)[S::kMTiles][4] = a_all[s];
+#pragma unroll
+      for (int mt = 0; mt < S::kMTiles; ++mt) {
+        a[mt][0] = a[mt][1] = a[mt][2] = a[mt][3] = 0u;  // rows g + 8 of an 8-row warp: zeros
+        if (D::kElems == 256 || s < steps) {
+          float lo[2], hi[2];
+          D::step(rows[mt][0], s, t, lo, hi);
+          a[mt][0] = pack2<T>(lo[0], lo[1]);
+          a[mt][2] = pack2<T>(hi[0], hi[1]);
+          if constexpr (S::kRowHalves == 2) {
+            D::step(rows[mt][1], s, t, lo, hi);
+            a[mt][1] = pack2<T>(lo[0], lo[1]);
+            a[mt][3] = pack2<T>(hi[0], hi[1]);
+          }
+        }
+      }
+      if constexpr (!kWgmma) {
+#pragma unroll
+        for (int np = 0; np < kBN / 16; ++np) {
+          uint32_t b[4];
+          ldmatrix_x4(b, x_base + ld_offset[s] + np * 16 * kXRowBytes);
+#pragma unroll
+          for (int mt = 0; mt < S::kMTiles; ++mt) {
+            mma_16816<T>(acc[mt][2 * np], a[mt], b[0], b[1]);
+            mma_16816<T>(acc[mt][2 * np + 1], a[mt], b[2], b[3]);
+          }
+        }
+      }
+    }
+    if constexpr (kWgmma) {
+      const uint64_t desc = make_b_descriptor(x_base);
+      wgmma_fence();  // a_all (and, the first time, the accumulators) were written by other code
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+#pragma unroll
+        for (int mt = 0; mt < S::kMTiles; ++mt)
+          wgmma_rs<T, kBN>(acc[mt], a_all[s][mt], desc + uint64_t(2 * s));  // + 32 s bytes
+      }
+      wgmma_commit();
+      // Waiting here, right after the issue, leaves no instruction between a wgmma and its wait
+      // (ptxas serializes the wgmmas of a kernel where anything runs there, even a register
+      // move); the block's other warpgroup keeps the tensor cores busy meanwhile.
+      wgmma_wait<0>();
+    }
+  }
+  cp_async_wait<0>();  // only empty groups remain; nothing in flight at exit
+  if constexpr (kWgmma) {
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) register_fence(acc[mt][nt][i]);
+      }
+    }
+  }
+
+  // acc[mt][nt][i]: tile row local_row(warp, mt, i / 2, g) = output column m0 + that, activation
+  // row n0 + 8 nt + 2t + (i % 2) = output row.
+#pragma unroll
+  for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (S::kRowHalves == 1 && i >= 2) continue;
+        const int o = m0 + S::local_row(warp, mt, i / 2, g);
+        const int row = n0 + 8 * nt + 2 * t + (i % 2);
+        if (o >= out || row >= n) continue;
+        const int64_t at = int64_t(row) * y_stride + o;
+        if (f32_out) {
+          static_cast<float*>(y)[at] = acc[mt][nt][i];
+        } else {
+          static_cast<T*>(y)[at] = from_float<T>(acc[mt][nt][i]);
+        }
+      }
+    }
+  }
+}
+
+// ---- host side ----------------------------------------------------------------------------------
+
+struct TileShape {
+  const char* name;
+  int rows, warps, bn;  // weight rows per warp, warps, activation rows per tile
+  bool wgmma;
+};
+
+// The compiled tile shapes (with_shape below instantiates them in this order). The wgmma shapes
+// give the same bits as the mma.sync ones (checked by the tests: every shape, every n); they are
+// used unless ROSEINFER_GEMM_QUANT_WGMMA=0.
+constexpr TileShape kShapes[] = {
+    {"8x4w n16", 8, 4, 16, false},          {"16x4w n32", 16, 4, 32, false},
+    {"16x4w n64", 16, 4, 64, false},        {"32x4w n64", 32, 4, 64, false},
+    {"32x8w n64", 32, 8, 64, false},        {"32x4w n128", 32, 4, 128, false},
+    {"32x8w n128", 32, 8, 128, false},      {"wgmma 32x8w n64", 32, 8, 64, true},
+    {"wgmma 32x8w n128", 32, 8, 128, true}, {"wgmma 16x8w n256", 16, 8, 256, true},
+    {"wgmma 16x8w n128", 16, 8, 128, true},
+};
+constexpr int kNumShapes = int(sizeof(kShapes) / sizeof(kShapes[0]));
+constexpr int kNumMmaSyncShapes = 7;
+enum Shape {  // kShapes' indices
+  k8x4n16,
+  k16x4n32,
+  k16x4n64,
+  k32x4n64,
+  k32x8n64,
+  k32x4n128,
+  k32x8n128,  // mma.sync
+  kWg64,
+  kWg128,
+  kWg256,
+  kWg16x128  // wgmma
+};
+
+std::atomic<int> forced_tile{-1};
+
+bool wgmma_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_WGMMA");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
+}
+
+int available_shapes() { return wgmma_enabled() ? kNumShapes : kNumMmaSyncShapes; }
+
+// Opts the kernel in to its dynamic shared memory once per device and checks that a block fits;
+// returns its resident blocks per SM (the graph cache runs a step eagerly before capturing it, so
+// the first call for a kernel happens outside stream capture).
+int prepare_kernel(const void* kernel, int threads, int smem) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, int> resident;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = resident.find({device, kernel});
+  if (found != resident.end()) return found->second;
+  ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  int blocks = 0;
+  ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
+  if (blocks < 1) cuda_fail("the kernel does not fit on an SM", "gemm_quant", __FILE__, __LINE__);
+  resident[{device, kernel}] = blocks;
+  return blocks;
+}
+
+// The tile shape for a product, from the per-shape sweeps of tests/gpu/bench_gemm_quant.cpp on the
+// H100 (llama-1b / llama-8b shapes, five types, all eleven shapes timed for each n; the best shape
+// depends on n and out, hardly on `in`, and on the type only above n = 256). The kernel is bound
+// by the decode's issue rate, so the rules trade the decode amortized over a tile's activation
+// rows (large BN) against the number of tiles that keep the SMs busy (small BM and BN). Above
+// n = 256 on large matrices the 32-element types run best on 16x8w n256 (one m64 x n256 wgmma per
+// warpgroup) and the K-quants, whose per-row scale decode weighs more there, on 32x8w n128.
+int choose_tile(bool k_quant, int n, int out) {
+  const int forced = forced_tile.load(std::memory_order_relaxed);
+  if (forced >= 0 && forced < kNumShapes) return forced;
+  const auto large = [&]() -> Shape {  // n > 256 and out > 4096, or n > 512
+    const int n256_tiles = ((out + 127) / 128) * ((n + 255) / 256);
+    if (k_quant) return kWg128;
+    return n256_tiles >= 100 ? kWg256 : n <= 512 ? kWg128 : kWg16x128;
+  };
+  Shape shape;
+  if (n <= 16) {
+    shape = out <= 6144 ? k8x4n16 : k16x4n32;
+  } else if (n <= 32) {
+    shape = out <= 4096 ? k8x4n16 : out <= 16384 ? k16x4n32 : k32x4n64;
+  } else if (n <= 64) {
+    shape = out <= 2048    ? k8x4n16
+            : out <= 4096  ? k16x4n32
+            : out <= 6144  ? k16x4n64
+            : out <= 16384 ? k32x4n64
+                           : kWg64;
+  } else if (n <= 128) {
+    shape = out <= 2048    ? k16x4n32
+            : out <= 4096  ? k16x4n64
+            : out <= 6144  ? k32x4n64
+            : out <= 16384 ? kWg16x128
+                           : kWg128;
+  } else if (n <= 256) {
+    shape = out <= 2048 ? k16x4n64 : out <= 4096 ? k32x4n64 : out <= 6144 ? kWg16x128 : kWg128;
+  } else if (n <= 512 && out <= 4096) {
+    shape = kWg16x128;
+  } else {
+    shape = large();
+  }
+  if (!wgmma_enabled()) {
+    if (shape == kWg64) shape = k32x8n64;
+    if (shape == kWg128 || shape == kWg256 || shape == kWg16x128) shape = k32x8n128;
+  }
+  return shape;
+}
+
+template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
+void launch_tile(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                 bool f32_out, cudaStream_t stream) {
+  using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
+  auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma>;
+  prepare_kernel(reinterpret_cast<const void*>(kernel), S::kThreads, S::kSmem);
+  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((out + S::kBM - 1) / S::kBM));
+  launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), stream, static_cast<const T*>(x),
+                w, y, n, in, out, y_stride, f32_out);
+}
+
+// Calls fn.template operator()<kRows, kWarps, kBN, kWgmma>() for shape `tile` (kShapes' order).
+template <typename Fn>
+auto with_shape(int tile, Fn&& fn) {
+  switch (tile) {
+    case 0:
+      return fn.template operator()<8, 4, 16, false>();
+    case 1:
+      return fn.template operator()<16, 4, 32, false>();
+    case 2:
+      return fn.template operator()<16, 4, 64, false>();
+    case 3:
+      return fn.template operator()<32, 4, 64, false>();
+    case 4:
+      return fn.template operator()<32, 8, 64, false>();
+    case 5:
+      return fn.template operator()<32, 4, 128, false>();
+    case 6:
+      return fn.template operator()<32, 8, 128, false>();
+    case 7:
+      return fn.template operator()<32, 8, 64, true>();
+    case 8:
+      return fn.template operator()<32, 8, 128, true>();
+    case 9:
+      return fn.template operator()<16, 8, 256, true>();
+    default:
+      return fn.template operator()<16, 8, 128, true>();
+  }
+}
+
+struct LaunchArgs {
+  const void* x;
+  const uint8_t* w;
+  void* y;
+  int n, in, out, y_stride;
+  bool f32_out;
+  cudaStream_t stream;
+};
+
+template <typename D, typename T>
+struct Launcher {
+  const LaunchArgs& a;
+  template <int kRows, int kWarps, int kBN, bool kWgmma>
+  void operator()() const {
+    launch_tile<D, T, kRows, kWarps, kBN, kWgmma>(a.x, a.w, a.y, a.n, a.in, a.out, a.y_stride,
+                                                  a.f32_out, a.stream);
+  }
+};
+
+template <typename D, typename T>
+void launch_typed(const LaunchArgs& a) {
+  with_shape(choose_tile(D::kElems == 256, a.n, a.out), Launcher<D, T>{a});
+}
+
+template <typename D>
+void launch_type(const LaunchArgs& a, DType dtype) {
+  if (dtype == DType::kBF16) {
+    launch_typed<D, __nv_bfloat16>(a);
+  } else {
+    launch_typed<D, __half>(a);
+  }
+}
+
+int block_elems(uint32_t ggml_type) {
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+      return 32;
+    case GgmlType::kQ4_K:
+    case GgmlType::kQ6_K:
+      return 256;
+    default:
+      return 0;
+  }
+}
+
+}  // namespace
+
+bool gemm_quant_supported(uint32_t ggml_type, int in) {
+  const int elems = block_elems(ggml_type);
+  return elems > 0 && in > 0 && in % elems == 0;
+}
+
+void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride) {
+  if (y_stride == 0) y_stride = out;
+  if (!gemm_quant_supported(ggml_type, in) || n < 1 || out < 1 || y_stride < out) {
+    cuda_fail("unsupported type or shape (in not a multiple of the block size, n or out < 1)",
+              "launch_gemm_quant", __FILE__, __LINE__);
+  }
+  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+    cuda_fail("misaligned x or weight pointer (16 bytes needed)", "launch_gemm_quant", __FILE__,
+              __LINE__);
+  }
+  const LaunchArgs args{x, w, y, n, in, out, y_stride, f32_out, stream};
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::kQ8_0:
+      return launch_type<TileQ8_0>(args, dtype);
+    case GgmlType::kQ4_0:
+      return launch_type<TileQ4<false>>(args, dtype);
+    case GgmlType::kQ4_1:
+      return launch_type<TileQ4<true>>(args, dtype);
+    case GgmlType::kQ4_K:
+      return launch_type<TileQ4_K>(args, dtype);
+    default:
+      return launch_type<TileQ6_K>(args, dtype);
+  }
+}
+
+int gemm_quant_tile_count() { return available_shapes(); }
+
+void set_gemm_quant_tile(int tile) { forced_tile.store(tile, std::memory_order_relaxed); }
+
+int gemm_quant_tile_forced() { return forced_tile.load(std::memory_order_relaxed); }
+
+const char* gemm_quant_tile_name(int tile) {
+  return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";
+}
+
+int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int, int out) {
+  const int forced = forced_tile.exchange(-1);
+  const int tile = choose_tile(block_elems(ggml_type) == 256, n, out);
+  forced_tile.store(forced);
+  return tile;
+}
+
+}  // namespace rose

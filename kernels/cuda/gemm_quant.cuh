@@ -1,0 +1,59 @@
+#pragma once
+// y = x W^T on the tensor cores with W kept in its GGUF (ggml) blocks: the weight tiles are decoded
+// inside the kernel, so decode at batch 9..512 and prefill read the compact blocks once instead of
+// decoding the whole matrix to a bf16 scratch for cuBLAS. Types are ggml's ids (rose::GgmlType's
+// values): engine/model/quant.h needs C++20 and the .cu files are C++17.
+//
+// Numerics. Each weight element is decoded to the activation dtype with exactly the value
+// launch_dequantize_rows writes (the CPU reference's fp32 value, rounded to bf16/fp16), and
+// multiplied by x on the tensor cores (mma.sync m16n8k16, or wgmma m64nNk16 for large shapes:
+// bf16 or fp16 inputs, fp32 accumulation; the two give the same bits): the products are exact,
+// and each output's sum is one fp32 accumulator that takes the in / 16 tensor-core steps in one
+// fixed order (which 16 elements form a step depends only on the type), with no split-K. Against
+// sum(w x) in exact arithmetic the error is the tensor core's fp32 accumulation only: at most about
+// (in / 16 + 16) 2^-22 sum |w x| (tests/gpu/test_cuda_gemm_quant.cpp derives it), plus the output's
+// rounding when y is bf16/fp16.
+//
+// Batch invariance: the tile shape (weight rows x activation rows per thread block) is chosen from
+// (n, out), but an output's sequence of mma steps is the same in every tile shape and no step
+// mixes activation rows, so row r of y is bit-identical whatever n is.
+#include <cuda_runtime_api.h>
+
+#include <cstdint>
+
+#include "kernels/cuda/dtype.cuh"
+
+namespace rose {
+
+// True when launch_gemm_quant handles this type and width: Q8_0, Q4_0, Q4_1, Q4_K or Q6_K (a
+// GgmlType id), `in` a positive multiple of the type's block size (32, or 256 for Q4_K / Q6_K).
+bool gemm_quant_supported(uint32_t ggml_type, int in);
+
+// y (n, out) = x (n, in) W^T.
+//   x:    (n, in) in dtype (bf16 or fp16), rows back to back; 16-byte aligned
+//   w:    (out, in) stored as `out` rows of in / block_elems ggml blocks of ggml_type, each row
+//         right after the previous one; 16-byte aligned (the kernel copies 16-byte aligned spans;
+//         it reads nothing past the last row's last byte)
+//   y:    (n, y_stride) in fp32 when f32_out, else in dtype; columns [0, out) of each row are
+//         written, so a matrix stored as row ranges of different types (GGUF q | k | v) fills one
+//         output through one launch per range at y + range start
+//   n >= 1 (any count: built for 9..512 and for prefill chunks of thousands); in: as
+//   gemm_quant_supported; out >= 1; y_stride: elements between rows of y, >= out; 0 means out.
+// Launched with PDL (kernels/cuda/launch.cuh): the first weight tile is fetched before waiting for
+// the previous kernel (weights are constants), x only after. No allocation, no synchronization.
+void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride = 0);
+
+// The tile shapes the kernel is compiled for, for the timing driver and the tests: shape `tile`
+// (0 .. gemm_quant_tile_count() - 1) forces one; -1 (the default) lets launch_gemm_quant choose by
+// (type, n, in, out). Every shape gives the same bits (see Batch invariance above). Not
+// thread-safe: set it while no launch is being made.
+int gemm_quant_tile_count();
+void set_gemm_quant_tile(int tile);
+int gemm_quant_tile_forced();  // the shape set_gemm_quant_tile forced, or -1
+// "R x W w nN": R weight rows per warp, W warps, N activation rows per tile; and the shape
+// launch_gemm_quant would choose for a product.
+const char* gemm_quant_tile_name(int tile);
+int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int in, int out);
+
+}  // namespace rose
