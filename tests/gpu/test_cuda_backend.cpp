@@ -7,6 +7,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <memory>
 #include <random>
@@ -257,10 +258,11 @@ TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU"
 
 TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {
   // The GPU reads the blocks (the quantized GEMV up to kGemvQuantMaxRows = 8 rows, on int8
-  // activations; a decoded bf16 copy and cuBLAS above) where the CPU computes in fp32 on their
-  // dequantized values: the tiny preset's tolerance. Ten sequences decode through the decoded
-  // copy, five and two through the quantized GEMV (and the fused gated one: tiny's gate | up is
-  // one Q range); tiny's down (in 688) stays dense.
+  // activations; the tile-decoding GEMM above) where the CPU computes in fp32 on their
+  // dequantized values: the tiny preset's tolerance. Ten sequences decode through the
+  // tile-decoding GEMM on the blocks, five and two through the quantized GEMV (and the fused gated
+  // one: tiny's gate | up is one Q range); tiny's down (in 688) stays dense. --batch-invariant
+  // runs every product with the blocks in the GEMM.
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
     CAPTURE(int(type));
     const std::unique_ptr<WeightSource> weights = quantize_weights(open_model("tiny"), type);
@@ -281,10 +283,14 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // matrices with a part the GEMV cannot read (Q5_K, Q5_1, BF16, Q5_0...) are decoded to bf16.
   // Its random blocks give logits that bf16 activations move by ~10% of their scale, so instead
   // of the CPU (test_cuda_dequant bounds the decoded path against it) the kept path is checked
-  // against the same file decoded at load: steps of more than 8 rows (kGemvQuantMaxRows; the
-  // prefill below has 9 sequences, so its lm_head has 9 rows too) multiply the same bf16 values
-  // through the same cuBLAS calls (bit-identical logits), steps of 2 rows read the blocks (int8
-  // activations against the exact weights: within the bf16 tolerance of the decoded weights).
+  // against the same file decoded at load. Products of 9 to 32 rows (past kGemvQuantMaxRows, up to
+  // kQuantGemmMaxRows: the prefill's lm_head over its 9 sequences, then a decode step of all 9)
+  // run the tile-decoding GEMM on the blocks: the same bf16 weight values as the decoded copy,
+  // summed in another order, so within the bf16 tolerance; with that GEMM off
+  // (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0) and in the prefill's 170-row products they multiply
+  // the decoded values through the same cuBLAS calls: bit-identical logits. Steps of 2 rows read
+  // the blocks in the GEMV (int8 activations against the exact weights: within the bf16
+  // tolerance of the decoded weights).
   const std::unique_ptr<WeightSource> weights =
       open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf");
   const ModelConfig& config = weights->config();
@@ -294,6 +300,9 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   options.max_num_batched_tokens = 256;
   options.max_model_len = 256;
   const std::unique_ptr<Backend> kept = make_cuda_backend(*weights, options);
+  setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);  // read by the constructor
+  const std::unique_ptr<Backend> kept_decoding = make_cuda_backend(*weights, options);
+  unsetenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS");
   options.dequantize_weights = true;
   const std::unique_ptr<Backend> decoded = make_cuda_backend(*weights, options);
   CHECK(kept->weight_types() == "Q4_0 x 1, Q4_1 x 1, Q6_K x 1, Q8_0 x 2, bf16 x 5");
@@ -305,14 +314,25 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   std::vector<int> counts;
   for (const Seq& seq : seqs) counts.push_back(int(seq.tokens.size()));
   StepPlan plan = make_plan(seqs, counts, 16, true);
-  StepOutput out_kept, out_decoded;
+  StepOutput out_kept, out_kept_decoding, out_decoded;
   kept->execute(plan, out_kept);
+  kept_decoding->execute(plan, out_kept_decoding);
   decoded->execute(plan, out_decoded);
-  REQUIRE(out_kept.logits.size() == out_decoded.logits.size());
-  CHECK(std::memcmp(out_kept.logits.data(), out_decoded.logits.data(),
-                    out_kept.logits.size() * 4) == 0);
+  REQUIRE(out_kept_decoding.logits.size() == out_decoded.logits.size());
+  CHECK(std::memcmp(out_kept_decoding.logits.data(), out_decoded.logits.data(),
+                    out_kept_decoding.logits.size() * 4) == 0);
+  check_logits(out_kept, out_decoded, plan, config.vocab_size, 0.06);
   for (size_t i = 0; i < seqs.size(); ++i) {
     seqs[i].computed += counts[i];
+    seqs[i].tokens.push_back(out_decoded.sampled[i]);
+    seqs[i].generated++;
+  }
+  plan = make_plan(seqs, std::vector<int>(seqs.size(), 1), 16, true);  // 9 rows: the GEMM
+  kept->execute(plan, out_kept);
+  decoded->execute(plan, out_decoded);
+  check_logits(out_kept, out_decoded, plan, config.vocab_size, 0.06);
+  for (size_t i = 0; i < seqs.size(); ++i) {
+    seqs[i].computed += 1;
     seqs[i].tokens.push_back(out_decoded.sampled[i]);
     seqs[i].generated++;
   }

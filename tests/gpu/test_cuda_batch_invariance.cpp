@@ -9,7 +9,8 @@
 // skewed-length
 //    (up to ~3k tokens) workload of greedy and seeded-sampling requests under a KV pool that forces
 //    preemption, in every scheduler mode x prefix cache x CUDA graphs: zero tokens may differ from
-//    the offline/cache-on/graphs-on run. This needs the batch-invariant GEMMs as well.
+//    the offline/cache-on/graphs-on run. This needs the batch-invariant GEMMs as well; then the
+//    same with the weights kept in Q4_K blocks (bf16).
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
@@ -24,6 +25,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/model/presets.h"
+#include "engine/model/quantized_source.h"
 #include "engine/model/weights.h"
 #include "engine/scheduler/engine.h"
 #include "kernels/cpu/ops.h"
@@ -339,4 +341,24 @@ TEST_CASE("cuda engine, --batch-invariant: zero differing tokens in every mode x
     }
   }
   MESSAGE("llama-1b shapes, 4 layers, --batch-invariant\n" << table);
+}
+
+// Weights kept in Q4_K blocks: under --batch-invariant every product with them, decode rows
+// included, runs the tile-decoding GEMM (gemm_quant.cuh), whose sums follow the weight shape only.
+TEST_CASE("cuda engine, --batch-invariant, weights kept in Q4_K blocks: zero differing tokens") {
+  const std::unique_ptr<WeightSource> weights =
+      quantize_weights(std::make_unique<FewLayers>(open_preset("llama-1b"), 4), GgmlType::kQ4_K);
+  std::string table = diff_table_header();
+  const InvarianceSetting ref_setting{SchedulerMode::kOffline, true, true};
+  const EngineOutcome reference = run_engine(*weights, "bf16", ref_setting);
+  REQUIRE(reference.tokens.size() == 14);
+  CHECK(reference.preemptions > 0);
+  for (const InvarianceSetting& s : invariance_settings(true)) {
+    if (s.name() == ref_setting.name()) continue;
+    CAPTURE(s.name());
+    const TokenDiff d = diff_tokens(run_engine(*weights, "bf16", s).tokens, reference.tokens);
+    table += diff_table_row("bf16 " + s.name() + " vs " + ref_setting.name(), d);
+    CHECK(d.differing == 0);
+  }
+  MESSAGE("llama-1b shapes, 4 layers, Q4_K kept, --batch-invariant\n" << table);
 }

@@ -74,6 +74,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_TC_DECODE_MIN_SEQS"); env && *env) {
     decode_tensor_core_min_seqs_ = std::atoi(env);
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS"); env && *env) {
+    quant_gemm_max_rows_ = std::atoi(env);
+  }
   if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ROPE"); env && env[0] == '0') {
     fused_rope_enabled_ = false;
   }

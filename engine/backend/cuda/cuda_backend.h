@@ -133,6 +133,11 @@ class CudaBackend final : public Backend {
   // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under
   // --batch-invariant (a decoded copy through the pinned GEMM keeps a row's bits independent of n).
   bool use_quant_gemv(int n) const { return !invariant_gemm_ && n <= kGemvQuantMaxRows; }
+  // Quantized matrices with more rows than the GEMV takes: the tile-decoding tensor-core GEMM on
+  // their blocks (gemm_quant.cuh) when every range's type has it and n <= quant_gemm_max_rows_,
+  // else a decoded copy and cuBLAS. Under --batch-invariant it takes every n, GEMV rows included:
+  // its sums follow the weight shape only, so a row's bits do not depend on n.
+  bool use_quant_gemm(const DeviceMatrix& w, int n) const;
   // Whether the MLP's up projection runs with its activation fused (gemv_act).
   bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
@@ -190,6 +195,10 @@ class CudaBackend final : public Backend {
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
   int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
+  // The most rows a kept quantized matrix is multiplied by with its blocks read in the GEMM
+  // (use_quant_gemm); past it the matrix is decoded and cuBLAS runs. 0 turns the GEMM off.
+  // ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS sets it (comparisons).
+  int quant_gemm_max_rows_ = kQuantGemmMaxRows;
   // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
   // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
   bool fused_rope_enabled_ = true;

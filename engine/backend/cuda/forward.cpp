@@ -12,6 +12,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/embedding.cuh"
+#include "kernels/cuda/gemm_quant.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/sampling.cuh"
 
@@ -309,7 +310,23 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     }
     return;
   }
+  if (use_quant_gemm(w, n)) {  // batches and prefill chunks: tiles decoded inside the GEMM
+    const int64_t out_element = f32_out ? 4 : element_size_;
+    for (const QuantRange& range : w.ranges) {
+      launch_gemm_quant(x, range.blocks, uint32_t(range.type),
+                        static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
+                        int(range.rows), f32_out, dtype_, stream_, int(w.rows));
+    }
+    return;
+  }
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
+}
+
+bool CudaBackend::use_quant_gemm(const DeviceMatrix& w, int n) const {
+  if (quant_gemm_max_rows_ <= 0 || (!invariant_gemm_ && n > quant_gemm_max_rows_)) return false;
+  return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
+    return gemm_quant_supported(uint32_t(range.type), int(w.cols));
+  });
 }
 
 // Decodes a kept matrix into dequantized_ (rows, cols) in the activation dtype, for a product of

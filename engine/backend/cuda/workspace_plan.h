@@ -16,6 +16,12 @@ constexpr int kMaxAttentionSplits = 32;
 // 3-6 us a layer; at batch 2-4 gpt2 gains 10-12% and llama-1b 8% at 2, nothing at 4; at 8 it is
 // 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
 constexpr int kClusterAttentionMaxRows = 4;
+// Kept quantized matrices are multiplied by up to this many rows in the tile-decoding GEMM
+// (gemm_quant.cuh); past it a decoded copy and cuBLAS. Measured on the H100 (one Q4_K layer,
+// fused vs decode+cuBLAS, bench_gemm_quant): llama-1b n=16 100/115 us, n=32 110/117, n=64 135/118;
+// llama-8b n=64 328/379, n=128 513/390. Decoding costs the GEMM 5-6 instructions a weight, so it
+// wins only while the product is still bound by reading the blocks.
+constexpr int kQuantGemmMaxRows = 32;
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
 // pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context

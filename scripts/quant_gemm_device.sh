@@ -1,0 +1,83 @@
+#!/usr/bin/env bash
+# The tile-decoding GEMM on kept ggml blocks (kernels/cuda/gemm_quant.cuh) on the GPU machine
+# (bundle-pack/ carried), one device call:
+#   bash scripts/quant_gemm_device.sh check
+#     - GPU tests named in TESTS (the GEMM itself, the backends and engine with kept blocks,
+#       --batch-invariant with kept blocks, the GEMV and the decoders it shares code with),
+#       compute-sanitizer memcheck of the GEMM's test on its smaller cases;
+#     - gpu_bench_gemm_quant: one product at a time, the GEMM against decode + cuBLAS and against
+#       cuBLAS on bf16 weights, llama-1b and llama-8b shapes;
+#     - offline benches: bf16, then the quantized model with the GEMM (the default) and without it
+#       (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0: each matrix decoded, then cuBLAS; the path before),
+#       one binary, at the batches in BATCHES (llama-1b) and at 32 for llama-8b; llama-1b Q4_K at 64
+#       under --batch-invariant, where the GEMM takes every product.
+# Everything lands in $OUT/<phase>.tgz; the summary is printed last. Tested here only for its
+# syntax (no GPU on the build machine).
+set -uo pipefail
+PHASE=${1:?phase: check}
+FINAL=${OUT:-/tmp/quant_gemm_out}
+OUT=/tmp/quant_gemm_work/$PHASE
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin
+
+bench() {  # NAME BIN ARGS...: one offline bench, its decode and prefill tok/s and weight types
+  local name=$1 bin=$2
+  shift 2
+  if ((SECONDS > ${DEADLINE:-540})); then
+    echo "$name: skipped (past ${DEADLINE:-540}s)" | tee -a "$SUMMARY"
+    return 0
+  fi
+  step "$name" 150 "$bin" bench --device cuda --mode offline --max-num-seqs 256 \
+    --max-num-batched-tokens 16384 --max-model-len 4096 "$@" --json "$OUT/$name.json"
+  python3 - "$OUT/$name.json" "$name" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(sys.argv[2], "no result", e); sys.exit()
+for r in d.get("runs", []):
+    m = r.get("metrics", r)
+    print(sys.argv[2], "decode_tok_s=%.0f prefill_tok_s=%.0f tpot_p50_ms=%.3f ttft_p50_ms=%.1f" % (
+        m.get("decode_throughput", 0), m.get("prefill_throughput", 0), m.get("p50_tpot_ms", 0),
+        m.get("p50_ttft_ms", 0)), d.get("config", {}).get("weights", "?"))
+PY
+}
+
+check_phase() {
+  for t in ${TESTS:-gemm_quant backend batch_invariance gemv_quant dequant engine}; do
+    step "gpu_test_cuda_$t" 300 "$B/gpu_test_cuda_$t"
+  done
+  step memcheck_gemm_quant 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_gemm_quant" "${MEMCHECK_CASES:--tc=*identity*,*SmolLM2*,*row ranges*}"
+  step bench_gemm_quant 240 "$B/gpu_bench_gemm_quant"
+  grep -iE "summary|layer" "$OUT/bench_gemm_quant.txt" | tee -a "$SUMMARY"
+  for b in ${BATCHES:-16 32}; do
+    local grid=(--dataset-name "grid:$b:512:128")
+    bench "llama-1b_b${b}_bf16" "$B/roseinfer" --model llama-1b "${grid[@]}"
+    for q in ${QUANTS:-q4_k q8_0}; do
+      bench "llama-1b_b${b}_${q}" "$B/roseinfer" --model llama-1b --quantize "$q" "${grid[@]}"
+      ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench "llama-1b_b${b}_${q}_decoded" "$B/roseinfer" \
+        --model llama-1b --quantize "$q" "${grid[@]}"
+    done
+  done
+  # --batch-invariant: every product of a kept matrix through the GEMM (before: decoded each step)
+  local grid=(--dataset-name grid:64:512:128 --batch-invariant)
+  bench llama-1b_b64_q4_k_invariant "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
+  ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench llama-1b_b64_q4_k_invariant_decoded \
+    "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
+  bench llama-1b_b64_bf16_invariant "$B/roseinfer" --model llama-1b "${grid[@]}"
+  grid=(--dataset-name grid:32:512:128)
+  bench llama-8b_b32_bf16 "$B/roseinfer" --model llama-8b "${grid[@]}"
+  bench llama-8b_b32_q4_k "$B/roseinfer" --model llama-8b --quantize q4_k "${grid[@]}"
+  ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench llama-8b_b32_q4_k_decoded "$B/roseinfer" \
+    --model llama-8b --quantize q4_k "${grid[@]}"
+}
+
+case $PHASE in
+  check) check_phase ;;
+  *) echo "unknown phase $PHASE" >&2 ;;
+esac
+tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .
+cat "$SUMMARY"
