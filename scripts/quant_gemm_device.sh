@@ -6,11 +6,11 @@
 #       --batch-invariant with kept blocks, the GEMV and the decoders it shares code with),
 #       compute-sanitizer memcheck of the GEMM's test on its smaller cases;
 #     - gpu_bench_gemm_quant: one product at a time, the GEMM against decode + cuBLAS and against
-#       cuBLAS on bf16 weights, llama-1b and llama-8b shapes;
-#     - offline benches: bf16, then the quantized model with the GEMM (the default) and without it
-#       (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0: each matrix decoded, then cuBLAS; the path before),
-#       one binary, at the batches in BATCHES (llama-1b) and at 32 for llama-8b; llama-1b Q4_K at 64
-#       under --batch-invariant, where the GEMM takes every product.
+#       cuBLAS on bf16 weights, llama-1b and llama-8b shapes, n in BENCH_N;
+#     - offline benches: bf16, then the quantized model with the GEMM (the default up to 16 rows)
+#       and without it (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0: each matrix decoded, then cuBLAS;
+#       the path before), one binary, at the batches in BATCHES (llama-1b) and at 16 for llama-8b;
+#       llama-1b Q4_K under --batch-invariant at batch 1 and 64 through both invariant paths.
 # Everything lands in $OUT/<phase>.tgz; the summary is printed last. Tested here only for its
 # syntax (no GPU on the build machine).
 set -uo pipefail
@@ -46,32 +46,36 @@ PY
 }
 
 check_phase() {
-  for t in ${TESTS:-gemm_quant backend batch_invariance gemv_quant dequant engine}; do
+  for t in ${TESTS:-gemm_quant backend batch_invariance engine}; do
     step "gpu_test_cuda_$t" 300 "$B/gpu_test_cuda_$t"
   done
   step memcheck_gemm_quant 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
-    "$B/gpu_test_cuda_gemm_quant" "${MEMCHECK_CASES:--tc=*identity*,*SmolLM2*,*row ranges*}"
-  step bench_gemm_quant 240 "$B/gpu_bench_gemm_quant"
-  grep -iE "summary|layer" "$OUT/bench_gemm_quant.txt" | tee -a "$SUMMARY"
-  for b in ${BATCHES:-16 32}; do
+    "$B/gpu_test_cuda_gemm_quant" "${MEMCHECK_CASES:--tc=*identity*,*SmolLM2*,*row ranges*,*shape checks*}"
+  ROSEINFER_BENCH_N=${BENCH_N:-8,16,24,32,64} ROSEINFER_BENCH_TILES=0 \
+    step bench_gemm_quant 240 "$B/gpu_bench_gemm_quant" --no-skip
+  sed -n "/one layer/,\$p" "$OUT/bench_gemm_quant.txt" | head -60 | tee -a "$SUMMARY"
+  for b in ${BATCHES:-16}; do
     local grid=(--dataset-name "grid:$b:512:128")
     bench "llama-1b_b${b}_bf16" "$B/roseinfer" --model llama-1b "${grid[@]}"
-    for q in ${QUANTS:-q4_k q8_0}; do
+    for q in ${QUANTS:-q4_k q8_0 q4_0}; do
       bench "llama-1b_b${b}_${q}" "$B/roseinfer" --model llama-1b --quantize "$q" "${grid[@]}"
       ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench "llama-1b_b${b}_${q}_decoded" "$B/roseinfer" \
         --model llama-1b --quantize "$q" "${grid[@]}"
     done
   done
-  # --batch-invariant: every product of a kept matrix through the GEMM (before: decoded each step)
-  local grid=(--dataset-name grid:64:512:128 --batch-invariant)
-  bench llama-1b_b64_q4_k_invariant "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
-  ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench llama-1b_b64_q4_k_invariant_decoded \
-    "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
-  bench llama-1b_b64_bf16_invariant "$B/roseinfer" --model llama-1b "${grid[@]}"
-  grid=(--dataset-name grid:32:512:128)
-  bench llama-8b_b32_bf16 "$B/roseinfer" --model llama-8b "${grid[@]}"
-  bench llama-8b_b32_q4_k "$B/roseinfer" --model llama-8b --quantize q4_k "${grid[@]}"
-  ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench llama-8b_b32_q4_k_decoded "$B/roseinfer" \
+  # --batch-invariant with kept blocks: decoded copies + the pinned GEMM (default) against every
+  # product in the tile-decoding GEMM (ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1), at batch 1 and 64.
+  for b in ${INVARIANT_BATCHES:-1 64}; do
+    local grid=(--dataset-name "grid:$b:512:128" --batch-invariant)
+    bench "llama-1b_b${b}_q4_k_invariant" "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
+    ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 bench "llama-1b_b${b}_q4_k_invariant_gemm" \
+      "$B/roseinfer" --model llama-1b --quantize q4_k "${grid[@]}"
+    bench "llama-1b_b${b}_bf16_invariant" "$B/roseinfer" --model llama-1b "${grid[@]}"
+  done
+  local grid=(--dataset-name grid:16:512:128)
+  bench llama-8b_b16_bf16 "$B/roseinfer" --model llama-8b "${grid[@]}"
+  bench llama-8b_b16_q4_k "$B/roseinfer" --model llama-8b --quantize q4_k "${grid[@]}"
+  ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench llama-8b_b16_q4_k_decoded "$B/roseinfer" \
     --model llama-8b --quantize q4_k "${grid[@]}"
 }
 

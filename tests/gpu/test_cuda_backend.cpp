@@ -262,7 +262,8 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
   // dequantized values: the tiny preset's tolerance. Ten sequences decode through the
   // tile-decoding GEMM on the blocks, five and two through the quantized GEMV (and the fused gated
   // one: tiny's gate | up is one Q range); tiny's down (in 688) stays dense. --batch-invariant
-  // runs every product with the blocks in the GEMM.
+  // decodes the blocks for the pinned GEMM, or with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 runs
+  // every product in the tile-decoding GEMM.
   for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
     CAPTURE(int(type));
     const std::unique_ptr<WeightSource> weights = quantize_weights(open_model("tiny"), type);
@@ -274,6 +275,9 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
     compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 8, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);  // --batch-invariant
+    setenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT", "1", 1);  // read by the constructor
+    compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);
+    unsetenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT");
   }
 }
 
@@ -283,7 +287,7 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // matrices with a part the GEMV cannot read (Q5_K, Q5_1, BF16, Q5_0...) are decoded to bf16.
   // Its random blocks give logits that bf16 activations move by ~10% of their scale, so instead
   // of the CPU (test_cuda_dequant bounds the decoded path against it) the kept path is checked
-  // against the same file decoded at load. Products of 9 to 32 rows (past kGemvQuantMaxRows, up to
+  // against the same file decoded at load. Products of 9 to 16 rows (past kGemvQuantMaxRows, up to
   // kQuantGemmMaxRows: the prefill's lm_head over its 9 sequences, then a decode step of all 9)
   // run the tile-decoding GEMM on the blocks: the same bf16 weight values as the decoded copy,
   // summed in another order, so within the bf16 tolerance; with that GEMM off

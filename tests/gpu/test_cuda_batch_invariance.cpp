@@ -6,17 +6,18 @@
 //    the tail after a cached prefix, with other grid sizes, launch sizes and the separate merge
 //    kernel: identical output bits every time (and close to the CPU reference).
 // 2. The engine end to end (llama-1b shapes, 4 layers, bf16 and fp16): a shared-prefix,
-// skewed-length
-//    (up to ~3k tokens) workload of greedy and seeded-sampling requests under a KV pool that forces
-//    preemption, in every scheduler mode x prefix cache x CUDA graphs: zero tokens may differ from
-//    the offline/cache-on/graphs-on run. This needs the batch-invariant GEMMs as well; then the
-//    same with the weights kept in Q4_K blocks (bf16).
+//    skewed-length (up to ~3k tokens) workload of greedy and seeded-sampling requests under a KV
+//    pool that forces preemption, in every scheduler mode x prefix cache x CUDA graphs: zero
+//    tokens may differ from the offline/cache-on/graphs-on run. This needs the batch-invariant
+//    GEMMs as well; then the same with the weights kept in Q4_K blocks (bf16), through both of
+//    the kept matrices' invariant paths.
 #include <cuda_bf16.h>
 #include <cuda_fp16.h>
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
+#include <cstdlib>
 #include <memory>
 #include <numeric>
 #include <random>
@@ -343,22 +344,30 @@ TEST_CASE("cuda engine, --batch-invariant: zero differing tokens in every mode x
   MESSAGE("llama-1b shapes, 4 layers, --batch-invariant\n" << table);
 }
 
-// Weights kept in Q4_K blocks: under --batch-invariant every product with them, decode rows
-// included, runs the tile-decoding GEMM (gemm_quant.cuh), whose sums follow the weight shape only.
+// Weights kept in Q4_K blocks, --batch-invariant: by default every product decodes its matrix and
+// runs the pinned GEMM; with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 every product (decode rows
+// included) runs the tile-decoding GEMM on the blocks (gemm_quant.cuh), whose sums follow the
+// weight shape only. Both keep every request's tokens independent of the batch.
 TEST_CASE("cuda engine, --batch-invariant, weights kept in Q4_K blocks: zero differing tokens") {
   const std::unique_ptr<WeightSource> weights =
       quantize_weights(std::make_unique<FewLayers>(open_preset("llama-1b"), 4), GgmlType::kQ4_K);
   std::string table = diff_table_header();
   const InvarianceSetting ref_setting{SchedulerMode::kOffline, true, true};
-  const EngineOutcome reference = run_engine(*weights, "bf16", ref_setting);
-  REQUIRE(reference.tokens.size() == 14);
-  CHECK(reference.preemptions > 0);
-  for (const InvarianceSetting& s : invariance_settings(true)) {
-    if (s.name() == ref_setting.name()) continue;
-    CAPTURE(s.name());
-    const TokenDiff d = diff_tokens(run_engine(*weights, "bf16", s).tokens, reference.tokens);
-    table += diff_table_row("bf16 " + s.name() + " vs " + ref_setting.name(), d);
-    CHECK(d.differing == 0);
+  for (const char* path : {"decoded", "quant_gemm"}) {
+    CAPTURE(path);
+    // Read by each backend's constructor (run_engine builds a fresh engine).
+    setenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT", std::string(path) == "decoded" ? "0" : "1", 1);
+    const EngineOutcome reference = run_engine(*weights, "bf16", ref_setting);
+    REQUIRE(reference.tokens.size() == 14);
+    CHECK(reference.preemptions > 0);
+    for (const InvarianceSetting& s : invariance_settings(true)) {
+      if (s.name() == ref_setting.name()) continue;
+      CAPTURE(s.name());
+      const TokenDiff d = diff_tokens(run_engine(*weights, "bf16", s).tokens, reference.tokens);
+      table += diff_table_row(std::string(path) + " " + s.name() + " vs " + ref_setting.name(), d);
+      CHECK(d.differing == 0);
+    }
   }
-  MESSAGE("llama-1b shapes, 4 layers, Q4_K kept, --batch-invariant\n" << table);
+  unsetenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT");
+  MESSAGE("llama-1b shapes, 4 layers, Q4_K kept, --batch-invariant, bf16\n" << table);
 }

@@ -77,6 +77,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS"); env && *env) {
     quant_gemm_max_rows_ = std::atoi(env);
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT"); env && env[0] == '1') {
+    quant_gemm_invariant_ = true;
+  }
   if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ROPE"); env && env[0] == '0') {
     fused_rope_enabled_ = false;
   }

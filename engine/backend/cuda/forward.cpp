@@ -323,7 +323,7 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
 }
 
 bool CudaBackend::use_quant_gemm(const DeviceMatrix& w, int n) const {
-  if (quant_gemm_max_rows_ <= 0 || (!invariant_gemm_ && n > quant_gemm_max_rows_)) return false;
+  if (invariant_gemm_ ? !quant_gemm_invariant_ : n > quant_gemm_max_rows_) return false;
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
     return gemm_quant_supported(uint32_t(range.type), int(w.cols));
   });

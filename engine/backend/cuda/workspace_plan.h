@@ -20,8 +20,10 @@ constexpr int kClusterAttentionMaxRows = 4;
 // (gemm_quant.cuh); past it a decoded copy and cuBLAS. Measured on the H100 (one Q4_K layer,
 // fused vs decode+cuBLAS, bench_gemm_quant): llama-1b n=16 100/115 us, n=32 110/117, n=64 135/118;
 // llama-8b n=64 328/379, n=128 513/390. Decoding costs the GEMM 5-6 instructions a weight, so it
-// wins only while the product is still bound by reading the blocks.
-constexpr int kQuantGemmMaxRows = 32;
+// wins only while the product is still bound by reading the blocks. End to end (offline, grid
+// B:512:128, decode tok/s, fused/decoded): llama-1b Q4_K B=16 6,441/5,668, B=32 8,842/10,469
+// (lm_head and the down projection lose there); llama-8b Q4_K B=32 2,226/2,029. 16 rows, then.
+constexpr int kQuantGemmMaxRows = 16;
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
 // pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
