@@ -662,7 +662,6 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   // decoded); rows past `out` are not copied (their garbage only reaches outputs never stored).
   const int w_row = int(threadIdx.x) / 4, w_chunk = int(threadIdx.x) % 4;
   const uint8_t* const w_rows = w + int64_t(m0 + w_row) * row_bytes;
-  const uint8_t* const w_end = w + int64_t(out) * row_bytes;  // one past the matrix's blocks
   const auto issue_weights = [&](int big) {
     uint8_t* buffer = raw_ring + (big & 1) * S::kRawBytes + w_row * S::kSlotBytes + 16 * w_chunk;
     const int64_t step_begin = int64_t(big) * S::kStepBytes;
@@ -679,18 +678,8 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
         const int c = w_chunk + 4 * k;
         if (S::kSlotChunks % 4 != 0 && c >= S::kSlotChunks) break;
         if (left - 64 * k > 0) {
-          uint8_t* const dst = buffer + p * S::kRowsPerPass * S::kSlotBytes + 64 * k;
-          const uint8_t* const src = first + 16 * c;
-          const int bytes = int(std::min<int64_t>(16, left - 64 * k));
-          if (src + 16 <= w_end) {
-            cp_async16(dst, src, bytes);
-          } else {
-            // The matrix's last bytes: cp.async reads only `bytes` of them, but its 16-byte
-            // access past the allocation is what compute-sanitizer (rightly, by the PTX
-            // operand) reports, so the tail is read exactly and zero-filled here.
-#pragma unroll
-            for (int i = 0; i < 16; ++i) dst[i] = i < bytes ? src[i] : uint8_t(0);
-          }
+          cp_async16(buffer + p * S::kRowsPerPass * S::kSlotBytes + 64 * k, first + 16 * c,
+                     int(std::min<int64_t>(16, left - 64 * k)));
         }
       }
     }

@@ -25,6 +25,14 @@
 
 namespace rose {
 
+// Bytes that must stay allocated after a matrix's last block. The kernel copies 16-byte aligned
+// spans with cp.async, whose src-size operand reads only the bytes inside the row and zero-fills
+// the rest; but the last span of the last row is a 16-byte access that may end up to 15 bytes past
+// the blocks, which compute-sanitizer reports as out of bounds. Padding the allocation keeps every
+// access inside it, and costs nothing in the k loop (an exact tail copy there made the engine's
+// batch-16 decode 20% slower, measured on the H100).
+constexpr int kGemmQuantWeightPadding = 16;
+
 // True when launch_gemm_quant handles this type and width: Q8_0, Q4_0, Q4_1, Q4_K or Q6_K (a
 // GgmlType id), `in` a positive multiple of the type's block size (32, or 256 for Q4_K / Q6_K).
 bool gemm_quant_supported(uint32_t ggml_type, int in);
@@ -32,8 +40,8 @@ bool gemm_quant_supported(uint32_t ggml_type, int in);
 // y (n, out) = x (n, in) W^T.
 //   x:    (n, in) in dtype (bf16 or fp16), rows back to back; 16-byte aligned
 //   w:    (out, in) stored as `out` rows of in / block_elems ggml blocks of ggml_type, each row
-//         right after the previous one; 16-byte aligned (the kernel copies 16-byte aligned spans;
-//         it reads nothing past the last row's last byte)
+//         right after the previous one; 16-byte aligned, its allocation kGemmQuantWeightPadding
+//         bytes longer (see there)
 //   y:    (n, y_stride) in fp32 when f32_out, else in dtype; columns [0, out) of each row are
 //         written, so a matrix stored as row ranges of different types (GGUF q | k | v) fills one
 //         output through one launch per range at y + range start

@@ -98,7 +98,8 @@ std::vector<uint8_t> weight_bytes(GgmlType type, const Shape& shape, std::mt1993
 // `copies` device copies of `bytes` (the first uploaded, the rest copied on the device).
 struct Copies {
   std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> arrays;
-  Copies(const std::vector<uint8_t>& bytes, int copies) {
+  Copies(std::vector<uint8_t> bytes, int copies) {
+    bytes.resize(bytes.size() + kGemmQuantWeightPadding, 0);  // launch_gemm_quant's contract
     arrays.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
     for (int c = 1; c < copies; ++c) {
       arrays.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes.size()));

@@ -103,6 +103,12 @@ std::vector<uint8_t> random_blocks(GgmlType type, int64_t rows, int64_t cols, st
   return bytes;
 }
 
+// The blocks on the device, kGemmQuantWeightPadding zero bytes longer (the kernel's contract).
+gputest::DeviceArray<uint8_t> upload_blocks(std::vector<uint8_t> blocks) {
+  blocks.resize(blocks.size() + kGemmQuantWeightPadding, 0);
+  return gputest::DeviceArray<uint8_t>(blocks);
+}
+
 int64_t row_bytes(GgmlType type, int in) {
   const GgmlTypeTraits& traits = ggml_type_traits(type);
   return in / traits.block_elems * traits.block_bytes;
@@ -231,7 +237,7 @@ void check_shape(GgmlType type, Shape shape, std::mt19937& rng) {
   const std::vector<uint8_t> w = random_blocks(type, out, in, rng);
   const std::vector<float> x = random_activations(kMaxRows, in, rng);
   const std::vector<int> rows(std::begin(kCheckedRows), std::end(kCheckedRows));
-  gputest::DeviceArray<uint8_t> w_dev(w);
+  gputest::DeviceArray<uint8_t> w_dev = upload_blocks(w);
   gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * size_t(out));
   gputest::DeviceArray<uint16_t> yt_dev(size_t(kMaxRows) * size_t(out));
   for (DType dtype : {DType::kBF16, DType::kFP16}) {
@@ -275,7 +281,7 @@ void check_identity(GgmlType type, Shape shape, std::mt19937& rng) {
   const std::string name = std::string(ggml_type_traits(type).name) + " in " + std::to_string(in) +
                            " out " + std::to_string(out);
   const std::vector<uint8_t> w = random_blocks(type, out, in, rng);
-  gputest::DeviceArray<uint8_t> w_dev(w);
+  gputest::DeviceArray<uint8_t> w_dev = upload_blocks(w);
   std::vector<float> identity(size_t(in) * size_t(in), 0.0f);
   for (int r = 0; r < in; ++r) identity[size_t(r) * size_t(in) + size_t(r)] = 1.0f;
   gputest::DeviceArray<float> y_dev(size_t(in) * size_t(out));
@@ -368,7 +374,7 @@ TEST_CASE("quantized GEMM: every tile shape gives the same bits") {
   const int in = 1536, out = 1000, n = 300;
   const std::vector<uint8_t> w = random_blocks(type, out, in, rng);
   const std::vector<float> x = random_activations(n, in, rng);
-  gputest::DeviceArray<uint8_t> w_dev(w);
+  gputest::DeviceArray<uint8_t> w_dev = upload_blocks(w);
   gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
   gputest::DeviceArray<float> y_dev(size_t(n) * size_t(out));
   std::vector<float> first;
@@ -395,7 +401,7 @@ TEST_CASE("quantized GEMM: launch_dequantize_rows + a plain fp32 product agree w
   for (GgmlType type : kTypes) {
     const std::vector<uint8_t> w = random_blocks(type, out, in, rng);
     const std::vector<float> x = random_activations(n, in, rng);
-    gputest::DeviceArray<uint8_t> w_dev(w);
+    gputest::DeviceArray<uint8_t> w_dev = upload_blocks(w);
     gputest::DeviceArray<uint16_t> decoded_dev(size_t(out) * size_t(in));
     gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
     gputest::DeviceArray<float> y_dev(size_t(n) * size_t(out));
@@ -439,7 +445,7 @@ TEST_CASE("quantized GEMM: row ranges of different types fill one output through
   const std::vector<float> x = random_activations(rows, in, rng);
   std::vector<int> all_rows(rows);
   for (int r = 0; r < rows; ++r) all_rows[size_t(r)] = r;
-  gputest::DeviceArray<uint8_t> w_a_dev(w_a), w_b_dev(w_b);
+  gputest::DeviceArray<uint8_t> w_a_dev = upload_blocks(w_a), w_b_dev = upload_blocks(w_b);
   for (DType dtype : {DType::kBF16, DType::kFP16}) {
     const Reference ref_a =
         reference(dequantized(type_a, w_a, in, out_a, dtype), x, all_rows, in, out_a);

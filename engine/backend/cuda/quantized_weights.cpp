@@ -6,6 +6,7 @@
 
 #include "engine/model/quant.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemm_quant.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 
 namespace rose {
@@ -45,7 +46,7 @@ int64_t quantized_upload_bytes(const std::vector<StoredPart>& parts) {
     if (i > 0 && parts[i].type != parts[i - 1].type) total = align_range(total);
     total += int64_t(parts[i].bytes.size());
   }
-  return align_range(total);
+  return align_range(total + kGemmQuantWeightPadding);  // the GEMM's last 16-byte copy
 }
 
 std::vector<QuantRange> upload_quantized(const std::vector<StoredPart>& parts, char* dst) {
