@@ -14,7 +14,7 @@
 # Everything lands in $OUT/<phase>.tgz; the summary is printed last. Tested here only for its
 # syntax (no GPU on the build machine).
 set -uo pipefail
-PHASE=${1:?phase: check}
+PHASE=${1:?phase: check or ab}
 FINAL=${OUT:-/tmp/quant_gemm_out}
 OUT=/tmp/quant_gemm_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
@@ -79,8 +79,31 @@ check_phase() {
     --model llama-8b --quantize q4_k "${grid[@]}"
 }
 
+# The padded allocation (this binary) against the exact tail copy in the kernel (roseinfer-tailcopy,
+# ef47886, carried beside it), each twice in turn, and 17-32 rows through the GEMM
+# (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=32) against the default at batch 32.
+ab_phase() {
+  step gpu_test_cuda_gemm_quant 300 "$B/gpu_test_cuda_gemm_quant"
+  step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
+  step memcheck_gemm_quant 300 compute-sanitizer --tool memcheck --error-exitcode 1 \
+    "$B/gpu_test_cuda_gemm_quant" "-tc=*identity*,*SmolLM2*,*row ranges*,*shape checks*,*every tile*"
+  local grid=(--model llama-1b --quantize q4_k --dataset-name grid:16:512:128)
+  for rep in 1 2; do
+    bench "llama-1b_b16_q4_k_padded_$rep" "$B/roseinfer" "${grid[@]}"
+    bench "llama-1b_b16_q4_k_tailcopy_$rep" "$B/roseinfer-tailcopy" "${grid[@]}"
+    ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench "llama-1b_b16_q4_k_decoded_$rep" "$B/roseinfer" \
+      "${grid[@]}"
+  done
+  for model in llama-1b llama-8b; do
+    grid=(--model "$model" --quantize q4_k --dataset-name grid:32:512:128)
+    bench "${model}_b32_q4_k" "$B/roseinfer" "${grid[@]}"
+    ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=32 bench "${model}_b32_q4_k_gemm" "$B/roseinfer" "${grid[@]}"
+  done
+}
+
 case $PHASE in
   check) check_phase ;;
+  ab) ab_phase ;;
   *) echo "unknown phase $PHASE" >&2 ;;
 esac
 tar czf "$FINAL/$PHASE.tgz" -C "$OUT" .
