@@ -205,6 +205,9 @@ class CudaBackend final : public Backend {
   // 4.17 ms a step against 3.73 and prefilled at 106k tok/s against 258k (the GEMM is slower past
   // ~16 rows). ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 turns it on (comparisons, tests).
   bool quant_gemm_invariant_ = false;
+  // Warm-up captures the decode graphs twice when matrices are kept quantized (warm_up());
+  // ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 keeps the first capture (comparisons).
+  bool recapture_quantized_graphs_ = true;
   // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
   // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
   bool fused_rope_enabled_ = true;

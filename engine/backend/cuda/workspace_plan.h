@@ -21,8 +21,9 @@ constexpr int kClusterAttentionMaxRows = 4;
 // fused vs decode+cuBLAS, bench_gemm_quant): llama-1b n=16 100/115 us, n=32 110/117, n=64 135/118;
 // llama-8b n=64 328/379, n=128 513/390. Decoding costs the GEMM 5-6 instructions a weight, so it
 // wins only while the product is still bound by reading the blocks. End to end (offline, grid
-// B:512:128, decode tok/s, fused/decoded): llama-1b Q4_K B=16 6,441/5,668, B=32 8,842/10,469
-// (lm_head and the down projection lose there); llama-8b Q4_K B=32 2,226/2,029. 16 rows, then.
+// B:512:128, ms a decode step through the graphs, fused / decoded): llama-1b Q4_K B=16 2.73 / 3.04,
+// B=32 3.85 / 3.50 (graphs captured twice, CudaBackend::warm_up); llama-8b Q4_K (captured once)
+// B=16 12.3 / 15.0, B=32 14.3 / 15.8. 16 rows, then; llama-8b alone would gain up to 32.
 constexpr int kQuantGemmMaxRows = 16;
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
