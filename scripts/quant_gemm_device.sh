@@ -63,6 +63,18 @@ check_phase() {
         --model llama-1b --quantize "$q" "${grid[@]}"
     done
   done
+  # The graphs captured once (the first capture of the GEMM replays slower), and what capturing
+  # them twice costs: a whole small run's wall time, twice each way.
+  ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 bench llama-1b_b16_q4_k_captured_once "$B/roseinfer" \
+    --model llama-1b --quantize q4_k --dataset-name grid:16:512:128
+  for rep in 1 2; do
+    for recapture in 1 0; do
+      local t0; t0=$(date +%s.%N)
+      ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
+        --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
+      echo "wall_s recapture=$recapture rep=$rep $(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$SUMMARY"
+    done
+  done
   # --batch-invariant with kept blocks: decoded copies + the pinned GEMM (default) against every
   # product in the tile-decoding GEMM (ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1), at batch 1 and 64.
   for b in ${INVARIANT_BATCHES:-1 64}; do
