@@ -69,10 +69,11 @@ check_phase() {
     --model llama-1b --quantize q4_k --dataset-name grid:16:512:128
   for rep in 1 2; do
     for recapture in 1 0; do
-      local t0; t0=$(date +%s.%N)
+      local t0=$EPOCHREALTIME
       ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
         --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
-      echo "wall_s recapture=$recapture rep=$rep $(echo "$(date +%s.%N) - $t0" | bc)" | tee -a "$SUMMARY"
+      awk -v a="$t0" -v b="$EPOCHREALTIME" -v r="$recapture" -v n="$rep" \
+        'BEGIN { printf "wall_s recapture=%s rep=%s %.3f\n", r, n, b - a }' | tee -a "$SUMMARY"
     done
   done
   # --batch-invariant with kept blocks: decoded copies + the pinned GEMM (default) against every
