@@ -261,14 +261,18 @@ void CudaBackend::warm_up() {
   StepOutput out;
   warm_up_prefill(plan, out);
   if (options_.cuda_graphs) {
-    warm_up_graphs(plan, out);
+    warm_up_graphs(plan, out, graphs_.buckets());
     // With kept quantized matrices the graph that first captured the tile-decoding GEMM replayed
-    // slower than the same graph captured again (llama-1b Q4_K, batch 16, H100: 3.19 against
-    // 2.73 ms a step; with PDL off both 2.77; ncu times its kernels alike). Why is not known;
-    // capturing every graph a second time removes it (results/2026-11-24-quant-gemm).
+    // slower than the same graph captured again (llama-1b Q4_K, batch 16, H100: 3.07 against
+    // 2.50 ms a step; with PDL off both 2.77; ncu times its kernels alike). Why is not known;
+    // capturing those buckets' graphs a second time removes it (results/2026-11-24-quant-gemm).
     if (dequantized_ && recapture_quantized_graphs_) {
-      graphs_.clear();
-      warm_up_graphs(plan, out);
+      std::vector<int> again;
+      for (int bucket : graphs_.buckets()) {
+        if (!use_quant_gemv(bucket) && quant_gemm_rows(bucket)) again.push_back(bucket);
+      }
+      for (int bucket : again) graphs_.forget(bucket);
+      warm_up_graphs(plan, out, again);
     }
   }
   stats_ = Stats{};
@@ -320,10 +324,9 @@ void CudaBackend::warm_up_prefill(StepPlan& plan, StepOutput& out) {
   }
 }
 
-// One decode step per graph bucket, largest first; then, where the shared-prefix attention
+// One decode step per bucket of `buckets`, largest first; then, where the shared-prefix attention
 // applies, one whose rows share a prefix (the bucket's second graph) for buckets of 2 rows up.
-void CudaBackend::warm_up_graphs(StepPlan& plan, StepOutput& out) {
-  const std::vector<int> buckets = graphs_.buckets();
+void CudaBackend::warm_up_graphs(StepPlan& plan, StepOutput& out, const std::vector<int>& buckets) {
   const int shared_context = 8 * options_.block_size + 1;  // 8 whole blocks shared (>= 128 keys)
   const bool shared =
       !options_.batch_invariant && shared_context <= max_model_len_ &&

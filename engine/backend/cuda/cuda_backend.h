@@ -97,7 +97,8 @@ class CudaBackend final : public Backend {
   void* v_cache(int layer) const;
   void warm_up_prefill(StepPlan& plan, StepOutput& out);
   void warm_up_gemms();  // each BucketedGemm bucket's algorithm run once, at its largest n
-  void warm_up_graphs(StepPlan& plan, StepOutput& out);
+  // One decode step per bucket in `buckets` (captured at its first step), largest first.
+  void warm_up_graphs(StepPlan& plan, StepOutput& out, const std::vector<int>& buckets);
 
   // One step (cuda_backend.cpp).
   void validate(const StepPlan& plan) const;
@@ -139,6 +140,8 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
+  // Whether a step of n rows may run the tile-decoding GEMM (use_quant_gemm's row rule).
+  bool quant_gemm_rows(int n) const;
   // Whether the MLP's up projection runs with its activation fused (gemv_act).
   bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
@@ -205,7 +208,7 @@ class CudaBackend final : public Backend {
   // 4.17 ms a step against 3.73 and prefilled at 106k tok/s against 258k (the GEMM is slower past
   // ~16 rows). ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 turns it on (comparisons, tests).
   bool quant_gemm_invariant_ = false;
-  // Warm-up captures the decode graphs twice when matrices are kept quantized (warm_up());
+  // Warm-up captures the graphs of buckets that run the tile-decoding GEMM twice (warm_up());
   // ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 keeps the first capture (comparisons).
   bool recapture_quantized_graphs_ = true;
   // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);

@@ -322,8 +322,12 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
 }
 
+bool CudaBackend::quant_gemm_rows(int n) const {
+  return invariant_gemm_ ? quant_gemm_invariant_ : n <= quant_gemm_max_rows_;
+}
+
 bool CudaBackend::use_quant_gemm(const DeviceMatrix& w, int n) const {
-  if (invariant_gemm_ ? !quant_gemm_invariant_ : n > quant_gemm_max_rows_) return false;
+  if (!quant_gemm_rows(n)) return false;
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
     return gemm_quant_supported(uint32_t(range.type), int(w.cols));
   });

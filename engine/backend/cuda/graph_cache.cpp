@@ -50,6 +50,17 @@ GraphCache::Run GraphCache::run(int bucket, cudaStream_t stream,
   return Run::kCaptured;
 }
 
+void GraphCache::forget(int bucket) {
+  for (auto it = graphs_.begin(); it != graphs_.end();) {
+    if (it->first.first != bucket) {
+      ++it;
+      continue;
+    }
+    ROSE_CUDA_CHECK(cudaGraphExecDestroy(it->second));
+    it = graphs_.erase(it);
+  }
+}
+
 void GraphCache::clear() noexcept {
   for (auto& [key, exec] : graphs_) cudaGraphExecDestroy(exec);
   graphs_.clear();

@@ -36,6 +36,8 @@ class GraphCache {
 
   // Destroys every graph; errors are ignored (the backend's destructor calls it).
   void clear() noexcept;
+  // Destroys the graphs of one bucket (every variant), so its next run captures them again.
+  void forget(int bucket);
 
  private:
   int max_seqs_ = 0;
