@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-tailcopy bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-1b --quantize q4_k --dataset-name grid:16:512:128 --json /tmp/quant_gemm_work/ab/llama-1b_b16_q4_k_tailcopy_2.json

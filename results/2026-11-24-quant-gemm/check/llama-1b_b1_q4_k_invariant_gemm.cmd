@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-1b --quantize q4_k --dataset-name grid:1:512:128 --batch-invariant --json /tmp/quant_gemm_work/check/llama-1b_b1_q4_k_invariant_gemm.json
