@@ -14,7 +14,7 @@
 # Everything lands in $OUT/<phase>.tgz; the summary is printed last. Tested here only for its
 # syntax (no GPU on the build machine).
 set -uo pipefail
-PHASE=${1:?phase: check or ab}
+PHASE=${1:?phase: check, ab or shape}
 FINAL=${OUT:-/tmp/quant_gemm_out}
 OUT=/tmp/quant_gemm_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
@@ -114,8 +114,40 @@ ab_phase() {
   done
 }
 
+# The per-shape row limit (quant_gemm_row_limit, the default) against one limit of 16 for every
+# matrix (the rule before) and against decode + cuBLAS, at batches 16, 32 and 64.
+shape_phase() {
+  step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
+  step gpu_test_cuda_engine 300 "$B/gpu_test_cuda_engine"
+  for model in llama-1b llama-8b; do
+    for b in ${SHAPE_BATCHES:-16 32 64}; do
+      local grid=(--model "$model" --dataset-name "grid:$b:512:128")
+      [[ $model == llama-1b || $b != 16 ]] && bench "${model}_b${b}_bf16" "$B/roseinfer" "${grid[@]}"
+      local quants="q4_k q8_0"
+      [[ $model == llama-8b ]] && quants=q4_k
+      for q in $quants; do
+        bench "${model}_b${b}_${q}" "$B/roseinfer" "${grid[@]}" --quantize "$q"
+        ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=16 bench "${model}_b${b}_${q}_max16" "$B/roseinfer" \
+          "${grid[@]}" --quantize "$q"
+        ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0 bench "${model}_b${b}_${q}_decoded" "$B/roseinfer" \
+          "${grid[@]}" --quantize "$q"
+      done
+    done
+  done
+  for rep in 1 2; do
+    for recapture in 1 0; do
+      local t0=$EPOCHREALTIME
+      ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
+        --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
+      awk -v a="$t0" -v b="$EPOCHREALTIME" -v r="$recapture" -v n="$rep" \
+        'BEGIN { printf "wall_s recapture=%s rep=%s %.3f\n", r, n, b - a }' | tee -a "$SUMMARY"
+    done
+  done
+}
+
 case $PHASE in
   check) check_phase ;;
+  shape) shape_phase ;;
   ab) ab_phase ;;
   *) echo "unknown phase $PHASE" >&2 ;;
 esac

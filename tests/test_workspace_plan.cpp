@@ -187,6 +187,19 @@ TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
   CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 4);
 }
 
+TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, in)") {
+  CHECK(quant_gemm_row_limit(3072, 2048) == kQuantGemmMaxRows);        // llama-1b qkv
+  CHECK(quant_gemm_row_limit(2048, 2048) == kQuantGemmMaxRows);        // o: in == out
+  CHECK(quant_gemm_row_limit(16384, 2048) == kQuantGemmWideMaxRows);   // gate | up: 8 in
+  CHECK(quant_gemm_row_limit(128256, 2048) == kQuantGemmWideMaxRows);  // lm_head
+  CHECK(quant_gemm_row_limit(8192, 2048) == kQuantGemmWideMaxRows);    // exactly 4 in
+  CHECK(quant_gemm_row_limit(8191, 2048) == kQuantGemmMaxRows);
+  CHECK(quant_gemm_row_limit(2048, 8192) == 0);   // down: input wider than output
+  CHECK(quant_gemm_row_limit(4096, 14336) == 0);  // llama-8b down
+  CHECK(quant_gemm_row_limit(2048, 2049) == 0);
+  CHECK(kQuantGemmMaxRows <= kQuantGemmWideMaxRows);
+}
+
 TEST_CASE("shared-prefix attention: rows per prefix block and prefix splits") {
   // Query vectors per block are 8: rows = 8 / (the GQA group rounded up to 1, 2 or 4).
   CHECK(attention_prefix_rows_per_block(12, 12) == 8);  // gpt2

@@ -275,7 +275,7 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
     compare_backends(*weights, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 8, true, 0.06);
     compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);  // --batch-invariant
-    setenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT", "1", 1);  // read by the constructor
+    setenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT", "1", 1);          // read by the constructor
     compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);
     unsetenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT");
   }
@@ -287,14 +287,14 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // matrices with a part the GEMV cannot read (Q5_K, Q5_1, BF16, Q5_0...) are decoded to bf16.
   // Its random blocks give logits that bf16 activations move by ~10% of their scale, so instead
   // of the CPU (test_cuda_dequant bounds the decoded path against it) the kept path is checked
-  // against the same file decoded at load. Products of 9 to 16 rows (past kGemvQuantMaxRows, up to
-  // kQuantGemmMaxRows: the prefill's lm_head over its 9 sequences, then a decode step of all 9)
-  // run the tile-decoding GEMM on the blocks: the same bf16 weight values as the decoded copy,
-  // summed in another order, so within the bf16 tolerance; with that GEMM off
-  // (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0) and in the prefill's 170-row products they multiply
-  // the decoded values through the same cuBLAS calls: bit-identical logits. Steps of 2 rows read
-  // the blocks in the GEMV (int8 activations against the exact weights: within the bf16
-  // tolerance of the decoded weights).
+  // against the same file decoded at load. Products of 9 rows (past kGemvQuantMaxRows: the
+  // prefill's lm_head over its 9 sequences, then a decode step of all 9) run the tile-decoding GEMM
+  // on the blocks where quant_gemm_row_limit takes them (every matrix but the down projection): the
+  // same bf16 weight values as the decoded copy, summed in another order, so within the bf16
+  // tolerance; with that GEMM off (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0) and in the prefill's
+  // 170-row products they multiply the decoded values through the same cuBLAS calls: bit-identical
+  // logits. Steps of 2 rows read the blocks in the GEMV (int8 activations against the exact
+  // weights: within the bf16 tolerance of the decoded weights).
   const std::unique_ptr<WeightSource> weights =
       open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf");
   const ModelConfig& config = weights->config();

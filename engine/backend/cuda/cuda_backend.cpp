@@ -269,7 +269,7 @@ void CudaBackend::warm_up() {
     if (dequantized_ && recapture_quantized_graphs_) {
       std::vector<int> again;
       for (int bucket : graphs_.buckets()) {
-        if (!use_quant_gemv(bucket) && quant_gemm_rows(bucket)) again.push_back(bucket);
+        if (!use_quant_gemv(bucket) && quant_gemm_in_some_product(bucket)) again.push_back(bucket);
       }
       for (int bucket : again) graphs_.forget(bucket);
       warm_up_graphs(plan, out, again);

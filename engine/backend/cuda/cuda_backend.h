@@ -135,13 +135,16 @@ class CudaBackend final : public Backend {
   // --batch-invariant (a decoded copy through the pinned GEMM keeps a row's bits independent of n).
   bool use_quant_gemv(int n) const { return !invariant_gemm_ && n <= kGemvQuantMaxRows; }
   // Quantized matrices with more rows than the GEMV takes: the tile-decoding tensor-core GEMM on
-  // their blocks (gemm_quant.cuh) when every range's type has it and n <= quant_gemm_max_rows_,
+  // their blocks (gemm_quant.cuh) when every range's type has it and n <= quant_gemm_limit(w),
   // else a decoded copy and cuBLAS. Under --batch-invariant a decoded copy and the pinned GEMM
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Whether a step of n rows may run the tile-decoding GEMM (use_quant_gemm's row rule).
-  bool quant_gemm_rows(int n) const;
+  // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
+  // workspace_plan.h), or ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS for every matrix.
+  int quant_gemm_limit(const DeviceMatrix& w) const;
+  // Whether a step of n rows runs the tile-decoding GEMM in any product (warm_up's recapture).
+  bool quant_gemm_in_some_product(int n) const;
   // Whether the MLP's up projection runs with its activation fused (gemv_act).
   bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
@@ -199,10 +202,9 @@ class CudaBackend final : public Backend {
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
   int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
-  // The most rows a kept quantized matrix is multiplied by with its blocks read in the GEMM
-  // (use_quant_gemm); past it the matrix is decoded and cuBLAS runs. 0 turns the GEMM off.
-  // ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS sets it (comparisons).
-  int quant_gemm_max_rows_ = kQuantGemmMaxRows;
+  // One row limit for the tile-decoding GEMM on every kept matrix instead of the per-shape rule
+  // (-1); 0 turns the GEMM off. ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS sets it (comparisons).
+  int quant_gemm_max_rows_ = -1;
   // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
   // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at
   // 4.17 ms a step against 3.73 and prefilled at 106k tok/s against 258k (the GEMM is slower past

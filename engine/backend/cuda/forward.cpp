@@ -322,12 +322,20 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
 }
 
-bool CudaBackend::quant_gemm_rows(int n) const {
-  return invariant_gemm_ ? quant_gemm_invariant_ : n <= quant_gemm_max_rows_;
+int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {
+  return quant_gemm_max_rows_ >= 0 ? quant_gemm_max_rows_ : quant_gemm_row_limit(w.rows, w.cols);
+}
+
+bool CudaBackend::quant_gemm_in_some_product(int n) const {
+  const auto uses = [&](const DeviceMatrix& w) { return w.quantized() && use_quant_gemm(w, n); };
+  if (uses(weights_.lm_head)) return true;
+  return std::any_of(weights_.layers.begin(), weights_.layers.end(), [&](const LayerWeights& l) {
+    return uses(l.qkv) || uses(l.o) || uses(l.up) || uses(l.down);
+  });
 }
 
 bool CudaBackend::use_quant_gemm(const DeviceMatrix& w, int n) const {
-  if (!quant_gemm_rows(n)) return false;
+  if (invariant_gemm_ ? !quant_gemm_invariant_ : n > quant_gemm_limit(w)) return false;
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
     return gemm_quant_supported(uint32_t(range.type), int(w.cols));
   });

@@ -16,15 +16,27 @@ constexpr int kMaxAttentionSplits = 32;
 // 3-6 us a layer; at batch 2-4 gpt2 gains 10-12% and llama-1b 8% at 2, nothing at 4; at 8 it is
 // 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
 constexpr int kClusterAttentionMaxRows = 4;
-// Kept quantized matrices are multiplied by up to this many rows in the tile-decoding GEMM
-// (gemm_quant.cuh); past it a decoded copy and cuBLAS. Measured on the H100 (one Q4_K layer,
-// fused vs decode+cuBLAS, bench_gemm_quant): llama-1b n=16 100/115 us, n=32 110/117, n=64 135/118;
-// llama-8b n=64 328/379, n=128 513/390. Decoding costs the GEMM 5-6 instructions a weight, so it
-// wins only while the product is still bound by reading the blocks. End to end (offline, grid
-// B:512:128, ms a decode step through the graphs, fused / decoded): llama-1b Q4_K B=16 2.73 / 3.04,
-// B=32 3.85 / 3.50 (graphs captured twice, CudaBackend::warm_up); llama-8b Q4_K (captured once)
-// B=16 12.3 / 15.0, B=32 14.3 / 15.8. 16 rows, then; llama-8b alone would gain up to 32.
+// Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
+// takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
+// copy and cuBLAS. The GEMM has no split-K, so its parallelism is the output tiles, and decoding a
+// weight costs it 5-6 instructions. One Q4_K product on the H100 at n = 16 / 32 / 64, us, GEMM
+// against decode + cuBLAS (bench_gemm_quant, results/2026-11-24-quant-gemm/check):
+//   llama-1b qkv (3072 x 2048)    12.8 / 16.6 / 19.3 against 15.1 / 15.0 / 15.5
+//   llama-1b o (2048 x 2048)      12.6 / 12.8 / 16.7 against 17.2 / 17.7 / 18.2
+//   llama-1b gate|up (16384 x 2048) 26.7 / 34.9 / 39.3 against 57.4 / 57.8 / 58.8
+//   llama-1b down (2048 x 8192)   46.5 / 46.9 / 61.7 against 25.3 / 28.0 / 29.1
+//   llama-8b gate|up (28672 x 4096) 98.3 / 96.9 / 109 against 202 / 203 / 203
+//   llama-8b down (4096 x 14336)  89.9 / 122 / 129 against 105 / 106 / 107
+// So: none for a matrix whose input is wider than its output (the MLP's down projection: long k
+// loops on few tiles); up to kQuantGemmWideMaxRows for one whose output is at least 4x its input
+// (gate|up, lm_head: the decoded copy's write and read cost most there); kQuantGemmMaxRows else.
 constexpr int kQuantGemmMaxRows = 16;
+constexpr int kQuantGemmWideMaxRows = 64;
+// The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes.
+constexpr int quant_gemm_row_limit(int64_t out, int64_t in) {
+  if (in > out) return 0;
+  return out >= 4 * in ? kQuantGemmWideMaxRows : kQuantGemmMaxRows;
+}
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
 // pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
