@@ -7,6 +7,7 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
 namespace {
@@ -29,47 +30,18 @@ __device__ __forceinline__ int tile_offset(int row, int col) {  // col: a multip
   return row * D + (((col >> 3) ^ (row & 7)) << 3);
 }
 
-__device__ __forceinline__ uint32_t smem_address(const void* p) {
-  return static_cast<uint32_t>(__cvta_generic_to_shared(p));
-}
-
-// 16 bytes global -> shared without passing through registers; valid == false writes zeros (and
-// reads nothing, though gmem must still be a valid-looking address).
-__device__ __forceinline__ void cp_async_16(void* smem, const void* gmem, bool valid) {
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(smem_address(smem)),
-               "l"(gmem), "r"(valid ? 16 : 0)
-               : "memory");
-}
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-template <int Pending>  // waits until at most Pending committed groups are still in flight
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(Pending) : "memory");
-}
-
-// ---- Fragments (PTX ISA, mma.m16n8k16 with 16-bit inputs) ---------------------------------------
-// Lane l, g = l / 4, t = l % 4. Each 32-bit register holds two 16-bit elements, the lower column
-// (or k) index in the low half.
-//   A (16x16, row major), 4 regs: a0 = A[g][2t..2t+1], a1 = A[g+8][2t..], a2 = A[g][2t+8..],
-//     a3 = A[g+8][2t+8..].
-//   B (16x8, "col" = k fastest), 2 regs: b0 = B[2t..2t+1][g], b1 = B[2t+8..2t+9][g].
-//   C (16x8, fp32), 4 floats: c0,c1 = C[g][2t..2t+1], c2,c3 = C[g+8][2t..2t+1].
-// ldmatrix.x4: lanes 8i..8i+7 give the row addresses of 8x8 matrix i; lane l receives register i =
-// element (row g, columns 2t, 2t+1) of matrix i (with .trans: (rows 2t, 2t+1, column g)).
+// ---- Fragments (layouts and the PTX wrappers: tile_ptx.cuh) -----------------------------------
 
 // A fragment of rows [row0, row0+16) x columns [col0, col0+16) of a row-major tile.
 // Matrix i = lane / 8 covers rows row0 + (i & 1) * 8 and columns col0 + (i >> 1) * 8, giving
-// a0..a3 in the order above.
+// a0..a3 in the order tile_ptx.cuh gives.
 template <int D>
 __device__ __forceinline__ void load_a_fragment(uint32_t (&a)[4], const void* tile, int row0,
                                                 int col0, int lane) {
   const int i = lane >> 3, r = lane & 7;
   const void* p = static_cast<const uint16_t*>(tile) +
                   tile_offset<D>(row0 + r + (i & 1) * 8, col0 + (i >> 1) * 8);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(smem_address(p)));
+  ldmatrix_x4(a, shared_address(p));
 }
 
 // B fragments of K^T for S = Q K^T, from K stored (key, d): B[k = d][n = key]. Row n of the tile
@@ -82,9 +54,7 @@ __device__ __forceinline__ void load_k_fragments(uint32_t (&b)[4], const void* t
   const int i = lane >> 3, r = lane & 7;
   const void* p = static_cast<const uint16_t*>(tile) +
                   tile_offset<D>(key0 + r + (i >> 1) * 8, d0 + (i & 1) * 8);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-               : "r"(smem_address(p)));
+  ldmatrix_x4(b, shared_address(p));
 }
 
 // B fragments of V for O += P V, from V stored (key, d): B[k = key][n = d]. k must be the fast
@@ -97,43 +67,7 @@ __device__ __forceinline__ void load_v_fragments(uint32_t (&b)[4], const void* t
   const int i = lane >> 3, r = lane & 7;
   const void* p = static_cast<const uint16_t*>(tile) +
                   tile_offset<D>(key0 + r + (i & 1) * 8, d0 + (i >> 1) * 8);
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.trans.shared.b16 {%0, %1, %2, %3}, [%4];\n"
-               : "=r"(b[0]), "=r"(b[1]), "=r"(b[2]), "=r"(b[3])
-               : "r"(smem_address(p)));
-}
-
-// c += A B on the tensor cores: one m16n8k16, fp32 accumulate.
-template <typename T>
-__device__ __forceinline__ void mma_16816(float (&c)[4], const uint32_t (&a)[4], uint32_t b0,
-                                          uint32_t b1) {
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  } else {
-    static_assert(std::is_same_v<T, __half>, "bf16 or fp16");
-    asm volatile(
-        "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
-        "{%8, %9}, {%0, %1, %2, %3};\n"
-        : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
-        : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));
-  }
-}
-
-// Two floats as one register of T pairs, lo in the low half.
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  uint32_t bits;
-  if constexpr (std::is_same_v<T, __nv_bfloat16>) {
-    const __nv_bfloat162 v = __floats2bfloat162_rn(lo, hi);
-    memcpy(&bits, &v, 4);
-  } else {
-    const __half2 v = __floats2half2_rn(lo, hi);
-    memcpy(&bits, &v, 4);
-  }
-  return bits;
+  ldmatrix_x4<true>(b, shared_address(p));
 }
 
 // ---- The kernel ---------------------------------------------------------------------------------
@@ -198,7 +132,7 @@ __global__ void __launch_bounds__(kThreads)
     const int64_t token = kDecode ? q_begin : q_begin + row0 + r;
     const int q_head = kDecode ? kv_head * group + r : head;
     const T* src = valid ? q + token * args.q_stride + q_head * D + chunk * 8 : q;
-    cp_async_16(q_s + tile_offset<D>(r, chunk * 8), src, valid);
+    cp_async16(q_s + tile_offset<D>(r, chunk * 8), src, valid ? 16 : 0);
   }
   // Key tile kt into buffer buf, each key found through the block table. Keys past last_pos (past
   // the context too, where the table holds no valid block) read nothing and are zero, so masked
@@ -214,8 +148,8 @@ __global__ void __launch_bounds__(kThreads)
         const int64_t slot = int64_t(table[key / block_size]) * block_size + key % block_size;
         offset = (slot * args.num_kv_heads + kv_head) * D + chunk * 8;
       }
-      cp_async_16(k_dst + tile_offset<D>(r, chunk * 8), k_cache + offset, valid);
-      cp_async_16(v_dst + tile_offset<D>(r, chunk * 8), v_cache + offset, valid);
+      cp_async16(k_dst + tile_offset<D>(r, chunk * 8), k_cache + offset, valid ? 16 : 0);
+      cp_async16(v_dst + tile_offset<D>(r, chunk * 8), v_cache + offset, valid ? 16 : 0);
     }
   };
   load_kv(0, 0);

@@ -30,6 +30,7 @@
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
 namespace {
@@ -91,26 +92,7 @@ __device__ __forceinline__ void x_words(const XView& x, int row, int j, uint32_t
 
 constexpr int align16(int bytes) { return (bytes + 15) / 16 * 16; }
 
-// ---- cp.async: global -> shared without registers, completion tracked per thread in groups ----
-
-// Copies 16 bytes from global `src` to shared `dst` (both 16-byte aligned); only the first
-// src_bytes (0..16) are read, the rest of the 16 are zero-filled (the end of the matrix).
-__device__ __forceinline__ void cp_async16(void* dst, const void* src, int src_bytes) {
-  const unsigned dst_shared = unsigned(__cvta_generic_to_shared(dst));
-  asm volatile("cp.async.cg.shared.global [%0], [%1], 16, %2;\n" ::"r"(dst_shared), "l"(src),
-               "r"(src_bytes)
-               : "memory");
-}
-
-__device__ __forceinline__ void cp_async_commit() {
-  asm volatile("cp.async.commit_group;\n" ::: "memory");
-}
-
-// Waits until at most `kPending` of this thread's committed groups are still in flight.
-template <int kPending>
-__device__ __forceinline__ void cp_async_wait() {
-  asm volatile("cp.async.wait_group %0;\n" ::"n"(kPending) : "memory");
-}
+// ---- cp.async (cp_async16, cp_async_commit, cp_async_wait): tile_ptx.cuh ----
 
 // ---- shared-memory readers ----
 
