@@ -45,6 +45,20 @@ for r in d.get("runs", []):
 PY
 }
 
+# What capturing the GEMM's graphs twice costs at start-up: a whole small run's wall time, with
+# and without (ROSEINFER_CUDA_RECAPTURE_GRAPHS), twice each way.
+recapture_wall_times() {
+  for rep in 1 2; do
+    for recapture in 1 0; do
+      local t0=$EPOCHREALTIME
+      ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
+        --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
+      awk -v a="$t0" -v b="$EPOCHREALTIME" -v r="$recapture" -v n="$rep" \
+        'BEGIN { printf "wall_s recapture=%s rep=%s %.3f\n", r, n, b - a }' | tee -a "$SUMMARY"
+    done
+  done
+}
+
 check_phase() {
   for t in ${TESTS:-gemm_quant backend batch_invariance engine}; do
     step "gpu_test_cuda_$t" 300 "$B/gpu_test_cuda_$t"
@@ -63,19 +77,10 @@ check_phase() {
         --model llama-1b --quantize "$q" "${grid[@]}"
     done
   done
-  # The graphs captured once (the first capture of the GEMM replays slower), and what capturing
-  # them twice costs: a whole small run's wall time, twice each way.
+  # The graphs captured once (the first capture of the GEMM replays slower).
   ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 bench llama-1b_b16_q4_k_captured_once "$B/roseinfer" \
     --model llama-1b --quantize q4_k --dataset-name grid:16:512:128
-  for rep in 1 2; do
-    for recapture in 1 0; do
-      local t0=$EPOCHREALTIME
-      ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
-        --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
-      awk -v a="$t0" -v b="$EPOCHREALTIME" -v r="$recapture" -v n="$rep" \
-        'BEGIN { printf "wall_s recapture=%s rep=%s %.3f\n", r, n, b - a }' | tee -a "$SUMMARY"
-    done
-  done
+  recapture_wall_times
   # --batch-invariant with kept blocks: decoded copies + the pinned GEMM (default) against every
   # product in the tile-decoding GEMM (ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1), at batch 1 and 64.
   for b in ${INVARIANT_BATCHES:-1 64}; do
@@ -134,15 +139,7 @@ shape_phase() {
       done
     done
   done
-  for rep in 1 2; do
-    for recapture in 1 0; do
-      local t0=$EPOCHREALTIME
-      ROSEINFER_CUDA_RECAPTURE_GRAPHS=$recapture "$B/roseinfer" bench --device cuda --model llama-1b \
-        --quantize q4_k --dataset-name grid:1:16:4 --max-num-seqs 256 >/dev/null 2>&1
-      awk -v a="$t0" -v b="$EPOCHREALTIME" -v r="$recapture" -v n="$rep" \
-        'BEGIN { printf "wall_s recapture=%s rep=%s %.3f\n", r, n, b - a }' | tee -a "$SUMMARY"
-    done
-  done
+  recapture_wall_times
 }
 
 case $PHASE in
