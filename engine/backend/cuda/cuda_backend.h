@@ -207,8 +207,8 @@ class CudaBackend final : public Backend {
   int quant_gemm_max_rows_ = -1;
   // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
   // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at
-  // 4.17 ms a step against 3.73 and prefilled at 106k tok/s against 258k (the GEMM is slower past
-  // ~16 rows). ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 turns it on (comparisons, tests).
+  // 18,319 tok/s against 18,797 and prefilled at 107k against 261k (it decodes 28% faster at batch
+  // 1; results/2026-11-24-quant-gemm/check). ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 turns it on.
   bool quant_gemm_invariant_ = false;
   // Warm-up captures the graphs of buckets that run the tile-decoding GEMM twice (warm_up());
   // ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 keeps the first capture (comparisons).
