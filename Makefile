@@ -11,7 +11,7 @@ DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev lib
 RUN_ARGS ?=
 MODEL ?=
 
-.PHONY: all deps deps-test deps-pip build run test test-fast test-asan fuzz bundle format clean fixtures
+.PHONY: all deps deps-optional deps-test deps-pip build run test test-fast test-asan fuzz bundle format clean fixtures
 
 all: build
 
@@ -23,6 +23,21 @@ deps:
 	  echo "installing:$$missing"; \
 	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
 	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	fi
+	@$(MAKE) --no-print-directory deps-optional
+
+# Optional: Open MPI, for `mpirun -np R roseinfer bench --data-parallel N` (replicas over ranks) and
+# its test (tests/cli_mpi.sh). Installed before the first configure, since CMake looks for MPI
+# then; a machine that cannot install it builds without MPI (CMake says so) and skips that test.
+OPTIONAL_DEB_PACKAGES := libopenmpi-dev openmpi-bin
+deps-optional:
+	@missing=""; for p in $(OPTIONAL_DEB_PACKAGES); do \
+	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
+	if [ -n "$$missing" ]; then \
+	  echo "installing (optional):$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; } \
+	    || echo "could not install$$missing: building without MPI"; \
 	fi
 
 # Optional, for tests only: headless Chromium for the report's browser test. A machine that cannot
