@@ -84,6 +84,32 @@ check "  same tokens, placement and times as in one process" cmp -s "$TMP/in_sim
 cmp -s "$TMP/in_sim.sum" "$TMP/mpi_sim.sum" || diff "$TMP/in_sim.sum" "$TMP/mpi_sim.sum" | head -5
 check "  the summaries hold times" grep -q "^ttfts \[" "$TMP/mpi_sim.sum"
 
+# A rank that dies mid-run (killed here, as an out-of-memory kill or a lost node would) fails the
+# whole run: mpirun ends every rank, exits nonzero naming the dead rank (replica i runs on rank
+# i % R), and no report is left behind (rank 0 writes it only at the end, through a renamed
+# temporary file). The workload lasts tens of seconds, so the rank dies while replicas step.
+"${MPIRUN[@]}" -np 3 "$BIN" bench "${COMMON[@]}" --dataset-name random --num-prompts 300 \
+  --random-input-len 64 --random-output-len 64 --data-parallel 3 --json "$TMP/dead.json" \
+  >"$TMP/dead.out" 2>"$TMP/dead.err" &
+launcher=$!
+victim=""
+for _ in $(seq 200); do  # rank 2's process: the one whose environment says so
+  for pid in $(pgrep -f -- "$TMP/dead.json"); do
+    tr '\0' '\n' <"/proc/$pid/environ" 2>/dev/null | grep -qx OMPI_COMM_WORLD_RANK=2 && victim=$pid
+  done
+  [ -n "$victim" ] && break
+  sleep 0.1
+done
+check "rank 2's process found" [ -n "$victim" ]
+sleep 1
+[ -n "$victim" ] && kill -9 "$victim"
+wait $launcher
+status=$?
+check "a rank killed mid-run fails the run (exit $status)" [ $status -ne 0 ]
+check "  the message names the dead rank" grep -q "rank 2 .*exited on signal 9" "$TMP/dead.err"
+check "  no report written" [ ! -e "$TMP/dead.json" ]
+check "  no temporary report left" [ -z "$(ls "$TMP" | grep '^dead\.json.')" ]
+
 # Usage errors, exit 2, naming the flag.
 "${MPIRUN[@]}" -np 2 "$BIN" bench "${WL[@]}" --data-parallel 3 >/dev/null 2>"$TMP/np2.err"
 check "mpirun -np 2 with --data-parallel 3 exits 2" [ $? -eq 2 ]
