@@ -30,7 +30,9 @@ void add_cluster_flags(CLI::App* cmd, ClusterFlags& flags) {
                   "prefix router: chunks matched at most (default 256)")
       ->check(CLI::PositiveNumber);
   cmd->add_option("--router-exploration", flags.router_exploration,
-                  "prefix router: probability of ignoring affinity for a request (default 0.01)")
+                  "prefix router: probability of placing a request by load alone, to seed other "
+                  "replicas with its "
+                  "prefix (default 0; GAIE's affinity filter uses 0.01)")
       ->check(CLI::Range(0.0, 1.0));
   cmd->add_option("--router-load-factor", flags.router_load_factor,
                   "prefix and precise routers: a replica past 5 queued requests stays a "

@@ -20,7 +20,7 @@ struct ClusterFlags {
   std::string sim_model;          // --backend sim: a `roseinfer calibrate` output
   int router_chunk_tokens = 16;
   int router_max_chunks = 256;
-  double router_exploration = 0.01;
+  double router_exploration = 0;  // PrefixRouterOptions::exploration says why
   double router_load_factor = 1.25;
   std::string gpus;  // --device cuda: the node's GPUs for the replicas ("0,1"); empty: 0..N-1
 };
