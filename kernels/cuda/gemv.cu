@@ -20,14 +20,18 @@ enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
 // kSplit-th 512-byte chunk of the dot product; kWeightRows weight rows per feature (2 for
 // gate | up). Splitting puts more warps, hence more 16-byte loads, in flight when `out` is small
 // (o/down projections: 2048 features = 15 warps per SM unsplit; docs/gpu-notes.md run 11).
-template <typename T, Epilogue E, int kSplit>
+// kRows (1, 2 or 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1
+// kernel keeps one accumulator per weight row instead of four, so it needs fewer registers and
+// more blocks fit on an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of
+// operations for every kRows and n, so row r of y does not depend on the other rows.
+template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out) {
   pdl_wait();
   pdl_launch_dependents();
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kFeaturesPerBlock = kWarps / kSplit;
-  __shared__ float partial[kWarps][kWeightRows][kGemvMaxRows];
+  __shared__ float partial[kWarps][kWeightRows][kRows];
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int local = warp / kSplit, part = warp % kSplit;
   const int o = blockIdx.x * kFeaturesPerBlock + local;
@@ -35,7 +39,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   const T* w_row[kWeightRows];
 #pragma unroll
   for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
-  float acc[kWeightRows][kGemvMaxRows] = {};
+  float acc[kWeightRows][kRows] = {};
   // Measured (docs/gpu-notes.md, run 4): issuing 8 weight loads before any use was slower than
   // this plain loop, which the compiler unrolls and pipelines itself.
 #pragma unroll 4
@@ -44,7 +48,7 @@ __global__ void __launch_bounds__(kWarps * 32)
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
 #pragma unroll
-    for (int row = 0; row < kGemvMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
       if (row < n) {
         float xv[8];
         load_as_float<T, 8>(x + int64_t(row) * in + c, xv);
@@ -57,14 +61,14 @@ __global__ void __launch_bounds__(kWarps * 32)
     }
   }
 #pragma unroll
-  for (int row = 0; row < kGemvMaxRows; ++row) {
+  for (int row = 0; row < kRows; ++row) {
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) acc[r][row] = warp_sum(acc[r][row]);
   }
   if constexpr (kSplit > 1) {
     if (lane == 0) {
 #pragma unroll
-      for (int row = 0; row < kGemvMaxRows; ++row) {
+      for (int row = 0; row < kRows; ++row) {
 #pragma unroll
         for (int r = 0; r < kWeightRows; ++r) partial[warp][r][row] = acc[r][row];
       }
@@ -72,7 +76,7 @@ __global__ void __launch_bounds__(kWarps * 32)
     __syncthreads();
     if (part != 0) return;
 #pragma unroll
-    for (int row = 0; row < kGemvMaxRows; ++row) {
+    for (int row = 0; row < kRows; ++row) {
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
         float total = 0.0f;
@@ -84,7 +88,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   if (!active || lane != 0) return;
 #pragma unroll
-  for (int row = 0; row < kGemvMaxRows; ++row) {
+  for (int row = 0; row < kRows; ++row) {
     if (row < n) {
       const int64_t at = int64_t(row) * out + o;
       if constexpr (E == Epilogue::kStoreF32) {
@@ -113,6 +117,26 @@ int max_split() {
   return value;
 }
 
+// ROSEINFER_CUDA_GEMV_ROWS=4 runs every n on the kernel compiled for 4 rows (the one kernel
+// before the batch-1 and batch-2 ones), for before/after comparisons with one binary.
+bool rows_specialized() {
+  static const bool value = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_ROWS");
+    return !(env && env[0] == '4');
+  }();
+  return value;
+}
+
+template <typename T, Epilogue E, int kSplit>
+void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
+                 cudaStream_t stream) {
+  const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
+  auto* kernel = gemv_kernel<T, E, kSplit, kGemvMaxRows>;
+  if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
+  if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
+  launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out);
+}
+
 template <typename T, Epilogue E>
 void launch_typed(const void* x, const void* w, const void* bias, void* y, int n, int in, int out,
                   cudaStream_t stream) {
@@ -120,14 +144,12 @@ void launch_typed(const void* x, const void* w, const void* bias, void* y, int n
   const T* wt = static_cast<const T*>(w);
   const T* bt = static_cast<const T*>(bias);
   const int split = std::min(gemv_split(in, out), max_split());
-  const int per_block = kWarps / split;
-  const int blocks = (out + per_block - 1) / per_block;
   if (split == 4) {
-    launch_kernel(gemv_kernel<T, E, 4>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+    launch_rows<T, E, 4>(xt, wt, bt, y, n, in, out, stream);
   } else if (split == 2) {
-    launch_kernel(gemv_kernel<T, E, 2>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+    launch_rows<T, E, 2>(xt, wt, bt, y, n, in, out, stream);
   } else {
-    launch_kernel(gemv_kernel<T, E, 1>, blocks, kWarps * 32, 0, stream, xt, wt, bt, y, n, in, out);
+    launch_rows<T, E, 1>(xt, wt, bt, y, n, in, out, stream);
   }
 }
 

@@ -7,6 +7,7 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstring>
 #include <limits>
 #include <numeric>
 #include <random>
@@ -759,6 +760,60 @@ TEST_CASE("gemv: dot products split over 1, 2 and 4 warps, ragged K and partly i
     launch_gemv(d_x.get(), d_w.get(), d_y32.get(), sh.n, sh.in, sh.out, true, DType::kBF16,
                 nullptr);
     check_close(d_y32.download(), expected, 1e-4f, 1e-4f, "gemv split fp32");
+  }
+}
+
+TEST_CASE("gemv: row r of an n-row product has the bits of the 1-row product of row r") {
+  // Batches of 1, 2 and 3-4 rows run kernels compiled for 1, 2 and 4 rows (fewer registers at
+  // batch 1); each row's sum must not depend on which one ran or on the other rows. Every split,
+  // fp32 and bf16 outputs, and the fused gelu and silu epilogues.
+  std::mt19937 rng(14);
+  struct Shape {
+    int in, out;
+  };
+  for (Shape sh : {Shape{2048, 3072}, Shape{8192, 2048}, Shape{768, 768}, Shape{1288, 37}}) {
+    CAPTURE(sh.in);
+    CAPTURE(sh.out);
+    const int n = 4;
+    const Bf16Data x = random_bf16(size_t(n) * sh.in, rng);
+    const Bf16Data w = random_bf16(size_t(2) * sh.out * sh.in, rng, -0.1f, 0.1f);  // gate | up
+    const Bf16Data b = random_bf16(size_t(sh.out), rng);
+    DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_b(b.bits);
+    // kind 0: fp32 out, 1: bf16 out, 2: gelu(x W^T + b), 3: silu(x G^T) * (x U^T).
+    const auto product = [&](int kind, int rows, int first_row) {
+      const void* xr = d_x.get() + size_t(first_row) * sh.in;
+      DeviceArray<float> y32(size_t(rows) * sh.out);
+      DeviceArray<uint16_t> y16(size_t(rows) * sh.out);
+      if (kind == 0) {
+        launch_gemv(xr, d_w.get(), y32.get(), rows, sh.in, sh.out, true, DType::kBF16, nullptr);
+        const std::vector<float> v = y32.download();
+        std::vector<uint32_t> bits(v.size());
+        std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+        return bits;
+      }
+      if (kind == 1) {
+        launch_gemv(xr, d_w.get(), y16.get(), rows, sh.in, sh.out, false, DType::kBF16, nullptr);
+      } else {
+        launch_gemv_act(xr, d_w.get(), d_b.get(), y16.get(), rows, sh.in, sh.out,
+                        kind == 2 ? GemvActivation::kGeluTanhBias : GemvActivation::kSiluMul,
+                        DType::kBF16, nullptr);
+      }
+      const std::vector<uint16_t> v = y16.download();
+      return std::vector<uint32_t>(v.begin(), v.end());
+    };
+    for (int kind = 0; kind < 4; ++kind) {
+      CAPTURE(kind);
+      std::vector<uint32_t> single;
+      for (int r = 0; r < n; ++r) {
+        const std::vector<uint32_t> one = product(kind, 1, r);
+        single.insert(single.end(), one.begin(), one.end());
+      }
+      for (int rows = 2; rows <= n; ++rows) {
+        CAPTURE(rows);
+        const std::vector<uint32_t> many = product(kind, rows, 0);
+        CHECK(std::equal(many.begin(), many.end(), single.begin()));
+      }
+    }
   }
 }
 
