@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --device cuda --model gpt2 --dataset-name grid:1:512:128 --mode offline --json /tmp/gemv_rows_work/bench_gpt2_base_1.json

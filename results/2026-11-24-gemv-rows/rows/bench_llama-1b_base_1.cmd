@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer-base bench --device cuda --model llama-1b --dataset-name grid:1:512:128 --mode offline --json /tmp/gemv_rows_work/bench_llama-1b_base_1.json
