@@ -440,14 +440,18 @@ __device__ __forceinline__ void fence_proxy_async() {
 // ---- the kernel ---------------------------------------------------------------------------------
 
 // x (n, in) in T, 16-byte aligned; w (out, in) as out rows of in / kElems blocks, 16-byte aligned;
-// y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM)), so the tiles
-// that share a weight tile run side by side and read it from L2. Dynamic shared memory:
-// Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset Tile::kXStages x buffers
-// (kBN, 128 bytes).
+// y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM), S): blockIdx.z
+// is the k slice, big steps [z B / S, (z + 1) B / S) of the B = ceil(in / 256); the tiles that
+// share a weight tile run side by side and read it from L2. With S > 1:
+//   counters: (gridDim.x * gridDim.y,) int32, zero at entry and left zero: tile (x, y)'s arrivals
+//   partials: (S, n, out) fp32, each slice's sums before the adds
+// and the last block of a tile to arrive adds the S partials in slice order and writes y. Dynamic
+// shared memory: Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset
+// Tile::kXStages x buffers (kBN, 128 bytes).
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
 __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
     gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                      bool f32_out) {
+                      bool f32_out, int32_t* counters, float* partials) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
   extern __shared__ __align__(1024) uint8_t smem[];
   uint8_t* const raw_ring = smem;
@@ -457,6 +461,13 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   const int n0 = int(blockIdx.x) * kBN, m0 = int(blockIdx.y) * S::kBM;
   const int64_t row_bytes = int64_t(in / D::kElems) * D::kBytes;
   const int sub_steps = (in + kSubK - 1) / kSubK;
+  // This block's k slice: sub-steps [j_begin, j_end), whole big steps (the last may end past `in`
+  // for a 32-element type; sub_steps bounds it). S <= B, so no slice is empty.
+  constexpr int kSubPerBig = kBigK / kSubK;
+  const int slice = int(blockIdx.z), splits = int(gridDim.z);
+  const int bigs = (in + kBigK - 1) / kBigK;
+  const int j_begin = slice * bigs / splits * kSubPerBig;
+  const int j_end = std::min(sub_steps, (slice + 1) * bigs / splits * kSubPerBig);
   if constexpr (kWgmma) {
     // The descriptors' swizzle assumes 1024-byte aligned x buffers (kXOffset is a multiple).
     if (shared_address(smem) % 1024 != 0) __trap();
@@ -517,16 +528,17 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
 
   // The weights are constants of the run: the first big step's copy goes out before the PDL wait,
   // overlapping the previous kernel's tail; x (its output) is read only after the wait.
-  issue_weights(0);
+  issue_weights(j_begin / kSubPerBig);
   pdl_wait();
   pdl_launch_dependents();
 #pragma unroll
-  for (int j = 0; j < S::kPrefetch; ++j) {
-    if (j < sub_steps) {
+  for (int p = 0; p < S::kPrefetch; ++p) {
+    const int j = j_begin + p;
+    if (j < j_end) {
       issue_x(j);
-      if (j > 0 && j % (kBigK / kSubK) == 0) issue_weights(j / (kBigK / kSubK));
+      if (p > 0 && j % kSubPerBig == 0) issue_weights(j / kSubPerBig);
     }
-    cp_async_commit();  // group j (the first also holds big step 0)
+    cp_async_commit();  // the slice's group p (the first also holds its first big step)
   }
 
   // This thread's weight rows (S::local_row) and (row start) mod 16.
@@ -558,19 +570,19 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     }
   }
 
-  for (int j = 0; j < sub_steps; ++j) {
+  for (int j = j_begin; j < j_end; ++j) {
     cp_async_wait<S::kPrefetch - 1>();          // this thread's copies of sub-step j have landed
     if constexpr (kWgmma) fence_proxy_async();  // ... and are visible to wgmma's reads
     // Everyone's copies have landed, and the buffers refilled below are consumed.
     __syncthreads();
     const int next = j + S::kPrefetch;
-    if (next < sub_steps) {
+    if (next < j_end) {
       issue_x(next);
-      if (next % (kBigK / kSubK) == 0) issue_weights(next / (kBigK / kSubK));
+      if (next % kSubPerBig == 0) issue_weights(next / kSubPerBig);
     }
     cp_async_commit();  // one group per iteration, empty or not: group j + kPrefetch
 
-    const int big = j / (kBigK / kSubK), sub = j % (kBigK / kSubK);
+    const int big = j / kSubPerBig, sub = j % kSubPerBig;
     const uint8_t* weights = raw_ring + (big & 1) * S::kRawBytes;
     const int big_misalign = int((int64_t(big) * S::kStepBytes) & 15);
     typename D::Row rows[S::kMTiles][S::kRowHalves];
@@ -654,6 +666,36 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
 
   // acc[mt][nt][i]: tile row local_row(warp, mt, i / 2, g) = output column m0 + that, activation
   // row n0 + 8 nt + 2t + (i % 2) = output row.
+  const auto store = [&](int row, int o, float value) {
+    const int64_t at = int64_t(row) * y_stride + o;
+    if (f32_out) {
+      static_cast<float*>(y)[at] = value;
+    } else {
+      static_cast<T*>(y)[at] = from_float<T>(value);
+    }
+  };
+  if (splits == 1) {
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (S::kRowHalves == 1 && i >= 2) continue;
+          const int o = m0 + S::local_row(warp, mt, i / 2, g);
+          const int row = n0 + 8 * nt + 2 * t + (i % 2);
+          if (o >= out || row >= n) continue;
+          store(row, o, acc[mt][nt][i]);
+        }
+      }
+    }
+    return;
+  }
+
+  // Split-K: this slice's sums go to its partials; the tile's last block to arrive (counted after
+  // a fence, as kernels/cuda/sampling.cu's split rows) adds all S in slice order, whichever block
+  // that is, so the sum's order never depends on timing.
+  const int64_t slice_elems = int64_t(n) * out;
 #pragma unroll
   for (int mt = 0; mt < S::kMTiles; ++mt) {
 #pragma unroll
@@ -664,12 +706,37 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
         const int o = m0 + S::local_row(warp, mt, i / 2, g);
         const int row = n0 + 8 * nt + 2 * t + (i % 2);
         if (o >= out || row >= n) continue;
-        const int64_t at = int64_t(row) * y_stride + o;
-        if (f32_out) {
-          static_cast<float*>(y)[at] = acc[mt][nt][i];
-        } else {
-          static_cast<T*>(y)[at] = from_float<T>(acc[mt][nt][i]);
-        }
+        partials[slice * slice_elems + int64_t(row) * out + o] = acc[mt][nt][i];
+      }
+    }
+  }
+  __shared__ int is_last;
+  __threadfence();  // this block's partials are visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+    is_last = atomicAdd(counter, 1) == splits - 1;
+    if (is_last) *counter = 0;  // every slice has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+#pragma unroll
+  for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+      for (int i = 0; i < 4; ++i) {
+        if (S::kRowHalves == 1 && i >= 2) continue;
+        const int o = m0 + S::local_row(warp, mt, i / 2, g);
+        const int row = n0 + 8 * nt + 2 * t + (i % 2);
+        if (o >= out || row >= n) continue;
+        const float* part = partials + int64_t(row) * out + o;
+        // Other blocks wrote these: read through L2 (__ldcg), not a stale L1 line.
+        float sum = slice == 0 ? acc[mt][nt][i] : __ldcg(part);
+        for (int z = 1; z < splits; ++z)
+          sum = __fadd_rn(sum, z == slice ? acc[mt][nt][i] : __ldcg(part + z * slice_elems));
+        store(row, o, sum);
       }
     }
   }
@@ -695,6 +762,16 @@ constexpr TileShape kShapes[] = {
     {"wgmma 16x8w n128", 16, 8, 128, true},
 };
 constexpr int kNumShapes = int(sizeof(kShapes) / sizeof(kShapes[0]));
+// The split workspace's counters are sized by the smallest tile (gemm_quant_split.h).
+constexpr bool tiles_at_least_minimum() {
+  for (const TileShape& shape : kShapes) {
+    if (shape.rows * shape.warps < kGemmQuantMinTileCols || shape.bn < kGemmQuantMinTileRows)
+      return false;
+  }
+  return true;
+}
+static_assert(tiles_at_least_minimum(), "every tile at least kGemmQuantMinTileCols x ...Rows");
+static_assert(kGemmQuantSliceElems == kBigK, "slices are whole big steps");
 constexpr int kNumMmaSyncShapes = 7;
 enum Shape {  // kShapes' indices
   k8x4n16,
@@ -711,6 +788,31 @@ enum Shape {  // kShapes' indices
 };
 
 std::atomic<int> forced_tile{-1};
+std::atomic<int> forced_splits{0};  // set_gemm_quant_split: 0 = the default
+
+// ROSEINFER_GEMM_QUANT_SPLIT_K: unset or empty -1 (the rule), else its value (0 and 1: no split).
+int env_splits() {
+  static const int value = [] {
+    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_K");
+    return env && *env ? std::max(0, std::atoi(env)) : -1;
+  }();
+  return value;
+}
+
+// SMs of the current device, looked up once per device (the split rule's only device input).
+int current_sm_count() {
+  static std::mutex mutex;
+  static std::map<int, int> counts;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = counts.find(device);
+  if (found != counts.end()) return found->second;
+  int sms = 0;
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  counts[device] = sms;
+  return sms;
+}
 
 bool wgmma_enabled() {
   static const bool enabled = [] {
@@ -787,15 +889,28 @@ int choose_tile(bool k_quant, int n, int out) {
   return shape;
 }
 
+struct LaunchArgs {
+  const void* x;  // (n, in) dtype
+  const uint8_t* w;
+  void* y;  // (n, y_stride)
+  int n, in, out, y_stride;
+  bool f32_out;
+  int splits;
+  int32_t* counters;  // (tiles,) with splits > 1, else null
+  float* partials;    // (splits, n, out) with splits > 1, else null
+  cudaStream_t stream;
+};
+
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
-void launch_tile(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                 bool f32_out, cudaStream_t stream) {
+void launch_tile(const LaunchArgs& a) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
   auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma>;
   prepare_kernel(reinterpret_cast<const void*>(kernel), S::kThreads, S::kSmem);
-  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((out + S::kBM - 1) / S::kBM));
-  launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), stream, static_cast<const T*>(x),
-                w, y, n, in, out, y_stride, f32_out);
+  const dim3 grid(unsigned((a.n + kBN - 1) / kBN), unsigned((a.out + S::kBM - 1) / S::kBM),
+                  unsigned(a.splits));
+  launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), a.stream,
+                static_cast<const T*>(a.x), a.w, a.y, a.n, a.in, a.out, a.y_stride, a.f32_out,
+                a.counters, a.partials);
 }
 
 // Calls fn.template operator()<kRows, kWarps, kBN, kWgmma>() for shape `tile` (kShapes' order).
@@ -827,22 +942,12 @@ auto with_shape(int tile, Fn&& fn) {
   }
 }
 
-struct LaunchArgs {
-  const void* x;
-  const uint8_t* w;
-  void* y;
-  int n, in, out, y_stride;
-  bool f32_out;
-  cudaStream_t stream;
-};
-
 template <typename D, typename T>
 struct Launcher {
   const LaunchArgs& a;
   template <int kRows, int kWarps, int kBN, bool kWgmma>
   void operator()() const {
-    launch_tile<D, T, kRows, kWarps, kBN, kWgmma>(a.x, a.w, a.y, a.n, a.in, a.out, a.y_stride,
-                                                  a.f32_out, a.stream);
+    launch_tile<D, T, kRows, kWarps, kBN, kWgmma>(a);
   }
 };
 
@@ -882,7 +987,8 @@ bool gemm_quant_supported(uint32_t ggml_type, int in) {
 }
 
 void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride) {
+                       int out, bool f32_out, DType dtype, void* workspace, int64_t workspace_bytes,
+                       cudaStream_t stream, int y_stride) {
   if (y_stride == 0) y_stride = out;
   if (!gemm_quant_supported(ggml_type, in) || n < 1 || out < 1 || y_stride < out) {
     cuda_fail("unsupported type or shape (in not a multiple of the block size, n or out < 1)",
@@ -892,20 +998,84 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
     cuda_fail("misaligned x or weight pointer (16 bytes needed)", "launch_gemm_quant", __FILE__,
               __LINE__);
   }
-  const LaunchArgs args{x, w, y, n, in, out, y_stride, f32_out, stream};
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kQ8_0:
-      return launch_type<TileQ8_0>(args, dtype);
-    case GgmlType::kQ4_0:
-      return launch_type<TileQ4<false>>(args, dtype);
-    case GgmlType::kQ4_1:
-      return launch_type<TileQ4<true>>(args, dtype);
-    case GgmlType::kQ4_K:
-      return launch_type<TileQ4_K>(args, dtype);
-    default:
-      return launch_type<TileQ6_K>(args, dtype);
+  const int splits = gemm_quant_splits(ggml_type, in, out);
+  // Rows per launch: all n, or with a split as many as the workspace's partials hold (a multiple
+  // of 16, or n).
+  int rows = n;
+  if (splits > 1) {
+    if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+      cuda_fail("split-K needs a 16-byte aligned workspace", "launch_gemm_quant", __FILE__,
+                __LINE__);
+    }
+    const auto fits = [&](int r) {
+      return gemm_quant_workspace_bytes(splits, r, out) <= workspace_bytes;
+    };
+    if (!fits(n)) {
+      int lo = 0, hi = n / kGemmQuantMinTileRows;  // multiples of 16 rows: lo fits, hi not
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (fits(mid * kGemmQuantMinTileRows) ? lo : hi) = mid;
+      }
+      rows = lo * kGemmQuantMinTileRows;
+      if (rows == 0 || !fits(rows)) {
+        cuda_fail("the split-K workspace holds fewer than 16 rows (gemm_quant_workspace_bytes)",
+                  "launch_gemm_quant", __FILE__, __LINE__);
+      }
+    }
+  }
+  auto* const counters = static_cast<int32_t*>(workspace);
+  auto* const partials = reinterpret_cast<float*>(
+      static_cast<uint8_t*>(workspace) + (splits > 1 ? gemm_quant_partials_offset(rows, out) : 0));
+  const int64_t x_row_bytes = int64_t(in) * dtype_size(dtype);
+  const int64_t y_row_bytes = int64_t(y_stride) * (f32_out ? 4 : dtype_size(dtype));
+  for (int r0 = 0; r0 < n; r0 += rows) {
+    const LaunchArgs args{static_cast<const uint8_t*>(x) + r0 * x_row_bytes,
+                          w,
+                          static_cast<uint8_t*>(y) + r0 * y_row_bytes,
+                          std::min(rows, n - r0),
+                          in,
+                          out,
+                          y_stride,
+                          f32_out,
+                          splits,
+                          splits > 1 ? counters : nullptr,
+                          splits > 1 ? partials : nullptr,
+                          stream};
+    switch (static_cast<GgmlType>(ggml_type)) {
+      case GgmlType::kQ8_0:
+        launch_type<TileQ8_0>(args, dtype);
+        break;
+      case GgmlType::kQ4_0:
+        launch_type<TileQ4<false>>(args, dtype);
+        break;
+      case GgmlType::kQ4_1:
+        launch_type<TileQ4<true>>(args, dtype);
+        break;
+      case GgmlType::kQ4_K:
+        launch_type<TileQ4_K>(args, dtype);
+        break;
+      default:
+        launch_type<TileQ6_K>(args, dtype);
+        break;
+    }
   }
 }
+
+// The rule takes no type: one rule served the five types in the slice sweep (the type changes the
+// decode's cost per element, not how few tiles a narrow matrix has).
+int gemm_quant_splits(uint32_t, int in, int out) {
+  const int bigs = (in + kBigK - 1) / kBigK;
+  int splits = forced_splits.load(std::memory_order_relaxed);
+  if (splits < 1) splits = env_splits();
+  if (splits < 0) splits = gemm_quant_split_k(in, out, current_sm_count());
+  return std::clamp(splits, 1, std::max(1, bigs));
+}
+
+void set_gemm_quant_split(int splits) {
+  forced_splits.store(std::max(0, splits), std::memory_order_relaxed);
+}
+
+bool gemm_quant_split_k_disabled() { return env_splits() == 0 || env_splits() == 1; }
 
 int gemm_quant_tile_count() { return available_shapes(); }
 

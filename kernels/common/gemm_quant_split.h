@@ -1,0 +1,67 @@
+#pragma once
+// The quantized tensor-core GEMM's split-K (kernels/cuda/gemm_quant.cuh): how many slices of k one
+// product is cut into, and the workspace its fp32 partials take. Shared by the kernel's launcher
+// and the CUDA backend's workspace plan, which sizes the workspace without CUDA: plain C++17 (nvcc
+// includes it). The slice count depends on the matrix's shape and the SM count only, never on the
+// number of activation rows, so row r of y keeps its bits whatever n is.
+#include <cstdint>
+
+namespace rose {
+
+// Slices are whole 256-element "big steps" of k (one K-quant block, eight of a 32-element type:
+// the kernel's weight-copy unit), so a slice boundary never splits a block or a copy.
+constexpr int kGemmQuantSliceElems = 256;
+// The smallest tile of any of the kernel's compiled shapes: 32 weight rows (output columns) by 16
+// activation rows. A launch has at most ceil(n / 16) x ceil(out / 32) tiles, each with one arrival
+// counter in the workspace (gemm_quant.cu checks every shape against these).
+constexpr int kGemmQuantMinTileCols = 32;
+constexpr int kGemmQuantMinTileRows = 16;
+// The rule's parameters, chosen from tests/gpu/bench_gemm_quant.cpp's slice sweep on the H100
+// (results/2026-11-24-splitk): slices are added (doubling) while the product's tiles at the
+// smallest weight tile, times the slices, stay within kGemmQuantTilesPerSm per SM, and each slice
+// keeps at least kGemmQuantMinSliceK elements of k (shorter slices pay the pipeline's fill and the
+// partials' traffic for too little decode).
+constexpr int kGemmQuantTilesPerSm = 4;
+constexpr int kGemmQuantMinSliceK = 1024;
+constexpr int kGemmQuantMaxSplits = 16;
+
+// Slices of k for a product of a kept (out, in) matrix on a device of num_sms SMs: 1 (no split)
+// for a matrix with enough output tiles or too short a k.
+inline int gemm_quant_split_k(int64_t in, int64_t out, int num_sms) {
+  const int64_t tiles = (out + kGemmQuantMinTileCols - 1) / kGemmQuantMinTileCols;
+  const int64_t target = int64_t(kGemmQuantTilesPerSm) * num_sms;
+  int splits = 1;
+  while (splits * 2 <= kGemmQuantMaxSplits && tiles * splits * 2 <= target &&
+         in / (splits * 2) >= kGemmQuantMinSliceK) {
+    splits *= 2;
+  }
+  return splits;
+}
+
+// splits x out of any product the rule splits (splits > 1): at most the target's tiles x 32
+// columns, whatever the matrix. The backend sizes its one workspace by this.
+inline int64_t gemm_quant_max_split_cols(int num_sms) {
+  return int64_t(kGemmQuantTilesPerSm) * num_sms * kGemmQuantMinTileCols;
+}
+
+// Workspace of one split launch of `rows` activation rows and `out` columns: the arrival counters
+// (int32, one per tile at most), then from gemm_quant_partials_offset the partials, (splits, rows,
+// out) fp32. 0 when splits == 1 (the kernel writes y directly).
+inline int64_t gemm_quant_partials_offset(int64_t rows, int64_t out) {
+  const int64_t tiles = (rows + kGemmQuantMinTileRows - 1) / kGemmQuantMinTileRows *
+                        ((out + kGemmQuantMinTileCols - 1) / kGemmQuantMinTileCols);
+  return (tiles * 4 + 255) / 256 * 256;
+}
+inline int64_t gemm_quant_workspace_bytes(int splits, int64_t rows, int64_t out) {
+  if (splits <= 1) return 0;
+  return gemm_quant_partials_offset(rows, out) + int64_t(splits) * rows * out * 4;
+}
+
+// A workspace that holds every split launch of up to `rows` rows on this device: counters for
+// out = max_split_cols / 2 (splits >= 2) and partials of max_split_cols columns.
+inline int64_t gemm_quant_workspace_bound(int64_t rows, int num_sms) {
+  const int64_t cols = gemm_quant_max_split_cols(num_sms);
+  return gemm_quant_partials_offset(rows, cols / 2) + rows * cols * 4;
+}
+
+}  // namespace rose
