@@ -694,7 +694,7 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
 
   // Split-K: this slice's sums go to its partials; the tile's last block to arrive (counted after
   // a fence, as kernels/cuda/sampling.cu's split rows) adds all S in slice order, whichever block
-  // that is, so the sum's order never depends on timing.
+  // that is, so the sum's order never depends on timing or on the tile shape.
   const int64_t slice_elems = int64_t(n) * out;
 #pragma unroll
   for (int mt = 0; mt < S::kMTiles; ++mt) {
@@ -721,24 +721,17 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-#pragma unroll
-  for (int mt = 0; mt < S::kMTiles; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < S::kNTiles; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (S::kRowHalves == 1 && i >= 2) continue;
-        const int o = m0 + S::local_row(warp, mt, i / 2, g);
-        const int row = n0 + 8 * nt + 2 * t + (i % 2);
-        if (o >= out || row >= n) continue;
-        const float* part = partials + int64_t(row) * out + o;
-        // Other blocks wrote these: read through L2 (__ldcg), not a stale L1 line.
-        float sum = slice == 0 ? acc[mt][nt][i] : __ldcg(part);
-        for (int z = 1; z < splits; ++z)
-          sum = __fadd_rn(sum, z == slice ? acc[mt][nt][i] : __ldcg(part + z * slice_elems));
-        store(row, o, sum);
-      }
-    }
+  // The tile's outputs in row-major order, a thread per element (coalesced, and one short loop
+  // of code instead of one per accumulator register): each is p0 + p1 + ... in slice order, all
+  // read back from the partials (this block's own too), through L2 (__ldcg): other blocks wrote
+  // them, and a stale L1 line must not answer.
+  const int tile_rows = std::min(kBN, n - n0), tile_cols = std::min(int(S::kBM), out - m0);
+  for (int e = int(threadIdx.x); e < tile_rows * tile_cols; e += S::kThreads) {
+    const int row = n0 + e / tile_cols, o = m0 + e % tile_cols;
+    const float* part = partials + int64_t(row) * out + o;
+    float sum = __ldcg(part);
+    for (int z = 1; z < splits; ++z) sum = __fadd_rn(sum, __ldcg(part + z * slice_elems));
+    store(row, o, sum);
   }
 }
 
