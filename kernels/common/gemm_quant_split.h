@@ -44,24 +44,40 @@ inline int64_t gemm_quant_max_split_cols(int num_sms) {
   return int64_t(kGemmQuantTilesPerSm) * num_sms * kGemmQuantMinTileCols;
 }
 
-// Workspace of one split launch of `rows` activation rows and `out` columns: the arrival counters
-// (int32, one per tile at most), then from gemm_quant_partials_offset the partials, (splits, rows,
-// out) fp32. 0 when splits == 1 (the kernel writes y directly).
-inline int64_t gemm_quant_partials_offset(int64_t rows, int64_t out) {
-  const int64_t tiles = (rows + kGemmQuantMinTileRows - 1) / kGemmQuantMinTileRows *
-                        ((out + kGemmQuantMinTileCols - 1) / kGemmQuantMinTileCols);
-  return (tiles * 4 + 255) / 256 * 256;
+// The workspace's layout follows from its size alone, never from a launch: the first 1/64 of it
+// (rounded down to 256 bytes) holds the arrival counters (int32, one per tile of a launch), the
+// rest the partials, (splits, rows, out) fp32. A launch's partials then never land on the
+// counters another launch needs at zero, whatever their shapes (launches sharing one workspace
+// pass the same size).
+inline int64_t gemm_quant_counter_bytes(int64_t workspace_bytes) {
+  return workspace_bytes / 64 / 256 * 256;
 }
+inline int64_t gemm_quant_tiles_bound(int64_t rows, int64_t out) {
+  return (rows + kGemmQuantMinTileRows - 1) / kGemmQuantMinTileRows *
+         ((out + kGemmQuantMinTileCols - 1) / kGemmQuantMinTileCols);
+}
+// Whether one split launch of `rows` activation rows and `out` columns fits a workspace.
+inline bool gemm_quant_workspace_fits(int64_t workspace_bytes, int splits, int64_t rows,
+                                      int64_t out) {
+  const int64_t counters = gemm_quant_counter_bytes(workspace_bytes);
+  return gemm_quant_tiles_bound(rows, out) * 4 <= counters &&
+         int64_t(splits) * rows * out * 4 <= workspace_bytes - counters;
+}
+// The smallest workspace size of that layout that fits such a launch: 64 C with C a multiple of
+// 256 that holds the counters and at least a 63rd of the partials (so the other 63 C hold them).
+// 0 when splits == 1 (the kernel writes y directly).
 inline int64_t gemm_quant_workspace_bytes(int splits, int64_t rows, int64_t out) {
   if (splits <= 1) return 0;
-  return gemm_quant_partials_offset(rows, out) + int64_t(splits) * rows * out * 4;
+  const int64_t partials = int64_t(splits) * rows * out * 4;
+  int64_t counters = gemm_quant_tiles_bound(rows, out) * 4;
+  if (counters < (partials + 62) / 63) counters = (partials + 62) / 63;
+  return 64 * ((counters + 255) / 256 * 256);
 }
 
-// A workspace that holds every split launch of up to `rows` rows on this device: counters for
-// out = max_split_cols / 2 (splits >= 2) and partials of max_split_cols columns.
+// A workspace that holds every split launch of up to `rows` rows the rule makes on this device:
+// splits x out <= max_split_cols, and out <= max_split_cols / 2.
 inline int64_t gemm_quant_workspace_bound(int64_t rows, int num_sms) {
-  const int64_t cols = gemm_quant_max_split_cols(num_sms);
-  return gemm_quant_partials_offset(rows, cols / 2) + rows * cols * 4;
+  return gemm_quant_workspace_bytes(2, rows, gemm_quant_max_split_cols(num_sms) / 2);
 }
 
 }  // namespace rose

@@ -439,6 +439,76 @@ __device__ __forceinline__ void fence_proxy_async() {
 
 // ---- the kernel ---------------------------------------------------------------------------------
 
+// W consecutive floats at p (16-byte aligned when W == 4) through L2 (__ldcg): other blocks wrote
+// them, and a stale L1 line must not answer.
+template <int W>
+__device__ __forceinline__ void load_cg(const float* p, float (&v)[W]) {
+  if constexpr (W == 4) {
+    const float4 t = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = t.x;
+    v[1] = t.y;
+    v[2] = t.z;
+    v[3] = t.w;
+  } else {
+    v[0] = __ldcg(p);
+  }
+}
+
+// Split-K's sum: outputs (n0 + r, m0 + c) for r < tile_rows, c < tile_cols, each
+// p0 + p1 + ... + p(splits - 1) added in that order, written by store(row, o, value).
+//   partials: (splits, n, out) fp32, slice z at z * slice_elems
+// The loads are what it waits on (L2 latency, at the end of the kernel when nothing else hides
+// it), so each thread issues kGroups groups of W columns x up to kZ slices before adding: a first
+// version that loaded and added one partial at a time made a 64 x 64 tile's sum cost ~20 us.
+template <int W, int kThreads, typename Store>
+__device__ __forceinline__ void add_partials(const float* partials, int64_t slice_elems, int splits,
+                                             int n0, int m0, int out, int tile_rows, int tile_cols,
+                                             const Store& store) {
+  constexpr int kGroups = 4, kZ = 4;
+  const int vec_cols = tile_cols / W, groups = tile_rows * vec_cols;
+  for (int first = int(threadIdx.x); first < groups; first += kGroups * kThreads) {
+    float sum[kGroups][W] = {};
+    int row[kGroups], col[kGroups];
+    bool live[kGroups];
+#pragma unroll
+    for (int u = 0; u < kGroups; ++u) {
+      const int group = first + u * kThreads;
+      live[u] = group < groups;
+      row[u] = n0 + (live[u] ? group / vec_cols : 0);
+      col[u] = m0 + W * (live[u] ? group % vec_cols : 0);
+      if (live[u]) load_cg<W>(partials + int64_t(row[u]) * out + col[u], sum[u]);
+    }
+    for (int z = 1; z < splits; z += kZ) {
+      float v[kGroups][kZ][W] = {};
+#pragma unroll
+      for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+        for (int q = 0; q < kZ; ++q) {
+          if (live[u] && z + q < splits)
+            load_cg<W>(partials + (z + q) * slice_elems + int64_t(row[u]) * out + col[u], v[u][q]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+        for (int q = 0; q < kZ; ++q) {
+#pragma unroll
+          for (int w = 0; w < W; ++w) {
+            if (live[u] && z + q < splits) sum[u][w] = __fadd_rn(sum[u][w], v[u][q][w]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        if (live[u]) store(row[u], col[u] + w, sum[u][w]);
+      }
+    }
+  }
+}
+
 // x (n, in) in T, 16-byte aligned; w (out, in) as out rows of in / kElems blocks, 16-byte aligned;
 // y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM), S): blockIdx.z
 // is the k slice, big steps [z B / S, (z + 1) B / S) of the B = ceil(in / 256); the tiles that
@@ -721,17 +791,16 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   __syncthreads();
   if (!is_last) return;
   __threadfence();
-  // The tile's outputs in row-major order, a thread per element (coalesced, and one short loop
-  // of code instead of one per accumulator register): each is p0 + p1 + ... in slice order, all
-  // read back from the partials (this block's own too), through L2 (__ldcg): other blocks wrote
-  // them, and a stale L1 line must not answer.
+  // The tile's outputs in row-major order (coalesced; one short loop of code, not one per
+  // accumulator register): each is p0 + p1 + ... in slice order, all read back from the partials
+  // (this block's own too).
   const int tile_rows = std::min(kBN, n - n0), tile_cols = std::min(int(S::kBM), out - m0);
-  for (int e = int(threadIdx.x); e < tile_rows * tile_cols; e += S::kThreads) {
-    const int row = n0 + e / tile_cols, o = m0 + e % tile_cols;
-    const float* part = partials + int64_t(row) * out + o;
-    float sum = __ldcg(part);
-    for (int z = 1; z < splits; ++z) sum = __fadd_rn(sum, __ldcg(part + z * slice_elems));
-    store(row, o, sum);
+  if (out % 4 == 0) {  // 16-byte loads: rows of the partials, m0 and tile_cols multiples of 4
+    add_partials<4, S::kThreads>(partials, slice_elems, splits, n0, m0, out, tile_rows, tile_cols,
+                                 store);
+  } else {
+    add_partials<1, S::kThreads>(partials, slice_elems, splits, n0, m0, out, tile_rows, tile_cols,
+                                 store);
   }
 }
 
@@ -1001,7 +1070,7 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
                 __LINE__);
     }
     const auto fits = [&](int r) {
-      return gemm_quant_workspace_bytes(splits, r, out) <= workspace_bytes;
+      return gemm_quant_workspace_fits(workspace_bytes, splits, r, out);
     };
     if (!fits(n)) {
       int lo = 0, hi = n / kGemmQuantMinTileRows;  // multiples of 16 rows: lo fits, hi not
@@ -1017,8 +1086,8 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
     }
   }
   auto* const counters = static_cast<int32_t*>(workspace);
-  auto* const partials = reinterpret_cast<float*>(
-      static_cast<uint8_t*>(workspace) + (splits > 1 ? gemm_quant_partials_offset(rows, out) : 0));
+  auto* const partials = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) +
+                                                  gemm_quant_counter_bytes(workspace_bytes));
   const int64_t x_row_bytes = int64_t(in) * dtype_size(dtype);
   const int64_t y_row_bytes = int64_t(y_stride) * (f32_out ? 4 : dtype_size(dtype));
   for (int r0 = 0; r0 < n; r0 += rows) {

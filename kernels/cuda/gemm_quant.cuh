@@ -52,12 +52,14 @@ bool gemm_quant_supported(uint32_t ggml_type, int in);
 //         written, so a matrix stored as row ranges of different types (GGUF q | k | v) fills one
 //         output through one launch per range at y + range start
 //   workspace: (workspace_bytes) 16-byte aligned, zeroed once before its first use (every launch
-//         leaves it zeroed where it matters: the arrival counters); needed when the product
-//         splits (gemm_quant_splits > 1), else unused and may be null. It holds the counters and
-//         the (S, rows, out) fp32 partials of gemm_quant_workspace_bytes(S, rows, out): with
-//         fewer bytes than n rows take, the rows run in several launches of as many rows as fit
-//         (the same bits: rows are independent); fewer than min(n, 16) rows fit is an error.
-//         Launches on one stream may share it (each starts after the previous one completes).
+//         leaves its counters at zero again); needed when the product splits
+//         (gemm_quant_splits > 1), else unused and may be null. Its layout follows from
+//         workspace_bytes alone (gemm_quant_split.h: arrival counters, then (S, rows, out) fp32
+//         partials), so launches on one stream may share it as long as they pass the same size
+//         (each starts after the previous one completes). gemm_quant_workspace_bytes(S, rows, out)
+//         bytes hold `rows` rows; with fewer than n rows take, the rows run in several launches of
+//         as many rows as fit (the same bits: rows are independent); fewer than min(n, 16) rows
+//         is an error.
 //   n >= 1 (any count: built for 9..512 and for prefill chunks of thousands); in: as
 //   gemm_quant_supported; out >= 1; y_stride: elements between rows of y, >= out; 0 means out.
 // Launched with PDL (kernels/cuda/launch.cuh): the first weight tile is fetched before waiting for

@@ -64,8 +64,8 @@ constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1
                                GgmlType::kQ6_K};
 
 // The split-K workspace of every launch below (as the backend's: zeroed once, shared by all
-// launches): 64 MiB, so kMaxRows rows of slices x out up to 32768 (the rule's is at most
-// gemm_quant_max_split_cols: 16896 on 132 SMs) run in one launch.
+// launches): 64 MiB (63 of them partials), so kMaxRows rows of slices x out up to 32256 run in
+// one launch (the rule's is at most gemm_quant_max_split_cols: 16896 on 132 SMs).
 constexpr int64_t kWorkspaceBytes = int64_t(64) << 20;
 void* workspace() {
   static gputest::DeviceArray<uint8_t> bytes(std::vector<uint8_t>(size_t(kWorkspaceBytes), 0));
@@ -582,19 +582,26 @@ TEST_CASE("quantized GEMM: split-K at forced slice counts: the bound, and one re
       }
       set_gemm_quant_tile(-1);
       if (splits == 1) continue;
+      // Own workspaces (zeroed): a workspace's layout follows from its size, so these sizes
+      // must not share the file's.
       for (int fit : {16, 48}) {
         INFO("a workspace of " << fit << " rows");
+        const int64_t bytes = gemm_quant_workspace_bytes(splits, fit, c.out);
+        gputest::DeviceArray<uint8_t> small(std::vector<uint8_t>(size_t(bytes), 0));
         y_dev.poison();
         launch_gemm_quant(x_dev.get(), w_dev.get(), uint32_t(c.type), y_dev.get(), n, c.in, c.out,
-                          true, DType::kBF16, workspace(),
-                          gemm_quant_workspace_bytes(splits, fit, c.out), nullptr);
+                          true, DType::kBF16, small.get(), bytes, nullptr);
         const std::vector<float> y = y_dev.download();
         CHECK(std::memcmp(y.data(), full.data(), y.size() * 4) == 0);
       }
       // Fewer than 16 rows, or none: refused, not run.
+      int64_t too_small = gemm_quant_workspace_bytes(splits, 16, c.out);
+      while (gemm_quant_workspace_fits(too_small, splits, 16, c.out)) too_small -= 256;
+      REQUIRE(too_small > 0);
+      gputest::DeviceArray<uint8_t> small(std::vector<uint8_t>(size_t(too_small), 0));
       CHECK_THROWS(launch_gemm_quant(x_dev.get(), w_dev.get(), uint32_t(c.type), y_dev.get(), n,
-                                     c.in, c.out, true, DType::kBF16, workspace(),
-                                     gemm_quant_workspace_bytes(splits, 15, c.out), nullptr));
+                                     c.in, c.out, true, DType::kBF16, small.get(), too_small,
+                                     nullptr));
       CHECK_THROWS(launch_gemm_quant(x_dev.get(), w_dev.get(), uint32_t(c.type), y_dev.get(), n,
                                      c.in, c.out, true, DType::kBF16, nullptr, 0, nullptr));
     }
@@ -615,7 +622,7 @@ TEST_CASE("quantized GEMM: the split rule depends on the shape only, and bounds 
     for (int out : {32, 100, 576, 2048, 4096, 6144, 16384}) {
       const int splits = gemm_quant_split_k(in, out, 132);
       if (splits > 1) {
-        CHECK(gemm_quant_workspace_bytes(splits, 64, out) <= gemm_quant_workspace_bound(64, 132));
+        CHECK(gemm_quant_workspace_fits(gemm_quant_workspace_bound(64, 132), splits, 64, out));
       }
     }
   }
