@@ -14,8 +14,9 @@
 #   bash bundle-sk/splitk_device.sh final
 #     - the same tests, the per-product comparison at the rule's slices against unsplit, and the
 #       decode benches of the results table.
-# Everything lands in $OUT/<phase>.tgz; summary.txt holds the lines the README quotes. Tested
-# here only for its syntax (no GPU on the build machine).
+# Everything lands in /tmp/splitk_work/<phase> (and $OUT/<phase>.tgz when the script ends; the
+# device call also packs it after a timeout); summary.txt holds the lines the README quotes.
+# Tested here only for its syntax (no GPU on the build machine).
 set -uo pipefail
 PHASE=${1:?phase: explore or final}
 FINAL=${OUT:-/tmp/splitk_out}
@@ -104,10 +105,14 @@ explore_phase() {
     ROSEINFER_BENCH_TYPES=Q4_K,Q8_0 step bench_splits 150 "$B/gpu_bench_gemm_quant" --no-skip
   sed -n "/one layer/,/^$/p" "$OUT/bench_splits.txt" | grep -E "layer|n +(16|32|64|128):" |
     tee -a "$SUMMARY"
-  ROSEINFER_BENCH_N=16,32,64,128 ROSEINFER_BENCH_TILES=1 ROSEINFER_BENCH_TYPES=Q4_K \
-    step bench_tiles 120 "$B/gpu_bench_gemm_quant" --no-skip
-  decode llama-1b "16 32 64" max64=ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=64
-  decode llama-8b "16 64" max64=ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=64
+  # Row limits (square, down, wide) beside the rule's: every matrix to 32 rows at batch 32, wide
+  # ones to 128 at batch 128.
+  decode llama-1b 16
+  decode llama-1b 32 rows32=ROSEINFER_CUDA_GEMM_QUANT_ROWS=32,32,64
+  decode llama-1b 64
+  decode llama-8b 16
+  decode llama-8b 64
+  decode llama-8b 128 wide128=ROSEINFER_CUDA_GEMM_QUANT_ROWS=16,16,128
 }
 
 final_phase() {

@@ -79,6 +79,12 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
     quant_gemm_max_rows_ = std::atoi(env);
   }
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_ROWS"); env && *env) {
+    if (std::sscanf(env, "%d,%d,%d", &quant_gemm_rows_[0], &quant_gemm_rows_[1],
+                    &quant_gemm_rows_[2]) != 3) {
+      throw Error("ROSEINFER_CUDA_GEMM_QUANT_ROWS: want three row limits, SQUARE,DOWN,WIDE");
+    }
+  }
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT"); env && env[0] == '1') {
     quant_gemm_invariant_ = true;
   }

@@ -209,6 +209,9 @@ class CudaBackend final : public Backend {
   // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
   // runs unsplit and the row limits are those before split-K (comparisons).
   bool quant_gemm_split_k_ = true;
+  // ROSEINFER_CUDA_GEMM_QUANT_ROWS=SQUARE,DOWN,WIDE replaces quant_gemm_row_limit's three limits
+  // (a matrix neither wide nor wider in than out, the down projection, a wide one); -1: the rule.
+  int quant_gemm_rows_[3] = {-1, -1, -1};
   // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
   // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at
   // 18,319 tok/s against 18,797 and prefilled at 107k against 261k (it decodes 28% faster at batch

@@ -32,17 +32,17 @@ constexpr int kClusterAttentionMaxRows = 4;
 // than its output (the MLP's down projection: long k loops on few tiles); up to
 // kQuantGemmWideMaxRows for one whose output is at least 4x its input (gate|up, lm_head);
 // kQuantGemmMaxRows else. With split-K (gemm_quant_split.h: narrow and long-k matrices cut k into
-// slices, so they get as many blocks as wide ones): kQuantGemmSplitMaxRows for every matrix that
-// is not wide (results/2026-11-24-splitk).
+// slices, so they get as many blocks as wide ones) the down projection takes it too, up to
+// kQuantGemmDownMaxRows (results/2026-11-24-splitk).
 constexpr int kQuantGemmMaxRows = 16;
 constexpr int kQuantGemmWideMaxRows = 64;
-constexpr int kQuantGemmSplitMaxRows = 32;
+constexpr int kQuantGemmDownMaxRows = 16;
 // The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes;
 // split_k false: the rule before split-K, for the comparison switch.
 constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true) {
   if (out >= 4 * in) return kQuantGemmWideMaxRows;
-  if (!split_k) return in > out ? 0 : kQuantGemmMaxRows;
-  return kQuantGemmSplitMaxRows;
+  if (in > out) return split_k ? kQuantGemmDownMaxRows : 0;
+  return kQuantGemmMaxRows;
 }
 // --batch-invariant with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 sends every product (prefill
 // chunks too) through the GEMM: its split workspace holds this many rows, and larger products run
