@@ -12,8 +12,9 @@
 #       with split-K (the default), without (ROSEINFER_GEMM_QUANT_SPLIT_K=0: the kernel and the
 #       row limits before it, same binary) and in bf16; a few uniform row limits.
 #   bash bundle-sk/splitk_device.sh final
-#     - the same tests, the per-product comparison at the rule's slices against unsplit, and the
-#       decode benches of the results table.
+#     - the same tests, the per-product comparison at the rule's slices against unsplit (and the
+#       split products' tile choice against the one before, ROSEINFER_GEMM_QUANT_SPLIT_TILES=0),
+#       and the decode benches of the results table, with llama-8b's row limits compared at 64.
 # Everything lands in /tmp/splitk_work/<phase> (and $OUT/<phase>.tgz when the script ends; the
 # device call also packs it after a timeout); summary.txt holds the lines the README quotes.
 # Tested here only for its syntax (no GPU on the build machine).
@@ -118,11 +119,19 @@ explore_phase() {
 final_phase() {
   tests
   ROSEINFER_BENCH_N=16,32,64,128 ROSEINFER_BENCH_TILES=0 ROSEINFER_BENCH_SPLITS=1 \
-    step bench_gemm_quant 150 "$B/gpu_bench_gemm_quant" --no-skip
-  sed -n "/one layer/,/^$/p" "$OUT/bench_gemm_quant.txt" | grep -E "layer|Q4_K|Q8_0" |
+    ROSEINFER_BENCH_TYPES=Q4_K,Q8_0 step bench_gemm_quant 150 "$B/gpu_bench_gemm_quant" --no-skip
+  sed -n "/one layer/,/^$/p" "$OUT/bench_gemm_quant.txt" | grep -E "layer|n +(16|32|64|128):" |
     tee -a "$SUMMARY"
-  decode llama-1b "16 32 64" ${FINAL_EXTRA_1B:-}
-  decode llama-8b "16 64" ${FINAL_EXTRA_8B:-}
+  # The larger activation tiles of split products (choose_tile) against the tile choice before.
+  ROSEINFER_GEMM_QUANT_SPLIT_TILES=0 ROSEINFER_BENCH_N=32,64 ROSEINFER_BENCH_TILES=0 \
+    ROSEINFER_BENCH_TYPES=Q4_K step bench_split_tiles_off 120 "$B/gpu_bench_gemm_quant" --no-skip
+  decode llama-1b "16 32 64"
+  decode llama-8b 16
+  # llama-8b's down projection through the GEMM up to 64 rows (the default) against 16, and the
+  # split products' larger tiles against the tile choice before.
+  decode llama-8b 64 down16=ROSEINFER_CUDA_GEMM_QUANT_ROWS=16,16,128 \
+    tiles_off=ROSEINFER_GEMM_QUANT_SPLIT_TILES=0
+  decode llama-8b 128
 }
 
 case $PHASE in

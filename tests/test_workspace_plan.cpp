@@ -190,28 +190,47 @@ TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
 }
 
 TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, in)") {
-  // With split-K (the default): wide matrices up to kQuantGemmWideMaxRows, the down projection
-  // (input wider than output) up to kQuantGemmDownMaxRows, the rest up to kQuantGemmMaxRows.
+  // With split-K (the default): wide matrices up to kQuantGemmWideMaxRows, or
+  // kQuantGemmLargeWideMaxRows from an input of kQuantGemmLargeOut; the down projection (input
+  // wider than output) up to kQuantGemmDownMaxRows, or kQuantGemmLargeDownMaxRows from an output
+  // of kQuantGemmLargeOut; the rest up to kQuantGemmMaxRows.
   CHECK(quant_gemm_row_limit(3072, 2048) == kQuantGemmMaxRows);        // llama-1b qkv
   CHECK(quant_gemm_row_limit(2048, 2048) == kQuantGemmMaxRows);        // o: in == out
   CHECK(quant_gemm_row_limit(16384, 2048) == kQuantGemmWideMaxRows);   // gate | up: 8 in
   CHECK(quant_gemm_row_limit(128256, 2048) == kQuantGemmWideMaxRows);  // lm_head
   CHECK(quant_gemm_row_limit(8192, 2048) == kQuantGemmWideMaxRows);    // exactly 4 in
   CHECK(quant_gemm_row_limit(8191, 2048) == kQuantGemmMaxRows);
-  CHECK(quant_gemm_row_limit(2048, 8192) == kQuantGemmDownMaxRows);   // down
-  CHECK(quant_gemm_row_limit(4096, 14336) == kQuantGemmDownMaxRows);  // llama-8b down
+  CHECK(quant_gemm_row_limit(2048, 8192) == kQuantGemmDownMaxRows);  // down
   CHECK(quant_gemm_row_limit(2048, 2049) == kQuantGemmDownMaxRows);
-  CHECK(quant_gemm_row_limit(28672, 4096) == kQuantGemmWideMaxRows);  // llama-8b gate | up
+  CHECK(quant_gemm_row_limit(6144, 4096) == kQuantGemmMaxRows);            // llama-8b qkv
+  CHECK(quant_gemm_row_limit(4096, 4096) == kQuantGemmMaxRows);            // o
+  CHECK(quant_gemm_row_limit(4096, 14336) == kQuantGemmLargeDownMaxRows);  // down
+  CHECK(quant_gemm_row_limit(4095, 14336) == kQuantGemmDownMaxRows);
+  CHECK(quant_gemm_row_limit(28672, 4096) == kQuantGemmLargeWideMaxRows);   // gate | up
+  CHECK(quant_gemm_row_limit(128256, 4096) == kQuantGemmLargeWideMaxRows);  // lm_head
+  CHECK(quant_gemm_row_limit(16380, 4095) == kQuantGemmWideMaxRows);
   // Without (the comparison switch): the rule before split-K, no down projection.
   CHECK(quant_gemm_row_limit(3072, 2048, false) == kQuantGemmMaxRows);
   CHECK(quant_gemm_row_limit(16384, 2048, false) == kQuantGemmWideMaxRows);
+  CHECK(quant_gemm_row_limit(28672, 4096, false) == kQuantGemmWideMaxRows);
   CHECK(quant_gemm_row_limit(8191, 2048, false) == kQuantGemmMaxRows);
   CHECK(quant_gemm_row_limit(2048, 8192, false) == 0);
   CHECK(quant_gemm_row_limit(4096, 14336, false) == 0);
   CHECK(quant_gemm_row_limit(2048, 2049, false) == 0);
   CHECK(kQuantGemmDownMaxRows > 0);
   CHECK(kQuantGemmMaxRows <= kQuantGemmWideMaxRows);
-  CHECK(kQuantGemmDownMaxRows <= kQuantGemmWideMaxRows);
+  CHECK(kQuantGemmWideMaxRows <= kQuantGemmLargeWideMaxRows);
+  CHECK(kQuantGemmDownMaxRows <= kQuantGemmLargeDownMaxRows);
+}
+
+TEST_CASE("weights kept quantized: llama-8b's split-K workspace holds 128 rows") {
+  // gate|up and lm_head take the GEMM up to kQuantGemmLargeWideMaxRows: 128 x 16896 x 4 =
+  // 8650752 B of partials, a 63rd 137314, C = 137472 (537 x 256).
+  const ModelConfig c = preset("llama-8b");
+  WorkspaceInputs in = inputs(8192, 256, 4096, false);
+  in.max_quantized_elems = int64_t(128256) * 4096;
+  CHECK(kQuantGemmLargeWideMaxRows == 128);
+  CHECK(plan_workspaces(c, in).bytes.quant_gemm_split == 64 * 137472);
 }
 
 TEST_CASE("weights kept quantized: the split-K workspace, by the most rows through the GEMM") {

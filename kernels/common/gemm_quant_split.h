@@ -18,11 +18,15 @@ constexpr int kGemmQuantMinTileCols = 32;
 constexpr int kGemmQuantMinTileRows = 16;
 // The rule's parameters, chosen from tests/gpu/bench_gemm_quant.cpp's slice sweep on the H100
 // (results/2026-11-24-splitk): slices are added (doubling) while the product's tiles at the
-// smallest weight tile, times the slices, stay within kGemmQuantTilesPerSm per SM, and each slice
-// keeps at least kGemmQuantMinSliceK elements of k (shorter slices pay the pipeline's fill and the
-// partials' traffic for too little decode).
+// smallest weight tile, times the slices, stay within kGemmQuantTilesPerSm per SM; the first split
+// needs slices of at least kGemmQuantFirstSliceK elements of k, every further one
+// kGemmQuantMinSliceK (shorter slices pay the pipeline's fill and the partials' traffic for too
+// little decode). Q4_K at 16 rows, us for 1 / 2 / 4 / 8 slices: llama-1b o (2048 x 2048: 64
+// tiles) 12.0 / 9.4 / 9.1 / 9.2, down (2048 x 8192) 44.7 / 26.1 / 20.6 / 23.5; llama-8b down
+// (4096 x 14336) 85.6 / 69.7 / 62.6 / 70.6; gate|up (512 and 896 tiles) gain nothing.
 constexpr int kGemmQuantTilesPerSm = 4;
-constexpr int kGemmQuantMinSliceK = 1024;
+constexpr int kGemmQuantFirstSliceK = 1024;
+constexpr int kGemmQuantMinSliceK = 2048;
 constexpr int kGemmQuantMaxSplits = 16;
 
 // Slices of k for a product of a kept (out, in) matrix on a device of num_sms SMs: 1 (no split)
@@ -32,7 +36,7 @@ inline int gemm_quant_split_k(int64_t in, int64_t out, int num_sms) {
   const int64_t target = int64_t(kGemmQuantTilesPerSm) * num_sms;
   int splits = 1;
   while (splits * 2 <= kGemmQuantMaxSplits && tiles * splits * 2 <= target &&
-         in / (splits * 2) >= kGemmQuantMinSliceK) {
+         in / (splits * 2) >= (splits == 1 ? kGemmQuantFirstSliceK : kGemmQuantMinSliceK)) {
     splits *= 2;
   }
   return splits;

@@ -912,9 +912,29 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
 // rows (large BN) against the number of tiles that keep the SMs busy (small BM and BN). Above
 // n = 256 on large matrices the 32-element types run best on 16x8w n256 (one m64 x n256 wgmma per
 // warpgroup) and the K-quants, whose per-row scale decode weighs more there, on 32x8w n128.
-int choose_tile(bool k_quant, int n, int out) {
+// ROSEINFER_GEMM_QUANT_SPLIT_TILES=0: the tile choice as before split-K, whatever the slices.
+bool split_tiles_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_TILES");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
+}
+
+int choose_tile(bool k_quant, int n, int out, int splits) {
   const int forced = forced_tile.load(std::memory_order_relaxed);
   if (forced >= 0 && forced < kNumShapes) return forced;
+  // A split product has slices x its output tiles to spread over the SMs, so from 17 rows it can
+  // afford larger activation tiles, which decode each weight for more rows: with out x slices
+  // >= 8192 (at least 128 tiles of 64 columns, about one per SM), 16x4w n32 up to 32 rows and
+  // the wgmma 16x8w n128 up to 64. From the tile sweep of results/2026-11-24-splitk (explore1,
+  // Q4_K at n = 32 / 64, us): llama-8b down 68 / 87 against 115 / 138 on the unsplit choice,
+  // llama-8b o 29 / 40 against 37 / 49, llama-1b down 31 / 50 against 36 / 59; llama-1b qkv and
+  // o (out x slices 6144 and 4096) keep the small tiles, which won there.
+  if (splits > 1 && split_tiles_enabled() && int64_t(out) * splits >= 8192) {
+    if (n > 16 && n <= 32) return k16x4n32;
+    if (n > 32 && n <= 64) return wgmma_enabled() ? kWg16x128 : k32x4n64;
+  }
   const auto large = [&]() -> Shape {  // n > 256 and out > 4096, or n > 512
     const int n256_tiles = ((out + 127) / 128) * ((n + 255) / 256);
     if (k_quant) return kWg128;
@@ -1015,7 +1035,7 @@ struct Launcher {
 
 template <typename D, typename T>
 void launch_typed(const LaunchArgs& a) {
-  with_shape(choose_tile(D::kElems == 256, a.n, a.out), Launcher<D, T>{a});
+  with_shape(choose_tile(D::kElems == 256, a.n, a.out, a.splits), Launcher<D, T>{a});
 }
 
 template <typename D>
@@ -1149,9 +1169,10 @@ const char* gemm_quant_tile_name(int tile) {
   return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";
 }
 
-int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int, int out) {
+int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int in, int out) {
   const int forced = forced_tile.exchange(-1);
-  const int tile = choose_tile(block_elems(ggml_type) == 256, n, out);
+  const int tile =
+      choose_tile(block_elems(ggml_type) == 256, n, out, gemm_quant_splits(ggml_type, in, out));
   forced_tile.store(forced);
   return tile;
 }

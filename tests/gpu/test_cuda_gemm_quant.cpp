@@ -610,14 +610,17 @@ TEST_CASE("quantized GEMM: split-K at forced slice counts: the bound, and one re
 
 TEST_CASE("quantized GEMM: the split rule depends on the shape only, and bounds the workspace") {
   // The rule's counts at the llama shapes on 132 SMs (H100): tiles of 32 columns x slices within
-  // 4 x 132 = 528, slices of at least 1024 elements of k.
+  // 4 x 132 = 528; the first split needs slices of 1024 elements of k, the next ones 2048.
   CHECK(gemm_quant_split_k(2048, 3072, 132) == 2);   // llama-1b qkv: 96 tiles
   CHECK(gemm_quant_split_k(2048, 2048, 132) == 2);   // o: 64 tiles, k 2048
   CHECK(gemm_quant_split_k(2048, 16384, 132) == 1);  // gate|up: 512 tiles
-  CHECK(gemm_quant_split_k(8192, 2048, 132) == 8);   // down: 64 tiles, k 8192
-  CHECK(gemm_quant_split_k(14336, 4096, 132) == 4);  // llama-8b down: 128 tiles
-  CHECK(gemm_quant_split_k(4096, 28672, 132) == 1);  // llama-8b gate|up
+  CHECK(gemm_quant_split_k(8192, 2048, 132) == 4);   // down: 64 tiles, slices of 2048
+  CHECK(gemm_quant_split_k(4096, 6144, 132) == 2);   // llama-8b qkv: 192 tiles
+  CHECK(gemm_quant_split_k(4096, 4096, 132) == 2);   // o: a third slice would be 1024 long
+  CHECK(gemm_quant_split_k(14336, 4096, 132) == 4);  // down: 128 tiles
+  CHECK(gemm_quant_split_k(4096, 28672, 132) == 1);  // gate|up
   CHECK(gemm_quant_split_k(1536, 576, 132) == 1);    // SmolLM2 down: k too short
+  CHECK(gemm_quant_split_k(32768, 512, 132) == 16);  // at most 16
   for (int in : {1024, 2048, 4096, 8192, 14336}) {
     for (int out : {32, 100, 576, 2048, 4096, 6144, 16384}) {
       const int splits = gemm_quant_split_k(in, out, 132);

@@ -32,16 +32,30 @@ constexpr int kClusterAttentionMaxRows = 4;
 // than its output (the MLP's down projection: long k loops on few tiles); up to
 // kQuantGemmWideMaxRows for one whose output is at least 4x its input (gate|up, lm_head);
 // kQuantGemmMaxRows else. With split-K (gemm_quant_split.h: narrow and long-k matrices cut k into
-// slices, so they get as many blocks as wide ones) the down projection takes it too, up to
-// kQuantGemmDownMaxRows (results/2026-11-24-splitk).
+// slices, so they get as many blocks as wide ones; results/2026-11-24-splitk), by the same shapes,
+// Q4_K, us, GEMM against decode + cuBLAS:
+//   llama-1b down at 16 / 32 rows: 20.6 / 35.8 against 25.4 / 28.0: up to kQuantGemmDownMaxRows;
+//   llama-8b down (out >= kQuantGemmLargeOut) at 32 / 64 rows, with the larger activation tiles a
+//   split product takes: 68 / 87 against 106 / 107: up to kQuantGemmLargeDownMaxRows;
+//   wide matrices with in >= kQuantGemmLargeOut (llama-8b gate|up, lm_head) up to
+//   kQuantGemmLargeWideMaxRows: decode at batch 128 7,449 against 6,674 tok/s at 64 (llama-1b's
+//   lost 1% at 128 rows, results/2026-11-24-quant-gemm/wide);
+//   qkv and o stay at kQuantGemmMaxRows (llama-1b qkv at 32: 19.8 against 12.1).
+// The decoded copy's cost grows with the matrix, the GEMM's parallelism no longer shrinks with it.
 constexpr int kQuantGemmMaxRows = 16;
 constexpr int kQuantGemmWideMaxRows = 64;
 constexpr int kQuantGemmDownMaxRows = 16;
+constexpr int kQuantGemmLargeOut = 4096;
+constexpr int kQuantGemmLargeDownMaxRows = 64;
+constexpr int kQuantGemmLargeWideMaxRows = 128;
 // The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes;
 // split_k false: the rule before split-K, for the comparison switch.
 constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true) {
-  if (out >= 4 * in) return kQuantGemmWideMaxRows;
-  if (in > out) return split_k ? kQuantGemmDownMaxRows : 0;
+  if (!split_k) return out >= 4 * in ? kQuantGemmWideMaxRows : in > out ? 0 : kQuantGemmMaxRows;
+  if (out >= 4 * in)
+    return in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows : kQuantGemmWideMaxRows;
+  if (in > out)
+    return out >= kQuantGemmLargeOut ? kQuantGemmLargeDownMaxRows : kQuantGemmDownMaxRows;
   return kQuantGemmMaxRows;
 }
 // --batch-invariant with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 sends every product (prefill
