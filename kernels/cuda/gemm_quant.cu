@@ -46,8 +46,9 @@
 //     the ALU chains' latency. The tensor cores are far from busy (15-30% in the large tiles).
 //   - The decode is amortized over a tile's BN activation rows, so large BN wins at large n while
 //     small tiles keep every SM busy at small n (choose_tile, from measurements). Long-K, few-row
-//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n: split-K (fixed per
-//     shape, so still batch invariant) would help there.
+//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n, so k is split
+//     into slices fixed per shape (gemm_quant_split.h; still batch invariant): llama-1b down at
+//     16 rows, Q4_K, 20.4 us in 4 slices against 44.8 unsplit (results/2026-11-24-splitk/final).
 //   - The first version's copy code (64-bit address math and a branchy chunk permutation per copy)
 //     made the k loop 4x longer than its work; the copies now come from per-thread addresses.
 //   - wgmma needs no instruction between its issue and its wait that writes a wgmma register, and
@@ -927,10 +928,12 @@ int choose_tile(bool k_quant, int n, int out, int splits) {
   // A split product has slices x its output tiles to spread over the SMs, so from 17 rows it can
   // afford larger activation tiles, which decode each weight for more rows: with out x slices
   // >= 8192 (at least 128 tiles of 64 columns, about one per SM), 16x4w n32 up to 32 rows and
-  // the wgmma 16x8w n128 up to 64. From the tile sweep of results/2026-11-24-splitk (explore1,
-  // Q4_K at n = 32 / 64, us): llama-8b down 68 / 87 against 115 / 138 on the unsplit choice,
-  // llama-8b o 29 / 40 against 37 / 49, llama-1b down 31 / 50 against 36 / 59; llama-1b qkv and
-  // o (out x slices 6144 and 4096) keep the small tiles, which won there.
+  // the wgmma 16x8w n128 up to 64. Chosen from the tile sweep of results/2026-11-24-splitk
+  // (explore1) and checked in final/ against this switch off, Q4_K at n = 32 / 64, us: llama-8b
+  // down 58.9 / 74.0 against 117.1 / 110.4, llama-1b down 24.6 / 47.5 against 32.7 / 60.2,
+  // llama-8b qkv 31.2 / 44.1 against 31.1 / 49.2; llama-8b o 22.8 / 44.8 against 34.7 / 33.7
+  // (worse at 64, where the row rule sends o to the decoded copy anyway). llama-1b qkv and o
+  // (out x slices 6144 and 4096) keep the small tiles, which won there.
   if (splits > 1 && split_tiles_enabled() && int64_t(out) * splits >= 8192) {
     if (n > 16 && n <= 32) return k16x4n32;
     if (n > 32 && n <= 64) return wgmma_enabled() ? kWg16x128 : k32x4n64;

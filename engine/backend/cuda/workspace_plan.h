@@ -32,15 +32,18 @@ constexpr int kClusterAttentionMaxRows = 4;
 // than its output (the MLP's down projection: long k loops on few tiles); up to
 // kQuantGemmWideMaxRows for one whose output is at least 4x its input (gate|up, lm_head);
 // kQuantGemmMaxRows else. With split-K (gemm_quant_split.h: narrow and long-k matrices cut k into
-// slices, so they get as many blocks as wide ones; results/2026-11-24-splitk), by the same shapes,
-// Q4_K, us, GEMM against decode + cuBLAS:
-//   llama-1b down at 16 / 32 rows: 20.6 / 35.8 against 25.4 / 28.0: up to kQuantGemmDownMaxRows;
+// slices, so they get as many blocks as wide ones; results/2026-11-24-splitk/final), Q4_K, us,
+// GEMM against decode + cuBLAS:
+//   llama-1b down at 16 rows: 20.4 against 25.4: up to kQuantGemmDownMaxRows (at 32 rows 24.6
+//   against 28.2, not yet tried end to end; at 64, 47.5 against 29.1);
 //   llama-8b down (out >= kQuantGemmLargeOut) at 32 / 64 rows, with the larger activation tiles a
-//   split product takes: 68 / 87 against 106 / 107: up to kQuantGemmLargeDownMaxRows;
+//   split product takes: 58.9 / 74.0 against 105.8 / 106.7: up to kQuantGemmLargeDownMaxRows
+//   (decode at batch 64: 5,142 tok/s against 4,760 with 16);
 //   wide matrices with in >= kQuantGemmLargeOut (llama-8b gate|up, lm_head) up to
-//   kQuantGemmLargeWideMaxRows: decode at batch 128 7,449 against 6,674 tok/s at 64 (llama-1b's
-//   lost 1% at 128 rows, results/2026-11-24-quant-gemm/wide);
-//   qkv and o stay at kQuantGemmMaxRows (llama-1b qkv at 32: 19.8 against 12.1).
+//   kQuantGemmLargeWideMaxRows: decode at batch 128 7,449 against 6,674 tok/s at 64 (explore2;
+//   llama-1b's lost 1% at 128 rows, results/2026-11-24-quant-gemm/wide);
+//   qkv and o stay at kQuantGemmMaxRows (llama-1b qkv at 32: 19.9 against 19.5; llama-8b's win
+//   at 32, 31.2 / 22.8 against 42.2 / 25.3, not yet tried end to end).
 // The decoded copy's cost grows with the matrix, the GEMM's parallelism no longer shrinks with it.
 constexpr int kQuantGemmMaxRows = 16;
 constexpr int kQuantGemmWideMaxRows = 64;
