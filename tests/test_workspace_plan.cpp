@@ -3,12 +3,14 @@
 // with and without --batch-invariant, the metadata layout and the KV block.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <optional>
 
 #include "engine/backend/cuda/workspace_plan.h"
 #include "engine/model/presets.h"
 #include "engine/parallel/shard_plan.h"
 #include "kernels/common/attention_split.h"
+#include "kernels/common/gemm_quant_split.h"
 
 using namespace rose;
 
@@ -188,16 +190,81 @@ TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
 }
 
 TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, in)") {
+  // With split-K (the default): wide matrices up to kQuantGemmWideMaxRows, or
+  // kQuantGemmLargeWideMaxRows from an input of kQuantGemmLargeOut; the down projection (input
+  // wider than output) up to kQuantGemmDownMaxRows, or kQuantGemmLargeDownMaxRows from an output
+  // of kQuantGemmLargeOut; the rest up to kQuantGemmMaxRows.
   CHECK(quant_gemm_row_limit(3072, 2048) == kQuantGemmMaxRows);        // llama-1b qkv
   CHECK(quant_gemm_row_limit(2048, 2048) == kQuantGemmMaxRows);        // o: in == out
   CHECK(quant_gemm_row_limit(16384, 2048) == kQuantGemmWideMaxRows);   // gate | up: 8 in
   CHECK(quant_gemm_row_limit(128256, 2048) == kQuantGemmWideMaxRows);  // lm_head
   CHECK(quant_gemm_row_limit(8192, 2048) == kQuantGemmWideMaxRows);    // exactly 4 in
   CHECK(quant_gemm_row_limit(8191, 2048) == kQuantGemmMaxRows);
-  CHECK(quant_gemm_row_limit(2048, 8192) == 0);   // down: input wider than output
-  CHECK(quant_gemm_row_limit(4096, 14336) == 0);  // llama-8b down
-  CHECK(quant_gemm_row_limit(2048, 2049) == 0);
+  CHECK(quant_gemm_row_limit(2048, 8192) == kQuantGemmDownMaxRows);  // down
+  CHECK(quant_gemm_row_limit(2048, 2049) == kQuantGemmDownMaxRows);
+  CHECK(quant_gemm_row_limit(6144, 4096) == kQuantGemmMaxRows);            // llama-8b qkv
+  CHECK(quant_gemm_row_limit(4096, 4096) == kQuantGemmMaxRows);            // o
+  CHECK(quant_gemm_row_limit(4096, 14336) == kQuantGemmLargeDownMaxRows);  // down
+  CHECK(quant_gemm_row_limit(4095, 14336) == kQuantGemmDownMaxRows);
+  CHECK(quant_gemm_row_limit(28672, 4096) == kQuantGemmLargeWideMaxRows);   // gate | up
+  CHECK(quant_gemm_row_limit(128256, 4096) == kQuantGemmLargeWideMaxRows);  // lm_head
+  CHECK(quant_gemm_row_limit(16380, 4095) == kQuantGemmWideMaxRows);
+  // Without (the comparison switch): the rule before split-K, no down projection.
+  CHECK(quant_gemm_row_limit(3072, 2048, false) == kQuantGemmMaxRows);
+  CHECK(quant_gemm_row_limit(16384, 2048, false) == kQuantGemmWideMaxRows);
+  CHECK(quant_gemm_row_limit(28672, 4096, false) == kQuantGemmWideMaxRows);
+  CHECK(quant_gemm_row_limit(8191, 2048, false) == kQuantGemmMaxRows);
+  CHECK(quant_gemm_row_limit(2048, 8192, false) == 0);
+  CHECK(quant_gemm_row_limit(4096, 14336, false) == 0);
+  CHECK(quant_gemm_row_limit(2048, 2049, false) == 0);
+  CHECK(kQuantGemmDownMaxRows > 0);
   CHECK(kQuantGemmMaxRows <= kQuantGemmWideMaxRows);
+  CHECK(kQuantGemmWideMaxRows <= kQuantGemmLargeWideMaxRows);
+  CHECK(kQuantGemmDownMaxRows <= kQuantGemmLargeDownMaxRows);
+}
+
+TEST_CASE("weights kept quantized: llama-8b's split-K workspace holds 128 rows") {
+  // gate|up and lm_head take the GEMM up to kQuantGemmLargeWideMaxRows: 128 x 16896 x 4 =
+  // 8650752 B of partials, a 63rd 137314, C = 137472 (537 x 256).
+  const ModelConfig c = preset("llama-8b");
+  WorkspaceInputs in = inputs(8192, 256, 4096, false);
+  in.max_quantized_elems = int64_t(128256) * 4096;
+  CHECK(kQuantGemmLargeWideMaxRows == 128);
+  CHECK(plan_workspaces(c, in).bytes.quant_gemm_split == 64 * 137472);
+}
+
+TEST_CASE("weights kept quantized: the split-K workspace, by the most rows through the GEMM") {
+  // 132 SMs: slices x out at most 4 x 132 tiles x 32 = 16896 columns (out at most 8448). The
+  // layout: 64 C bytes, C a multiple of 256 holding the counters and a 63rd of the partials.
+  // llama-1b's most rows through the GEMM are gate|up's kQuantGemmWideMaxRows (64): partials
+  // 64 x 16896 x 4 = 4325376 B, a 63rd 68658 (counters: 4 x 264 x 4 = 4224), C = 68864.
+  const ModelConfig c = preset("llama-1b");
+  WorkspaceInputs in = inputs(8192, 256, 4096, false);
+  CHECK(plan_workspaces(c, in).bytes.quant_gemm_split == 0);  // nothing kept quantized
+  in.max_quantized_elems = int64_t(128256) * 2048;
+  CHECK(kQuantGemmWideMaxRows == 64);
+  CHECK(plan_workspaces(c, in).bytes.quant_gemm_split == 64 * 68864);
+  CHECK(gemm_quant_workspace_bound(64, 132) == 64 * 68864);
+  CHECK(gemm_quant_counter_bytes(64 * 68864) == 68864);
+  // --batch-invariant: kQuantGemmInvariantRows (256) rows: 17301504 B of partials, a 63rd
+  // 274628, C = 274688.
+  in.batch_invariant = true;
+  CHECK(plan_workspaces(c, in).bytes.quant_gemm_split == 64 * 274688);
+  // A budget of 32 tokens caps the rows (every product has at most 32).
+  WorkspaceInputs small = inputs(32, 32, 4096, false);
+  small.max_quantized_elems = 1;
+  CHECK(plan_workspaces(c, small).bytes.quant_gemm_split == gemm_quant_workspace_bound(32, 132));
+  // Every split launch the rule makes with up to 64 rows fits the bound, whatever the (out, in),
+  // and a launch fits the size gemm_quant_workspace_bytes gives it but not 256 bytes less.
+  for (int64_t width : {2048, 4096, 8192, 14336}) {
+    for (int64_t out : {32, 333, 576, 2048, 3072, 4096, 6144, 16384}) {
+      const int splits = gemm_quant_split_k(width, out, 132);
+      CHECK(gemm_quant_workspace_fits(gemm_quant_workspace_bound(64, 132), splits, 64, out));
+      const int64_t bytes = gemm_quant_workspace_bytes(std::max(splits, 2), 64, out);
+      CHECK(gemm_quant_workspace_fits(bytes, std::max(splits, 2), 64, out));
+      CHECK_FALSE(gemm_quant_workspace_fits(bytes - 64 * 256, std::max(splits, 2), 64, out));
+    }
+  }
 }
 
 TEST_CASE("shared-prefix attention: rows per prefix block and prefix splits") {

@@ -46,8 +46,9 @@
 //     the ALU chains' latency. The tensor cores are far from busy (15-30% in the large tiles).
 //   - The decode is amortized over a tile's BN activation rows, so large BN wins at large n while
 //     small tiles keep every SM busy at small n (choose_tile, from measurements). Long-K, few-row
-//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n: split-K (fixed per
-//     shape, so still batch invariant) would help there.
+//     products (llama-1b down: 2048 rows x 8192) have too few warps at small n, so k is split
+//     into slices fixed per shape (gemm_quant_split.h; still batch invariant): llama-1b down at
+//     16 rows, Q4_K, 20.4 us in 4 slices against 44.8 unsplit (results/2026-11-24-splitk/final).
 //   - The first version's copy code (64-bit address math and a branchy chunk permutation per copy)
 //     made the k loop 4x longer than its work; the copies now come from per-thread addresses.
 //   - wgmma needs no instruction between its issue and its wait that writes a wgmma register, and
@@ -439,15 +440,89 @@ __device__ __forceinline__ void fence_proxy_async() {
 
 // ---- the kernel ---------------------------------------------------------------------------------
 
+// W consecutive floats at p (16-byte aligned when W == 4) through L2 (__ldcg): other blocks wrote
+// them, and a stale L1 line must not answer.
+template <int W>
+__device__ __forceinline__ void load_cg(const float* p, float (&v)[W]) {
+  if constexpr (W == 4) {
+    const float4 t = __ldcg(reinterpret_cast<const float4*>(p));
+    v[0] = t.x;
+    v[1] = t.y;
+    v[2] = t.z;
+    v[3] = t.w;
+  } else {
+    v[0] = __ldcg(p);
+  }
+}
+
+// Split-K's sum: outputs (n0 + r, m0 + c) for r < tile_rows, c < tile_cols, each
+// p0 + p1 + ... + p(splits - 1) added in that order, written by store(row, o, value).
+//   partials: (splits, n, out) fp32, slice z at z * slice_elems
+// The loads are what it waits on (L2 latency, at the end of the kernel when nothing else hides
+// it), so each thread issues kGroups groups of W columns x up to kZ slices before adding: a first
+// version that loaded and added one partial at a time made a 64 x 64 tile's sum cost ~20 us.
+template <int W, int kThreads, typename Store>
+__device__ __forceinline__ void add_partials(const float* partials, int64_t slice_elems, int splits,
+                                             int n0, int m0, int out, int tile_rows, int tile_cols,
+                                             const Store& store) {
+  constexpr int kGroups = 4, kZ = 4;
+  const int vec_cols = tile_cols / W, groups = tile_rows * vec_cols;
+  for (int first = int(threadIdx.x); first < groups; first += kGroups * kThreads) {
+    float sum[kGroups][W] = {};
+    int row[kGroups], col[kGroups];
+    bool live[kGroups];
+#pragma unroll
+    for (int u = 0; u < kGroups; ++u) {
+      const int group = first + u * kThreads;
+      live[u] = group < groups;
+      row[u] = n0 + (live[u] ? group / vec_cols : 0);
+      col[u] = m0 + W * (live[u] ? group % vec_cols : 0);
+      if (live[u]) load_cg<W>(partials + int64_t(row[u]) * out + col[u], sum[u]);
+    }
+    for (int z = 1; z < splits; z += kZ) {
+      float v[kGroups][kZ][W] = {};
+#pragma unroll
+      for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+        for (int q = 0; q < kZ; ++q) {
+          if (live[u] && z + q < splits)
+            load_cg<W>(partials + (z + q) * slice_elems + int64_t(row[u]) * out + col[u], v[u][q]);
+        }
+      }
+#pragma unroll
+      for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+        for (int q = 0; q < kZ; ++q) {
+#pragma unroll
+          for (int w = 0; w < W; ++w) {
+            if (live[u] && z + q < splits) sum[u][w] = __fadd_rn(sum[u][w], v[u][q][w]);
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int u = 0; u < kGroups; ++u) {
+#pragma unroll
+      for (int w = 0; w < W; ++w) {
+        if (live[u]) store(row[u], col[u] + w, sum[u][w]);
+      }
+    }
+  }
+}
+
 // x (n, in) in T, 16-byte aligned; w (out, in) as out rows of in / kElems blocks, 16-byte aligned;
-// y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM)), so the tiles
-// that share a weight tile run side by side and read it from L2. Dynamic shared memory:
-// Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset Tile::kXStages x buffers
-// (kBN, 128 bytes).
+// y (n, y_stride) fp32 when f32_out else T. Grid: (ceil(n / kBN), ceil(out / kBM), S): blockIdx.z
+// is the k slice, big steps [z B / S, (z + 1) B / S) of the B = ceil(in / 256); the tiles that
+// share a weight tile run side by side and read it from L2. With S > 1:
+//   counters: (gridDim.x * gridDim.y,) int32, zero at entry and left zero: tile (x, y)'s arrivals
+//   partials: (S, n, out) fp32, each slice's sums before the adds
+// and the last block of a tile to arrive adds the S partials in slice order and writes y. Dynamic
+// shared memory: Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset
+// Tile::kXStages x buffers (kBN, 128 bytes).
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
 __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
     gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                      bool f32_out) {
+                      bool f32_out, int32_t* counters, float* partials) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
   extern __shared__ __align__(1024) uint8_t smem[];
   uint8_t* const raw_ring = smem;
@@ -457,6 +532,13 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   const int n0 = int(blockIdx.x) * kBN, m0 = int(blockIdx.y) * S::kBM;
   const int64_t row_bytes = int64_t(in / D::kElems) * D::kBytes;
   const int sub_steps = (in + kSubK - 1) / kSubK;
+  // This block's k slice: sub-steps [j_begin, j_end), whole big steps (the last may end past `in`
+  // for a 32-element type; sub_steps bounds it). S <= B, so no slice is empty.
+  constexpr int kSubPerBig = kBigK / kSubK;
+  const int slice = int(blockIdx.z), splits = int(gridDim.z);
+  const int bigs = (in + kBigK - 1) / kBigK;
+  const int j_begin = slice * bigs / splits * kSubPerBig;
+  const int j_end = std::min(sub_steps, (slice + 1) * bigs / splits * kSubPerBig);
   if constexpr (kWgmma) {
     // The descriptors' swizzle assumes 1024-byte aligned x buffers (kXOffset is a multiple).
     if (shared_address(smem) % 1024 != 0) __trap();
@@ -517,16 +599,17 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
 
   // The weights are constants of the run: the first big step's copy goes out before the PDL wait,
   // overlapping the previous kernel's tail; x (its output) is read only after the wait.
-  issue_weights(0);
+  issue_weights(j_begin / kSubPerBig);
   pdl_wait();
   pdl_launch_dependents();
 #pragma unroll
-  for (int j = 0; j < S::kPrefetch; ++j) {
-    if (j < sub_steps) {
+  for (int p = 0; p < S::kPrefetch; ++p) {
+    const int j = j_begin + p;
+    if (j < j_end) {
       issue_x(j);
-      if (j > 0 && j % (kBigK / kSubK) == 0) issue_weights(j / (kBigK / kSubK));
+      if (p > 0 && j % kSubPerBig == 0) issue_weights(j / kSubPerBig);
     }
-    cp_async_commit();  // group j (the first also holds big step 0)
+    cp_async_commit();  // the slice's group p (the first also holds its first big step)
   }
 
   // This thread's weight rows (S::local_row) and (row start) mod 16.
@@ -558,19 +641,19 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     }
   }
 
-  for (int j = 0; j < sub_steps; ++j) {
+  for (int j = j_begin; j < j_end; ++j) {
     cp_async_wait<S::kPrefetch - 1>();          // this thread's copies of sub-step j have landed
     if constexpr (kWgmma) fence_proxy_async();  // ... and are visible to wgmma's reads
     // Everyone's copies have landed, and the buffers refilled below are consumed.
     __syncthreads();
     const int next = j + S::kPrefetch;
-    if (next < sub_steps) {
+    if (next < j_end) {
       issue_x(next);
-      if (next % (kBigK / kSubK) == 0) issue_weights(next / (kBigK / kSubK));
+      if (next % kSubPerBig == 0) issue_weights(next / kSubPerBig);
     }
     cp_async_commit();  // one group per iteration, empty or not: group j + kPrefetch
 
-    const int big = j / (kBigK / kSubK), sub = j % (kBigK / kSubK);
+    const int big = j / kSubPerBig, sub = j % kSubPerBig;
     const uint8_t* weights = raw_ring + (big & 1) * S::kRawBytes;
     const int big_misalign = int((int64_t(big) * S::kStepBytes) & 15);
     typename D::Row rows[S::kMTiles][S::kRowHalves];
@@ -654,6 +737,36 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
 
   // acc[mt][nt][i]: tile row local_row(warp, mt, i / 2, g) = output column m0 + that, activation
   // row n0 + 8 nt + 2t + (i % 2) = output row.
+  const auto store = [&](int row, int o, float value) {
+    const int64_t at = int64_t(row) * y_stride + o;
+    if (f32_out) {
+      static_cast<float*>(y)[at] = value;
+    } else {
+      static_cast<T*>(y)[at] = from_float<T>(value);
+    }
+  };
+  if (splits == 1) {
+#pragma unroll
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+#pragma unroll
+      for (int nt = 0; nt < S::kNTiles; ++nt) {
+#pragma unroll
+        for (int i = 0; i < 4; ++i) {
+          if (S::kRowHalves == 1 && i >= 2) continue;
+          const int o = m0 + S::local_row(warp, mt, i / 2, g);
+          const int row = n0 + 8 * nt + 2 * t + (i % 2);
+          if (o >= out || row >= n) continue;
+          store(row, o, acc[mt][nt][i]);
+        }
+      }
+    }
+    return;
+  }
+
+  // Split-K: this slice's sums go to its partials; the tile's last block to arrive (counted after
+  // a fence, as kernels/cuda/sampling.cu's split rows) adds all S in slice order, whichever block
+  // that is, so the sum's order never depends on timing or on the tile shape.
+  const int64_t slice_elems = int64_t(n) * out;
 #pragma unroll
   for (int mt = 0; mt < S::kMTiles; ++mt) {
 #pragma unroll
@@ -664,14 +777,31 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
         const int o = m0 + S::local_row(warp, mt, i / 2, g);
         const int row = n0 + 8 * nt + 2 * t + (i % 2);
         if (o >= out || row >= n) continue;
-        const int64_t at = int64_t(row) * y_stride + o;
-        if (f32_out) {
-          static_cast<float*>(y)[at] = acc[mt][nt][i];
-        } else {
-          static_cast<T*>(y)[at] = from_float<T>(acc[mt][nt][i]);
-        }
+        partials[slice * slice_elems + int64_t(row) * out + o] = acc[mt][nt][i];
       }
     }
+  }
+  __shared__ int is_last;
+  __threadfence();  // this block's partials are visible before its arrival is counted
+  __syncthreads();
+  if (threadIdx.x == 0) {
+    int32_t* counter = counters + blockIdx.y * gridDim.x + blockIdx.x;
+    is_last = atomicAdd(counter, 1) == splits - 1;
+    if (is_last) *counter = 0;  // every slice has arrived: ready for the next launch
+  }
+  __syncthreads();
+  if (!is_last) return;
+  __threadfence();
+  // The tile's outputs in row-major order (coalesced; one short loop of code, not one per
+  // accumulator register): each is p0 + p1 + ... in slice order, all read back from the partials
+  // (this block's own too).
+  const int tile_rows = std::min(kBN, n - n0), tile_cols = std::min(int(S::kBM), out - m0);
+  if (out % 4 == 0) {  // 16-byte loads: rows of the partials, m0 and tile_cols multiples of 4
+    add_partials<4, S::kThreads>(partials, slice_elems, splits, n0, m0, out, tile_rows, tile_cols,
+                                 store);
+  } else {
+    add_partials<1, S::kThreads>(partials, slice_elems, splits, n0, m0, out, tile_rows, tile_cols,
+                                 store);
   }
 }
 
@@ -695,6 +825,16 @@ constexpr TileShape kShapes[] = {
     {"wgmma 16x8w n128", 16, 8, 128, true},
 };
 constexpr int kNumShapes = int(sizeof(kShapes) / sizeof(kShapes[0]));
+// The split workspace's counters are sized by the smallest tile (gemm_quant_split.h).
+constexpr bool tiles_at_least_minimum() {
+  for (const TileShape& shape : kShapes) {
+    if (shape.rows * shape.warps < kGemmQuantMinTileCols || shape.bn < kGemmQuantMinTileRows)
+      return false;
+  }
+  return true;
+}
+static_assert(tiles_at_least_minimum(), "every tile at least kGemmQuantMinTileCols x ...Rows");
+static_assert(kGemmQuantSliceElems == kBigK, "slices are whole big steps");
 constexpr int kNumMmaSyncShapes = 7;
 enum Shape {  // kShapes' indices
   k8x4n16,
@@ -711,6 +851,31 @@ enum Shape {  // kShapes' indices
 };
 
 std::atomic<int> forced_tile{-1};
+std::atomic<int> forced_splits{0};  // set_gemm_quant_split: 0 = the default
+
+// ROSEINFER_GEMM_QUANT_SPLIT_K: unset or empty -1 (the rule), else its value (0 and 1: no split).
+int env_splits() {
+  static const int value = [] {
+    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_K");
+    return env && *env ? std::max(0, std::atoi(env)) : -1;
+  }();
+  return value;
+}
+
+// SMs of the current device, looked up once per device (the split rule's only device input).
+int current_sm_count() {
+  static std::mutex mutex;
+  static std::map<int, int> counts;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = counts.find(device);
+  if (found != counts.end()) return found->second;
+  int sms = 0;
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  counts[device] = sms;
+  return sms;
+}
 
 bool wgmma_enabled() {
   static const bool enabled = [] {
@@ -748,9 +913,31 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
 // rows (large BN) against the number of tiles that keep the SMs busy (small BM and BN). Above
 // n = 256 on large matrices the 32-element types run best on 16x8w n256 (one m64 x n256 wgmma per
 // warpgroup) and the K-quants, whose per-row scale decode weighs more there, on 32x8w n128.
-int choose_tile(bool k_quant, int n, int out) {
+// ROSEINFER_GEMM_QUANT_SPLIT_TILES=0: the tile choice as before split-K, whatever the slices.
+bool split_tiles_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_TILES");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
+}
+
+int choose_tile(bool k_quant, int n, int out, int splits) {
   const int forced = forced_tile.load(std::memory_order_relaxed);
   if (forced >= 0 && forced < kNumShapes) return forced;
+  // A split product has slices x its output tiles to spread over the SMs, so from 17 rows it can
+  // afford larger activation tiles, which decode each weight for more rows: with out x slices
+  // >= 8192 (at least 128 tiles of 64 columns, about one per SM), 16x4w n32 up to 32 rows and
+  // the wgmma 16x8w n128 up to 64. Chosen from the tile sweep of results/2026-11-24-splitk
+  // (explore1) and checked in final/ against this switch off, Q4_K at n = 32 / 64, us: llama-8b
+  // down 58.9 / 74.0 against 117.1 / 110.4, llama-1b down 24.6 / 47.5 against 32.7 / 60.2,
+  // llama-8b qkv 31.2 / 44.1 against 31.1 / 49.2; llama-8b o 22.8 / 44.8 against 34.7 / 33.7
+  // (worse at 64, where the row rule sends o to the decoded copy anyway). llama-1b qkv and o
+  // (out x slices 6144 and 4096) keep the small tiles, which won there.
+  if (splits > 1 && split_tiles_enabled() && int64_t(out) * splits >= 8192) {
+    if (n > 16 && n <= 32) return k16x4n32;
+    if (n > 32 && n <= 64) return wgmma_enabled() ? kWg16x128 : k32x4n64;
+  }
   const auto large = [&]() -> Shape {  // n > 256 and out > 4096, or n > 512
     const int n256_tiles = ((out + 127) / 128) * ((n + 255) / 256);
     if (k_quant) return kWg128;
@@ -787,15 +974,28 @@ int choose_tile(bool k_quant, int n, int out) {
   return shape;
 }
 
+struct LaunchArgs {
+  const void* x;  // (n, in) dtype
+  const uint8_t* w;
+  void* y;  // (n, y_stride)
+  int n, in, out, y_stride;
+  bool f32_out;
+  int splits;
+  int32_t* counters;  // (tiles,) with splits > 1, else null
+  float* partials;    // (splits, n, out) with splits > 1, else null
+  cudaStream_t stream;
+};
+
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
-void launch_tile(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                 bool f32_out, cudaStream_t stream) {
+void launch_tile(const LaunchArgs& a) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
   auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma>;
   prepare_kernel(reinterpret_cast<const void*>(kernel), S::kThreads, S::kSmem);
-  const dim3 grid(unsigned((n + kBN - 1) / kBN), unsigned((out + S::kBM - 1) / S::kBM));
-  launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), stream, static_cast<const T*>(x),
-                w, y, n, in, out, y_stride, f32_out);
+  const dim3 grid(unsigned((a.n + kBN - 1) / kBN), unsigned((a.out + S::kBM - 1) / S::kBM),
+                  unsigned(a.splits));
+  launch_kernel(kernel, grid, dim3(S::kThreads), size_t(S::kSmem), a.stream,
+                static_cast<const T*>(a.x), a.w, a.y, a.n, a.in, a.out, a.y_stride, a.f32_out,
+                a.counters, a.partials);
 }
 
 // Calls fn.template operator()<kRows, kWarps, kBN, kWgmma>() for shape `tile` (kShapes' order).
@@ -827,28 +1027,18 @@ auto with_shape(int tile, Fn&& fn) {
   }
 }
 
-struct LaunchArgs {
-  const void* x;
-  const uint8_t* w;
-  void* y;
-  int n, in, out, y_stride;
-  bool f32_out;
-  cudaStream_t stream;
-};
-
 template <typename D, typename T>
 struct Launcher {
   const LaunchArgs& a;
   template <int kRows, int kWarps, int kBN, bool kWgmma>
   void operator()() const {
-    launch_tile<D, T, kRows, kWarps, kBN, kWgmma>(a.x, a.w, a.y, a.n, a.in, a.out, a.y_stride,
-                                                  a.f32_out, a.stream);
+    launch_tile<D, T, kRows, kWarps, kBN, kWgmma>(a);
   }
 };
 
 template <typename D, typename T>
 void launch_typed(const LaunchArgs& a) {
-  with_shape(choose_tile(D::kElems == 256, a.n, a.out), Launcher<D, T>{a});
+  with_shape(choose_tile(D::kElems == 256, a.n, a.out, a.splits), Launcher<D, T>{a});
 }
 
 template <typename D>
@@ -882,7 +1072,8 @@ bool gemm_quant_supported(uint32_t ggml_type, int in) {
 }
 
 void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride) {
+                       int out, bool f32_out, DType dtype, void* workspace, int64_t workspace_bytes,
+                       cudaStream_t stream, int y_stride) {
   if (y_stride == 0) y_stride = out;
   if (!gemm_quant_supported(ggml_type, in) || n < 1 || out < 1 || y_stride < out) {
     cuda_fail("unsupported type or shape (in not a multiple of the block size, n or out < 1)",
@@ -892,20 +1083,84 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
     cuda_fail("misaligned x or weight pointer (16 bytes needed)", "launch_gemm_quant", __FILE__,
               __LINE__);
   }
-  const LaunchArgs args{x, w, y, n, in, out, y_stride, f32_out, stream};
-  switch (static_cast<GgmlType>(ggml_type)) {
-    case GgmlType::kQ8_0:
-      return launch_type<TileQ8_0>(args, dtype);
-    case GgmlType::kQ4_0:
-      return launch_type<TileQ4<false>>(args, dtype);
-    case GgmlType::kQ4_1:
-      return launch_type<TileQ4<true>>(args, dtype);
-    case GgmlType::kQ4_K:
-      return launch_type<TileQ4_K>(args, dtype);
-    default:
-      return launch_type<TileQ6_K>(args, dtype);
+  const int splits = gemm_quant_splits(ggml_type, in, out);
+  // Rows per launch: all n, or with a split as many as the workspace's partials hold (a multiple
+  // of 16, or n).
+  int rows = n;
+  if (splits > 1) {
+    if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+      cuda_fail("split-K needs a 16-byte aligned workspace", "launch_gemm_quant", __FILE__,
+                __LINE__);
+    }
+    const auto fits = [&](int r) {
+      return gemm_quant_workspace_fits(workspace_bytes, splits, r, out);
+    };
+    if (!fits(n)) {
+      int lo = 0, hi = n / kGemmQuantMinTileRows;  // multiples of 16 rows: lo fits, hi not
+      while (hi - lo > 1) {
+        const int mid = (lo + hi) / 2;
+        (fits(mid * kGemmQuantMinTileRows) ? lo : hi) = mid;
+      }
+      rows = lo * kGemmQuantMinTileRows;
+      if (rows == 0 || !fits(rows)) {
+        cuda_fail("the split-K workspace holds fewer than 16 rows (gemm_quant_workspace_bytes)",
+                  "launch_gemm_quant", __FILE__, __LINE__);
+      }
+    }
+  }
+  auto* const counters = static_cast<int32_t*>(workspace);
+  auto* const partials = reinterpret_cast<float*>(static_cast<uint8_t*>(workspace) +
+                                                  gemm_quant_counter_bytes(workspace_bytes));
+  const int64_t x_row_bytes = int64_t(in) * dtype_size(dtype);
+  const int64_t y_row_bytes = int64_t(y_stride) * (f32_out ? 4 : dtype_size(dtype));
+  for (int r0 = 0; r0 < n; r0 += rows) {
+    const LaunchArgs args{static_cast<const uint8_t*>(x) + r0 * x_row_bytes,
+                          w,
+                          static_cast<uint8_t*>(y) + r0 * y_row_bytes,
+                          std::min(rows, n - r0),
+                          in,
+                          out,
+                          y_stride,
+                          f32_out,
+                          splits,
+                          splits > 1 ? counters : nullptr,
+                          splits > 1 ? partials : nullptr,
+                          stream};
+    switch (static_cast<GgmlType>(ggml_type)) {
+      case GgmlType::kQ8_0:
+        launch_type<TileQ8_0>(args, dtype);
+        break;
+      case GgmlType::kQ4_0:
+        launch_type<TileQ4<false>>(args, dtype);
+        break;
+      case GgmlType::kQ4_1:
+        launch_type<TileQ4<true>>(args, dtype);
+        break;
+      case GgmlType::kQ4_K:
+        launch_type<TileQ4_K>(args, dtype);
+        break;
+      default:
+        launch_type<TileQ6_K>(args, dtype);
+        break;
+    }
   }
 }
+
+// The rule takes no type: one rule served the five types in the slice sweep (the type changes the
+// decode's cost per element, not how few tiles a narrow matrix has).
+int gemm_quant_splits(uint32_t, int in, int out) {
+  const int bigs = (in + kBigK - 1) / kBigK;
+  int splits = forced_splits.load(std::memory_order_relaxed);
+  if (splits < 1) splits = env_splits();
+  if (splits < 0) splits = gemm_quant_split_k(in, out, current_sm_count());
+  return std::clamp(splits, 1, std::max(1, bigs));
+}
+
+void set_gemm_quant_split(int splits) {
+  forced_splits.store(std::max(0, splits), std::memory_order_relaxed);
+}
+
+bool gemm_quant_split_k_disabled() { return env_splits() == 0 || env_splits() == 1; }
 
 int gemm_quant_tile_count() { return available_shapes(); }
 
@@ -917,9 +1172,10 @@ const char* gemm_quant_tile_name(int tile) {
   return tile >= 0 && tile < kNumShapes ? kShapes[tile].name : "chosen";
 }
 
-int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int, int out) {
+int gemm_quant_chosen_tile(uint32_t ggml_type, int n, int in, int out) {
   const int forced = forced_tile.exchange(-1);
-  const int tile = choose_tile(block_elems(ggml_type) == 256, n, out);
+  const int tile =
+      choose_tile(block_elems(ggml_type) == 256, n, out, gemm_quant_splits(ggml_type, in, out));
   forced_tile.store(forced);
   return tile;
 }

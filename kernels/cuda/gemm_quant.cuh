@@ -7,20 +7,26 @@
 // Numerics. Each weight element is decoded to the activation dtype with exactly the value
 // launch_dequantize_rows writes (the CPU reference's fp32 value, rounded to bf16/fp16), and
 // multiplied by x on the tensor cores (mma.sync m16n8k16, or wgmma m64nNk16 for large shapes:
-// bf16 or fp16 inputs, fp32 accumulation; the two give the same bits): the products are exact,
-// and each output's sum is one fp32 accumulator that takes the in / 16 tensor-core steps in one
-// fixed order (which 16 elements form a step depends only on the type), with no split-K. Against
-// sum(w x) in exact arithmetic the error is the tensor core's fp32 accumulation only: at most about
-// (in / 16 + 16) 2^-22 sum |w x| (tests/gpu/test_cuda_gemm_quant.cpp derives it), plus the output's
-// rounding when y is bf16/fp16.
+// bf16 or fp16 inputs, fp32 accumulation; the two give the same bits): the products are exact.
+// Split-K: k is cut into S slices of whole 256-element steps (S = gemm_quant_splits(type, in, out):
+// kernels/common/gemm_quant_split.h's rule from the shape and the SM count, never from n). Each
+// slice's sum is one fp32 accumulator that takes the slice's mma steps of 16 elements in one fixed
+// order (which 16 elements form a step depends only on the type); with S > 1 the S fp32 partials
+// are then added in slice order, ((p0 + p1) + p2) + ..., in fp32. Against sum(w x) in exact
+// arithmetic the error is at most about (in / 16 + 16) 2^-22 sum |w x| for the tensor core's
+// accumulation, plus (S - 1) 2^-24 sum |w x| for the partials' adds (each rounds a sum no larger
+// than sum |w x| to nearest): (in / 16 + 16 + (S - 1) / 4) 2^-22 sum |w x| in all
+// (tests/gpu/test_cuda_gemm_quant.cpp derives it), plus the output's rounding when y is bf16/fp16.
 //
 // Batch invariance: the tile shape (weight rows x activation rows per thread block) is chosen from
-// (n, out), but an output's sequence of mma steps is the same in every tile shape and no step
-// mixes activation rows, so row r of y is bit-identical whatever n is.
+// (n, out), but an output's sequence of mma steps in each slice, and the order the slices are
+// added in, are the same in every tile shape, and no step mixes activation rows, so row r of y is
+// bit-identical whatever n is (for a fixed S; a different S is a different, equally bounded, sum).
 #include <cuda_runtime_api.h>
 
 #include <cstdint>
 
+#include "kernels/common/gemm_quant_split.h"
 #include "kernels/cuda/dtype.cuh"
 
 namespace rose {
@@ -45,12 +51,35 @@ bool gemm_quant_supported(uint32_t ggml_type, int in);
 //   y:    (n, y_stride) in fp32 when f32_out, else in dtype; columns [0, out) of each row are
 //         written, so a matrix stored as row ranges of different types (GGUF q | k | v) fills one
 //         output through one launch per range at y + range start
+//   workspace: (workspace_bytes) 16-byte aligned, zeroed once before its first use (every launch
+//         leaves its counters at zero again); needed when the product splits
+//         (gemm_quant_splits > 1), else unused and may be null. Its layout follows from
+//         workspace_bytes alone (gemm_quant_split.h: arrival counters, then (S, rows, out) fp32
+//         partials), so launches on one stream may share it as long as they pass the same size
+//         (each starts after the previous one completes). gemm_quant_workspace_bytes(S, rows, out)
+//         bytes hold `rows` rows; with fewer than n rows take, the rows run in several launches of
+//         as many rows as fit (the same bits: rows are independent); fewer than min(n, 16) rows
+//         is an error.
 //   n >= 1 (any count: built for 9..512 and for prefill chunks of thousands); in: as
 //   gemm_quant_supported; out >= 1; y_stride: elements between rows of y, >= out; 0 means out.
 // Launched with PDL (kernels/cuda/launch.cuh): the first weight tile is fetched before waiting for
-// the previous kernel (weights are constants), x only after. No allocation, no synchronization.
+// the previous kernel (weights are constants), x and the workspace only after. No allocation, no
+// synchronization.
 void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride = 0);
+                       int out, bool f32_out, DType dtype, void* workspace, int64_t workspace_bytes,
+                       cudaStream_t stream, int y_stride = 0);
+
+// The k slices launch_gemm_quant uses for a product on the current device: the rule of
+// kernels/common/gemm_quant_split.h, or the count forced by set_gemm_quant_split or by
+// ROSEINFER_GEMM_QUANT_SPLIT_K=S (0 or 1: no split, the kernel as it was before split-K), at most
+// one slice per 256-element step of `in`.
+int gemm_quant_splits(uint32_t ggml_type, int in, int out);
+// splits >= 1 forces that many slices for every product (tests, timing); 0 goes back to the
+// default. Not thread-safe: set it while no launch is being made.
+void set_gemm_quant_split(int splits);
+// True when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1: the comparison switch for the whole path
+// before split-K (the backend then also keeps its row limits of then: quant_gemm_row_limit).
+bool gemm_quant_split_k_disabled();
 
 // The tile shapes the kernel is compiled for, for the timing driver and the tests: shape `tile`
 // (0 .. gemm_quant_tile_count() - 1) forces one; -1 (the default) lets launch_gemm_quant choose by

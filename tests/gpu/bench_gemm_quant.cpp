@@ -1,7 +1,7 @@
 // Timing driver for the quantized tensor-core GEMM (kernels/cuda/gemm_quant.cu) at the projection
 // shapes of llama-1b and llama-8b, n = 16 .. 2048 activation rows, against the path it replaces
 // and against bf16 weights:
-//   fused:   launch_gemm_quant (the tile shape it chooses)
+//   fused:   launch_gemm_quant (the tile shape and k slices it chooses)
 //   deq+cub: launch_dequantize_rows into a bf16 scratch, then cublasGemmEx on it, as
 //            CudaBackend::gemm does today (CudaBackend::dense_gemm's call: OP_T, OP_N, out, n, in,
 //            bf16 in, fp32 compute, CUBLAS_GEMM_DEFAULT)
@@ -9,13 +9,18 @@
 // Prints microseconds per product, the fused kernel's TFLOP/s and GB/s of quantized weight bytes,
 // the time ratios fused / deq+cub and fused / cublas (below 1: the fused kernel is faster), the
 // times of every compiled tile shape (for tuning choose_tile; shapes far too small for n are
-// skipped), and per (model, type, n) one layer's four products summed. Built as
+// skipped), the times at each forced slice count of ROSEINFER_BENCH_SPLITS (for tuning the split
+// rule of kernels/common/gemm_quant_split.h; 1 is the kernel before split-K), and per (model, type,
+// n) one layer's four products summed, with the unsplit kernel's sum beside the default's. Built as
 // gpu_bench_gemm_quant, not run by ctest; run with --no-skip. Every measurement cycles through
 // enough copies of the weights (>= 256 MiB in all) that they come from HBM, not the 50 MB L2; the
 // dequantized scratch is one buffer, as in the backend.
 //   ROSEINFER_BENCH_MS=20 (target milliseconds per measurement)  ROSEINFER_BENCH_TILES=0 (skip the
 //   per-tile sweep)  ROSEINFER_BENCH_MODELS=llama-1b,llama-8b  ROSEINFER_BENCH_N=16,32,...
 //   ROSEINFER_BENCH_FORCE_TILE=k (every fused product on tile shape k, e.g. under a profiler)
+//   ROSEINFER_BENCH_SPLITS=1,2,4,8,16 (the slice sweep; default 1 only)
+//   ROSEINFER_BENCH_TYPES=Q4_K,Q8_0 (the types timed; default all five)
+// The split workspace holds every swept slice count at the largest n in one launch, zeroed once.
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -138,18 +143,32 @@ double time_us(Launch launch) {
 }
 
 struct Totals {  // one layer's four products, per (type, n)
-  double fused = 0, dequant_cublas = 0, cublas = 0;
+  double fused = 0, unsplit = 0, dequant_cublas = 0, cublas = 0;
+};
+
+// Sets the forced slice count for its lifetime (0: the default rule), then restores the default.
+struct ForcedSplit {
+  explicit ForcedSplit(int splits) { set_gemm_quant_split(splits); }
+  ~ForcedSplit() { set_gemm_quant_split(0); }
 };
 
 void bench_model(const Model& model, const std::vector<int>& row_counts, bool sweep_tiles,
+                 const std::vector<int>& splits_sweep, const std::string& types,
                  cublasHandle_t handle, std::mt19937& rng) {
   const int max_n = *std::max_element(row_counts.begin(), row_counts.end());
+  int max_out = 0, max_splits = 1;
+  for (const Shape& shape : model.shapes) max_out = std::max(max_out, shape.out);
+  for (int s : splits_sweep) max_splits = std::max(max_splits, s);
+  const int64_t workspace_bytes =
+      gemm_quant_workspace_bytes(std::max(max_splits, kGemmQuantMaxSplits), max_n, max_out);
+  gputest::DeviceArray<uint8_t> workspace(size_t(workspace_bytes) + 1);
+  ROSE_CUDA_CHECK(cudaMemset(workspace.get(), 0, size_t(workspace_bytes)));
   std::vector<std::vector<Totals>> totals(kNumTypes, std::vector<Totals>(row_counts.size()));
   std::printf("\n%s: us per product; fused TFLOP/s and GB/s of quantized weights; time ratios\n",
               model.name);
   std::printf("%-8s %-5s %5s %9s %7s %7s %9s %9s %8s %8s  %s\n", "shape", "type", "n", "fused_us",
               "TFLOP/s", "GB/s", "deq+cub", "cublas", "f/deq+c", "f/cublas",
-              sweep_tiles ? "per tile shape (us)" : "");
+              "[tile, slices] per slice count (us) | per tile shape (us)");
   for (const Shape& shape : model.shapes) {
     const float alpha = 1.0f, beta = 0.0f;
     const gputest::Bf16Data x = gputest::random_bf16(size_t(max_n) * size_t(shape.in), rng);
@@ -177,15 +196,28 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
     }
     for (size_t t = 0; t < kNumTypes; ++t) {
       const GgmlType type = kTypes[t];
+      if (types.find(ggml_type_traits(type).name) == std::string::npos) continue;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
       const Copies w(bytes, copies_for(bytes.size()));
       for (size_t i = 0; i < row_counts.size(); ++i) {
         const int n = row_counts[i];
         const auto fused = [&](int c) {
           launch_gemm_quant(x_dev.get(), w.get(c), uint32_t(type), y_dev.get(), n, shape.in,
-                            shape.out, false, DType::kBF16, nullptr);
+                            shape.out, false, DType::kBF16, workspace.get(), workspace_bytes,
+                            nullptr);
         };
         const double fused_us = time_us(fused);
+        std::vector<double> split_us;
+        double unsplit_us = 0;
+        for (int splits : splits_sweep) {
+          const ForcedSplit forced(splits);
+          split_us.push_back(time_us(fused));
+          if (splits == 1) unsplit_us = split_us.back();
+        }
+        if (unsplit_us == 0) {
+          const ForcedSplit forced(1);
+          unsplit_us = time_us(fused);
+        }
         const double dequant_us = time_us([&](int c) {
           launch_dequantize_rows(scratch.get(), DType::kBF16, w.get(c), uint32_t(type), 0,
                                  shape.out, shape.out, shape.in, 0, nullptr);
@@ -196,6 +228,7 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
         });
         Totals& sum = totals[t][i];
         sum.fused += fused_us;
+        sum.unsplit += unsplit_us;
         sum.dequant_cublas += dequant_us;
         sum.cublas += cublas_us[i];
         const double flops = 2.0 * n * double(shape.in) * shape.out;
@@ -203,8 +236,13 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
                     ggml_type_traits(type).name, n, fused_us, flops / fused_us / 1e6,
                     double(bytes.size()) / fused_us / 1e3, dequant_us, cublas_us[i],
                     fused_us / dequant_us, fused_us / cublas_us[i]);
-        std::printf(" [%s]", gemm_quant_tile_name(
-                                 gemm_quant_chosen_tile(uint32_t(type), n, shape.in, shape.out)));
+        std::printf(
+            " [%s, %d]",
+            gemm_quant_tile_name(gemm_quant_chosen_tile(uint32_t(type), n, shape.in, shape.out)),
+            gemm_quant_splits(uint32_t(type), shape.in, shape.out));
+        for (size_t i_s = 0; i_s < splits_sweep.size(); ++i_s)
+          std::printf(" s%d %.2f", splits_sweep[i_s], split_us[i_s]);
+        if (sweep_tiles) std::printf(" |");
         if (sweep_tiles) {
           for (int tile = 0; tile < gemm_quant_tile_count(); ++tile) {
             // A shape whose activation tile is far below n repeats the decode n / BN times: skip
@@ -228,12 +266,13 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
   std::printf("%s: one layer's four products (qkv, o, gate|up, down), us; time ratios\n",
               model.name);
   for (size_t t = 0; t < kNumTypes; ++t) {
+    if (types.find(ggml_type_traits(kTypes[t]).name) == std::string::npos) continue;
     for (size_t i = 0; i < row_counts.size(); ++i) {
       const Totals& sum = totals[t][i];
       std::printf(
-          "  %-8s %-5s n %5d: fused %9.2f  deq+cublas %9.2f  cublas-bf16 %9.2f  "
+          "  %-8s %-5s n %5d: fused %9.2f  unsplit %9.2f  deq+cublas %9.2f  cublas-bf16 %9.2f  "
           "fused/deq+cublas %.2f  fused/cublas-bf16 %.2f\n",
-          model.name, ggml_type_traits(kTypes[t]).name, row_counts[i], sum.fused,
+          model.name, ggml_type_traits(kTypes[t]).name, row_counts[i], sum.fused, sum.unsplit,
           sum.dequant_cublas, sum.cublas, sum.fused / sum.dequant_cublas, sum.fused / sum.cublas);
     }
   }
@@ -248,6 +287,9 @@ TEST_CASE("bench: quantized GEMM vs dequantize + cuBLAS vs bf16 cuBLAS, llama-1b
       int_list(std::getenv("ROSEINFER_BENCH_N"), {16, 32, 64, 128, 256, 512, 2048});
   const char* tiles_env = std::getenv("ROSEINFER_BENCH_TILES");
   const bool sweep_tiles = !(tiles_env && tiles_env[0] == '0');
+  const std::vector<int> splits_sweep = int_list(std::getenv("ROSEINFER_BENCH_SPLITS"), {1});
+  const char* types_env = std::getenv("ROSEINFER_BENCH_TYPES");
+  const std::string types = types_env ? types_env : "Q4_K,Q8_0,Q4_0,Q6_K,Q4_1";
   const char* models_env = std::getenv("ROSEINFER_BENCH_MODELS");
   const std::string models = models_env ? models_env : "llama-1b,llama-8b";
   cublasHandle_t handle;
@@ -261,7 +303,7 @@ TEST_CASE("bench: quantized GEMM vs dequantize + cuBLAS vs bf16 cuBLAS, llama-1b
   std::mt19937 rng(1);
   for (const Model& model : kModels) {
     if (models.find(model.name) == std::string::npos) continue;
-    bench_model(model, row_counts, sweep_tiles, handle, rng);
+    bench_model(model, row_counts, sweep_tiles, splits_sweep, types, handle, rng);
   }
   ROSE_CUBLAS_CHECK(cublasDestroy(handle));
   ROSE_CUDA_CHECK(cudaFree(workspace));

@@ -17,6 +17,7 @@
 #include "engine/parallel/shard_plan.h"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemm_quant.cuh"
 
 namespace rose {
 namespace {
@@ -76,6 +77,13 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   }
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS"); env && *env) {
     quant_gemm_max_rows_ = std::atoi(env);
+  }
+  quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_ROWS"); env && *env) {
+    if (std::sscanf(env, "%d,%d,%d", &quant_gemm_rows_[0], &quant_gemm_rows_[1],
+                    &quant_gemm_rows_[2]) != 3) {
+      throw Error("ROSEINFER_CUDA_GEMM_QUANT_ROWS: want three row limits, SQUARE,DOWN,WIDE");
+    }
   }
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT"); env && env[0] == '1') {
     quant_gemm_invariant_ = true;
@@ -183,6 +191,10 @@ void CudaBackend::allocate_workspaces() {
   mlp_ = arena_.alloc(b.mlp);
   if (b.act > 0) act_ = arena_.alloc(b.act);
   if (b.dequantized > 0) dequantized_ = arena_.alloc(b.dequantized);
+  if (b.quant_gemm_split > 0) {
+    quant_gemm_split_ = arena_.alloc(b.quant_gemm_split);
+    ROSE_CUDA_CHECK(cudaMemsetAsync(quant_gemm_split_, 0, size_t(b.quant_gemm_split), stream_));
+  }
   final_normed_ = arena_.alloc(b.final_normed);
   logits_ = arena_.alloc_as<float>(b.logits);
   if (b.shard_logits > 0) {

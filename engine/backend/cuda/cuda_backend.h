@@ -141,7 +141,8 @@ class CudaBackend final : public Backend {
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
-  // workspace_plan.h), or ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS for every matrix.
+  // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
+  // or ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS for every matrix.
   int quant_gemm_limit(const DeviceMatrix& w) const;
   // Whether a step of n rows runs the tile-decoding GEMM in any product (warm_up's recapture).
   bool quant_gemm_in_some_product(int n) const;
@@ -205,6 +206,12 @@ class CudaBackend final : public Backend {
   // One row limit for the tile-decoding GEMM on every kept matrix instead of the per-shape rule
   // (-1); 0 turns the GEMM off. ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS sets it (comparisons).
   int quant_gemm_max_rows_ = -1;
+  // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
+  // runs unsplit and the row limits are those before split-K (comparisons).
+  bool quant_gemm_split_k_ = true;
+  // ROSEINFER_CUDA_GEMM_QUANT_ROWS=SQUARE,DOWN,WIDE replaces quant_gemm_row_limit's three limits
+  // (a matrix neither wide nor wider in than out, the down projection, a wide one); -1: the rule.
+  int quant_gemm_rows_[3] = {-1, -1, -1};
   // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
   // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at
   // 18,319 tok/s against 18,797 and prefilled at 107k against 261k (it decodes 28% faster at batch
@@ -268,6 +275,8 @@ class CudaBackend final : public Backend {
   float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
   float* partial_lse_ = nullptr;       // (partial_rows,)
   int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
+  void* quant_gemm_split_ = nullptr;   // (plan_.bytes.quant_gemm_split) the tile-decoding GEMM's
+                                       // split-K counters and partials, zeroed once
 
   GraphCache graphs_;
 

@@ -315,7 +315,8 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     for (const QuantRange& range : w.ranges) {
       launch_gemm_quant(x, range.blocks, uint32_t(range.type),
                         static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
-                        int(range.rows), f32_out, dtype_, stream_, int(w.rows));
+                        int(range.rows), f32_out, dtype_, quant_gemm_split_,
+                        plan_.bytes.quant_gemm_split, stream_, int(w.rows));
     }
     return;
   }
@@ -323,7 +324,13 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
 }
 
 int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {
-  return quant_gemm_max_rows_ >= 0 ? quant_gemm_max_rows_ : quant_gemm_row_limit(w.rows, w.cols);
+  if (quant_gemm_max_rows_ >= 0) return quant_gemm_max_rows_;
+  if (quant_gemm_rows_[0] >= 0) {
+    return w.rows >= 4 * w.cols ? quant_gemm_rows_[2]
+           : w.cols > w.rows    ? quant_gemm_rows_[1]
+                                : quant_gemm_rows_[0];
+  }
+  return quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_);
 }
 
 bool CudaBackend::quant_gemm_in_some_product(int n) const {

@@ -5,6 +5,7 @@
 
 #include "engine/parallel/shard_plan.h"
 #include "kernels/common/attention_split.h"
+#include "kernels/common/gemm_quant_split.h"
 #include "kernels/common/sampling_rule.h"
 
 namespace rose {
@@ -99,6 +100,20 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
   b.sampled = S * 4;
   b.sample_scratch = sample_scratch_bytes(S);
   b.dequantized = in.max_quantized_elems * e;
+  if (in.max_quantized_elems > 0) {
+    // forward()'s products (CudaBackend::gemm_shapes): (out, in, most rows); whichever are kept,
+    // the workspace covers them (the slice rule bounds slices x out for any shape).
+    const int64_t I = c.intermediate_size;
+    const int64_t shapes[][3] = {{c.qkv_dim(), H, T},
+                                 {H, c.q_dim(), T},
+                                 {c.mlp_up_rows(), H, T},
+                                 {H, I, T},
+                                 {c.lm_head_vocab_rows(), H, S}};
+    int64_t rows = in.batch_invariant ? kQuantGemmInvariantRows : 0;
+    for (const auto& [out, width, most] : shapes)
+      rows = std::max(rows, std::min<int64_t>(most, quant_gemm_row_limit(out, width)));
+    b.quant_gemm_split = gemm_quant_workspace_bound(std::min(rows, T), in.num_sms);
+  }
   plan_attention_partials(c, in, plan);
   // The layout only grows with the token and sequence counts: the largest step's fits them all.
   b.meta = meta_layout(T, S).block_tables + S * plan.max_table_stride * int64_t(4);

@@ -18,25 +18,53 @@ constexpr int kMaxAttentionSplits = 32;
 constexpr int kClusterAttentionMaxRows = 4;
 // Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
 // takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
-// copy and cuBLAS. The GEMM has no split-K, so its parallelism is the output tiles, and decoding a
-// weight costs it 5-6 instructions. One Q4_K product on the H100 at n = 16 / 32 / 64, us, GEMM
-// against decode + cuBLAS (bench_gemm_quant, results/2026-11-24-quant-gemm/check):
+// copy and cuBLAS. Decoding a weight costs the GEMM 5-6 instructions, so it wins where it has
+// enough thread blocks to hide that and the decoded copy's write and read cost most.
+// Before split-K its parallelism was the output tiles only. One Q4_K product on the H100 at
+// n = 16 / 32 / 64, us, GEMM against decode + cuBLAS (results/2026-11-24-quant-gemm/check):
 //   llama-1b qkv (3072 x 2048)    12.8 / 16.6 / 19.3 against 15.1 / 15.0 / 15.5
 //   llama-1b o (2048 x 2048)      12.6 / 12.8 / 16.7 against 17.2 / 17.7 / 18.2
 //   llama-1b gate|up (16384 x 2048) 26.7 / 34.9 / 39.3 against 57.4 / 57.8 / 58.8
 //   llama-1b down (2048 x 8192)   46.5 / 46.9 / 61.7 against 25.3 / 28.0 / 29.1
 //   llama-8b gate|up (28672 x 4096) 98.3 / 96.9 / 109 against 202 / 203 / 203
 //   llama-8b down (4096 x 14336)  89.9 / 122 / 129 against 105 / 106 / 107
-// So: none for a matrix whose input is wider than its output (the MLP's down projection: long k
-// loops on few tiles); up to kQuantGemmWideMaxRows for one whose output is at least 4x its input
-// (gate|up, lm_head: the decoded copy's write and read cost most there); kQuantGemmMaxRows else.
+// So without split-K (ROSEINFER_GEMM_QUANT_SPLIT_K=0): none for a matrix whose input is wider
+// than its output (the MLP's down projection: long k loops on few tiles); up to
+// kQuantGemmWideMaxRows for one whose output is at least 4x its input (gate|up, lm_head);
+// kQuantGemmMaxRows else. With split-K (gemm_quant_split.h: narrow and long-k matrices cut k into
+// slices, so they get as many blocks as wide ones; results/2026-11-24-splitk/final), Q4_K, us,
+// GEMM against decode + cuBLAS:
+//   llama-1b down at 16 rows: 20.4 against 25.4: up to kQuantGemmDownMaxRows (at 32 rows 24.6
+//   against 28.2, not yet tried end to end; at 64, 47.5 against 29.1);
+//   llama-8b down (out >= kQuantGemmLargeOut) at 32 / 64 rows, with the larger activation tiles a
+//   split product takes: 58.9 / 74.0 against 105.8 / 106.7: up to kQuantGemmLargeDownMaxRows
+//   (decode at batch 64: 5,142 tok/s against 4,760 with 16);
+//   wide matrices with in >= kQuantGemmLargeOut (llama-8b gate|up, lm_head) up to
+//   kQuantGemmLargeWideMaxRows: decode at batch 128 7,449 against 6,674 tok/s at 64 (explore2;
+//   llama-1b's lost 1% at 128 rows, results/2026-11-24-quant-gemm/wide);
+//   qkv and o stay at kQuantGemmMaxRows (llama-1b qkv at 32: 19.9 against 19.5; llama-8b's win
+//   at 32, 31.2 / 22.8 against 42.2 / 25.3, not yet tried end to end).
+// The decoded copy's cost grows with the matrix, the GEMM's parallelism no longer shrinks with it.
 constexpr int kQuantGemmMaxRows = 16;
 constexpr int kQuantGemmWideMaxRows = 64;
-// The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes.
-constexpr int quant_gemm_row_limit(int64_t out, int64_t in) {
-  if (in > out) return 0;
-  return out >= 4 * in ? kQuantGemmWideMaxRows : kQuantGemmMaxRows;
+constexpr int kQuantGemmDownMaxRows = 16;
+constexpr int kQuantGemmLargeOut = 4096;
+constexpr int kQuantGemmLargeDownMaxRows = 64;
+constexpr int kQuantGemmLargeWideMaxRows = 128;
+// The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes;
+// split_k false: the rule before split-K, for the comparison switch.
+constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true) {
+  if (!split_k) return out >= 4 * in ? kQuantGemmWideMaxRows : in > out ? 0 : kQuantGemmMaxRows;
+  if (out >= 4 * in)
+    return in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows : kQuantGemmWideMaxRows;
+  if (in > out)
+    return out >= kQuantGemmLargeOut ? kQuantGemmLargeDownMaxRows : kQuantGemmDownMaxRows;
+  return kQuantGemmMaxRows;
 }
+// --batch-invariant with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 sends every product (prefill
+// chunks too) through the GEMM: its split workspace holds this many rows, and larger products run
+// in launches of as many (the same bits: rows are independent).
+constexpr int kQuantGemmInvariantRows = 256;
 // --batch-invariant attention: keys per split, aligned to position 0. 512 is 4 tiles per warp of
 // the row-shared kernel at llama's head_dim 64 (16 at 128 with 8 heads): enough keys per block to
 // pay for its query load, warp merge and partial write, yet a batch-1 decode at 2k-8k context
@@ -84,14 +112,18 @@ struct WorkspaceInputs {
 // Bytes of every device buffer a step uses (T = WorkspacePlan::max_tokens, S = max_seqs, H hidden,
 // I intermediate, V vocab, e the element size). 0: not allocated.
 struct WorkspaceBytes {
-  int64_t residual = 0;      // (T, H) fp32 residual stream
-  int64_t normed = 0;        // (T, H) e: norm output, the next linear layer's input
-  int64_t qkv = 0;           // (T, qkv_dim) e
-  int64_t attn = 0;          // (T, q_dim) e: attention output
-  int64_t proj = 0;          // (T, H) e: o and down outputs
-  int64_t mlp = 0;           // (T, mlp_up_rows) e: up (or gate|up) output
-  int64_t act = 0;           // (T, I) e: silu(gate) * up; gated MLPs only
-  int64_t dequantized = 0;   // (max_quantized_elems,) e: a quantized matrix decoded for a GEMM
+  int64_t residual = 0;     // (T, H) fp32 residual stream
+  int64_t normed = 0;       // (T, H) e: norm output, the next linear layer's input
+  int64_t qkv = 0;          // (T, qkv_dim) e
+  int64_t attn = 0;         // (T, q_dim) e: attention output
+  int64_t proj = 0;         // (T, H) e: o and down outputs
+  int64_t mlp = 0;          // (T, mlp_up_rows) e: up (or gate|up) output
+  int64_t act = 0;          // (T, I) e: silu(gate) * up; gated MLPs only
+  int64_t dequantized = 0;  // (max_quantized_elems,) e: a quantized matrix decoded for a GEMM
+  // The tile-decoding GEMM's split-K workspace (gemm_quant_workspace_bound: arrival counters, then
+  // (slices, rows, out) fp32 partials) for the most rows any kept matrix's product takes through
+  // it (quant_gemm_row_limit; kQuantGemmInvariantRows with --batch-invariant); zeroed once.
+  int64_t quant_gemm_split = 0;
   int64_t final_normed = 0;  // (S, H) e: each sequence's last row, normed
   int64_t logits = 0;        // (S, V) fp32
   // Tensor parallel (ModelConfig::is_shard), else 0: this rank's logits, (S, stride) fp32 with

@@ -1,0 +1,1 @@
+/tmp/splitk_bin/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-8b --dataset-name grid:64:512:128 --json /tmp/splitk_work/explore/llama-8b_b64_bf16.json

@@ -1,0 +1,1 @@
+/tmp/splitk_bin/gpu_test_cuda_batch_invariance

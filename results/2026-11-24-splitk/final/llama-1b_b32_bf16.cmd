@@ -1,0 +1,1 @@
+/tmp/splitk_bin/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-1b --dataset-name grid:32:512:128 --json /tmp/splitk_work/final/llama-1b_b32_bf16.json

@@ -1,0 +1,1 @@
+/tmp/splitk_bin/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-8b --dataset-name grid:64:512:128 --quantize q4_k --json /tmp/splitk_work/final/llama-8b_b64_q4_k_tiles_off.json
