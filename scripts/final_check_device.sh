@@ -1,0 +1,47 @@
+#!/usr/bin/env bash
+# A session's closing check on the GPU machine, one call (bundle-pack/ and .peers/ carried):
+#   1. every GPU test program and memcheck (scripts/gpu_check.sh, no benchmark);
+#   2. gpu_bench_cuda decode steps at batches 1 and 2 (graphs on), gpt2 / llama-1b / llama-8b;
+#   3. transformers 5.17 on random checkpoints of the gpt2 and llama-1b shapes
+#      (.peers/make_models.py) beside `roseinfer bench` at batch 1 on the same shapes (bf16, and
+#      llama-1b --quantize q4_k).
+# Everything lands in $OUT/final_check.tgz; the summary is printed last.
+set -uo pipefail
+FINAL=${OUT:-/tmp/final_check_out}
+OUT=/tmp/final_check_work
+rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin
+
+OUT="$OUT/gpu_check" GPU_CHECK_BENCH=0 timeout 330 bash scripts/gpu_check.sh >"$OUT/gpu_check.txt" 2>&1
+sed -n '/== summary/,$p' "$OUT/gpu_check.txt" | tee -a "$SUMMARY"
+
+step grid 240 env ROSEINFER_BENCH_MODELS=gpt2,llama-1b,llama-8b ROSEINFER_BENCH_BATCHES=1,2 \
+  ROSEINFER_BENCH_GRAPHS=on "$B/gpu_bench_cuda" --no-skip
+grep -E "^(gpt2|llama)" "$OUT/grid.txt" | sed "s/^/grid: /" | tee -a "$SUMMARY"
+
+bench() {  # NAME ARGS...: roseinfer offline bench at batch 1, its decode tok/s
+  local name=$1
+  shift
+  step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline \
+    --dataset-name grid:1:512:128 "$@" --json "$OUT/$name.json"
+  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; r=r.get('metrics', r); \
+print(sys.argv[2], 'decode_tok_s=%.0f tpot_p50_ms=%.3f' % (r['decode_throughput'], r['p50_tpot_ms']))" \
+    "$OUT/$name.json" "$name" | tee -a "$SUMMARY"
+}
+if [[ -f .peers/make_models.py ]]; then
+  step peer_make_models 150 python3 .peers/make_models.py /tmp/models gpt2 llama1b
+  for m in gpt2 llama1b; do
+    step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
+      --json "$OUT/peer_${m}_b1.json"
+    tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
+  done
+fi
+bench gpt2_b1_bf16 --model gpt2
+bench llama1b_b1_bf16 --model llama-1b
+bench llama1b_b1_q4_k --model llama-1b --quantize q4_k
+
+tar czf "$FINAL/final_check.tgz" -C "$OUT" .
+echo "=== summary"
+cat "$SUMMARY"
