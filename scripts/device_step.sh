@@ -32,3 +32,35 @@ device_begin() {
     for bin in "$B/roseinfer" "$B/roseinfer-base"; do [[ -x $bin ]] && "$bin" --version; done
   } | tee "$OUT/device.txt"
 }
+
+# One summary line per run of a `roseinfer bench --json` result: NAME, decode and prefill tok/s,
+# TPOT and TTFT p50, and the weight types that ran; "no result" when the file is missing or
+# broken (the step's own line already says FAIL then).
+bench_summary() {  # NAME JSON
+  python3 - "$2" "$1" <<'PY' | tee -a "$SUMMARY"
+import json, sys
+try:
+    d = json.load(open(sys.argv[1]))
+except Exception as e:
+    print(sys.argv[2], "no result", e); sys.exit()
+for r in d.get("runs", []):
+    m = r.get("metrics", r)
+    print(sys.argv[2], "decode_tok_s=%.0f prefill_tok_s=%.0f tpot_p50_ms=%.3f ttft_p50_ms=%.1f" % (
+        m.get("decode_throughput", 0), m.get("prefill_throughput", 0), m.get("p50_tpot_ms", 0),
+        m.get("p50_ttft_ms", 0)), d.get("config", {}).get("weights", "?"))
+PY
+}
+
+# transformers' batch-1 decode on random checkpoints of the gpt2 / llama-1b shapes
+# (.peers/make_models.py, carried from ../shared/peers), one summary line each: MODELS are
+# make_models.py's names (gpt2, llama1b). Does nothing when .peers is not carried.
+peer_b1() {  # MODELS...
+  [[ -f .peers/make_models.py ]] || return 0
+  step peer_make_models 150 python3 .peers/make_models.py /tmp/models "$@"
+  local m
+  for m in "$@"; do
+    step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
+      --json "$OUT/peer_${m}_b1.json"
+    tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
+  done
+}

@@ -26,18 +26,9 @@ bench() {  # NAME ARGS...: roseinfer offline bench at batch 1, its decode tok/s
   shift
   step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline \
     --dataset-name grid:1:512:128 "$@" --json "$OUT/$name.json"
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; r=r.get('metrics', r); \
-print(sys.argv[2], 'decode_tok_s=%.0f tpot_p50_ms=%.3f' % (r['decode_throughput'], r['p50_tpot_ms']))" \
-    "$OUT/$name.json" "$name" | tee -a "$SUMMARY"
+  bench_summary "$name" "$OUT/$name.json"
 }
-if [[ -f .peers/make_models.py ]]; then
-  step peer_make_models 150 python3 .peers/make_models.py /tmp/models gpt2 llama1b
-  for m in gpt2 llama1b; do
-    step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
-      --json "$OUT/peer_${m}_b1.json"
-    tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
-  done
-fi
+peer_b1 gpt2 llama1b
 bench gpt2_b1_bf16 --model gpt2
 bench llama1b_b1_bf16 --model llama-1b
 bench llama1b_b1_q4_k --model llama-1b --quantize q4_k

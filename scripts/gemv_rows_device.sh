@@ -38,9 +38,7 @@ bench() {  # NAME BIN MODEL: the offline batch-1 figure
   local name=$1 bin=$2 model=$3
   step "$name" 120 "$bin" bench --device cuda --model "$model" --dataset-name grid:1:512:128 \
     --mode offline --json "$OUT/$name.json"
-  python3 -c "import json,sys; r=json.load(open(sys.argv[1]))['runs'][0]; r=r.get('metrics', r); \
-print(sys.argv[2], 'decode_tok_s=%.0f tpot_p50_ms=%.3f' % (r['decode_throughput'], r['p50_tpot_ms']))" \
-    "$OUT/$name.json" "$name" | tee -a "$SUMMARY"
+  bench_summary "$name" "$OUT/$name.json"
 }
 for round in 1 2; do
   for model in gpt2 llama-1b; do

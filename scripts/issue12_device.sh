@@ -117,12 +117,7 @@ case $PHASE in
     # The synthetic presets beside transformers on random checkpoints of the same shapes (carry
     # .peers: ../shared/peers).
     if [[ -f .peers/make_models.py ]]; then
-      step peer_make_models 120 python3 .peers/make_models.py /tmp/models gpt2 llama1b
-      for m in llama1b gpt2; do
-        step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
-          --json "$OUT/peer_${m}_b1.json"
-        tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
-      done
+      peer_b1 llama1b gpt2
       bench llama1b_b1_bf16 "$B/roseinfer" --model llama-1b --dataset-name grid:1:512:128
       bench llama1b_b1_q4_k "$B/roseinfer" --model llama-1b --quantize q4_k \
         --dataset-name grid:1:512:128

@@ -31,18 +31,7 @@ bench() {  # NAME BIN ARGS...: one offline bench, its decode and prefill tok/s a
   fi
   step "$name" 150 "$bin" bench --device cuda --mode offline --max-num-seqs 256 \
     --max-num-batched-tokens 16384 --max-model-len 4096 "$@" --json "$OUT/$name.json"
-  python3 - "$OUT/$name.json" "$name" <<'PY' | tee -a "$SUMMARY"
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(sys.argv[2], "no result", e); sys.exit()
-for r in d.get("runs", []):
-    m = r.get("metrics", r)
-    print(sys.argv[2], "decode_tok_s=%.0f prefill_tok_s=%.0f tpot_p50_ms=%.3f ttft_p50_ms=%.1f" % (
-        m.get("decode_throughput", 0), m.get("prefill_throughput", 0), m.get("p50_tpot_ms", 0),
-        m.get("p50_ttft_ms", 0)), d.get("config", {}).get("weights", "?"))
-PY
+  bench_summary "$name" "$OUT/$name.json"
 }
 
 # What capturing the GEMM's graphs twice costs at start-up: a whole small run's wall time, with

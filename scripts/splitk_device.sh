@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # The quantized GEMM's split-K (kernels/cuda/gemm_quant.cu, kernels/common/gemm_quant_split.h) on
-# the GPU machine, one device call per phase, run from the repository root with the executables
-# packed in bundle-sk/bin.tar.xz (and the shared libraries the machine lacks in bundle-sk/):
-#   bash bundle-sk/splitk_device.sh explore
+# the GPU machine, one device call per phase, run from the repository root with bundle-pack/
+# carried (scripts/make_bundle.sh; results/2026-11-24-splitk ran an earlier form of this script
+# from a helper's own bundle-sk/):
+#   bash scripts/splitk_device.sh explore
 #     - the GPU tests (GEMM, backend, engine, batch invariance) and compute-sanitizer memcheck on
 #       the GEMM test's small cases;
 #     - gpu_bench_gemm_quant: every llama-1b / llama-8b product at n = 16..128, Q4_K and Q8_0,
@@ -11,7 +12,7 @@
 #     - offline decode benches: llama-1b Q4_K at batch 16 / 32 / 64 and llama-8b Q4_K at 16 / 64
 #       with split-K (the default), without (ROSEINFER_GEMM_QUANT_SPLIT_K=0: the kernel and the
 #       row limits before it, same binary) and in bf16; a few uniform row limits.
-#   bash bundle-sk/splitk_device.sh final
+#   bash scripts/splitk_device.sh final
 #     - the same tests, the per-product comparison at the rule's slices against unsplit (and the
 #       split products' tile choice against the one before, ROSEINFER_GEMM_QUANT_SPLIT_TILES=0),
 #       and the decode benches of the results table, with llama-8b's row limits compared at 64.
@@ -23,33 +24,9 @@ PHASE=${1:?phase: explore or final}
 FINAL=${OUT:-/tmp/splitk_out}
 OUT=/tmp/splitk_work/$PHASE
 rm -rf "$OUT" && mkdir -p "$OUT" "$FINAL"
-B=/tmp/splitk_bin
-rm -rf "$B" && mkdir -p "$B"
-tar xJf bundle-sk/bin.tar.xz -C "$B"
-cp bundle-sk/*.so.* "$B"/
-export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
-export PATH="$PATH:/usr/local/cuda/bin"
-SUMMARY="$OUT/summary.txt"
-: >"$SUMMARY"
-{
-  date -u +%Y-%m-%dT%H:%M:%SZ
-  nvidia-smi --query-gpu=name,driver_version,memory.total --format=csv,noheader
-  "$B/roseinfer" --version
-} | tee "$OUT/device.txt"
-
-step() {  # NAME LIMIT_S COMMAND...: output in $OUT/NAME.txt, command in NAME.cmd, a summary line
-  local name=$1 limit=$2
-  shift 2
-  echo "$*" >"$OUT/$name.cmd"
-  local start=$SECONDS
-  timeout "$limit" "$@" >"$OUT/$name.txt" 2>&1
-  local rc=$?
-  local status=PASS
-  [[ $rc != 0 ]] && status="FAIL(rc=$rc)"
-  printf '%-40s %-12s %4ss\n' "$name" "$status" "$((SECONDS - start))" | tee -a "$SUMMARY"
-  [[ $status == FAIL* ]] && tail -n 30 "$OUT/$name.txt"
-  return 0
-}
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin
 
 bench() {  # NAME ARGS...: one offline bench; its decode tok/s and weight types in the summary
   local name=$1
@@ -60,17 +37,7 @@ bench() {  # NAME ARGS...: one offline bench; its decode tok/s and weight types 
   fi
   step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline --max-num-seqs 256 \
     --max-num-batched-tokens 16384 --max-model-len 4096 "$@" --json "$OUT/$name.json"
-  python3 - "$OUT/$name.json" "$name" <<'PY' | tee -a "$SUMMARY"
-import json, sys
-try:
-    d = json.load(open(sys.argv[1]))
-except Exception as e:
-    print(sys.argv[2], "no result", e); sys.exit()
-for r in d.get("runs", []):
-    m = r.get("metrics", r)
-    print(sys.argv[2], "decode_tok_s=%.0f tpot_p50_ms=%.3f" % (
-        m.get("decode_throughput", 0), m.get("p50_tpot_ms", 0)), d.get("config", {}).get("weights", "?"))
-PY
+  bench_summary "$name" "$OUT/$name.json"
 }
 
 tests() {
