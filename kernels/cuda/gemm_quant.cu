@@ -745,7 +745,8 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
       static_cast<T*>(y)[at] = from_float<T>(value);
     }
   };
-  if (splits == 1) {
+  // fn(row, o, value) for each of this thread's accumulators inside the (n, out) output.
+  const auto for_each_output = [&](auto&& fn) {
 #pragma unroll
     for (int mt = 0; mt < S::kMTiles; ++mt) {
 #pragma unroll
@@ -756,10 +757,13 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
           const int o = m0 + S::local_row(warp, mt, i / 2, g);
           const int row = n0 + 8 * nt + 2 * t + (i % 2);
           if (o >= out || row >= n) continue;
-          store(row, o, acc[mt][nt][i]);
+          fn(row, o, acc[mt][nt][i]);
         }
       }
     }
+  };
+  if (splits == 1) {
+    for_each_output(store);
     return;
   }
 
@@ -767,20 +771,9 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
   // a fence, as kernels/cuda/sampling.cu's split rows) adds all S in slice order, whichever block
   // that is, so the sum's order never depends on timing or on the tile shape.
   const int64_t slice_elems = int64_t(n) * out;
-#pragma unroll
-  for (int mt = 0; mt < S::kMTiles; ++mt) {
-#pragma unroll
-    for (int nt = 0; nt < S::kNTiles; ++nt) {
-#pragma unroll
-      for (int i = 0; i < 4; ++i) {
-        if (S::kRowHalves == 1 && i >= 2) continue;
-        const int o = m0 + S::local_row(warp, mt, i / 2, g);
-        const int row = n0 + 8 * nt + 2 * t + (i % 2);
-        if (o >= out || row >= n) continue;
-        partials[slice * slice_elems + int64_t(row) * out + o] = acc[mt][nt][i];
-      }
-    }
-  }
+  for_each_output([&](int row, int o, float value) {
+    partials[slice * slice_elems + int64_t(row) * out + o] = value;
+  });
   __shared__ int is_last;
   __threadfence();  // this block's partials are visible before its arrival is counted
   __syncthreads();
