@@ -11,47 +11,38 @@ DEB_PACKAGES := cmake g++ pkg-config libcli11-dev libfmt-dev libsimdjson-dev lib
 RUN_ARGS ?=
 MODEL ?=
 
-.PHONY: all deps deps-optional deps-test deps-pip build run test test-fast test-asan fuzz bundle format clean fixtures
+.PHONY: all deps deps-test deps-pip build run test test-fast test-asan fuzz bundle format clean fixtures
 
 all: build
 
-# Installs only what is missing (dpkg-query first, so a ready machine needs no root and no network).
-deps:
-	@missing=""; for p in $(DEB_PACKAGES); do \
+# $(call install_missing,PACKAGES,LABEL,IF_NOT): apt-get installs those of PACKAGES that dpkg-query
+# does not list as installed (so a ready machine needs no root and no network). With IF_NOT, a
+# failed install only prints "could not install ...: IF_NOT" (optional packages, sudo -n so it never
+# prompts); without, it fails the target.
+define install_missing
+	@missing=""; for p in $(1); do \
 	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
 	if [ -n "$$missing" ]; then \
-	  echo "installing:$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO=sudo; \
-	  $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; \
+	  echo "installing$(2):$$missing"; \
+	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="$(if $(3),sudo -n,sudo)"; \
+	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; } \
+	    $(if $(3),|| echo "could not install$$missing: $(3)"); \
 	fi
-	@$(MAKE) --no-print-directory deps-optional
+endef
 
 # Optional: Open MPI, for `mpirun -np R roseinfer bench --data-parallel N` (replicas over ranks) and
 # its test (tests/cli_mpi.sh). Installed before the first configure, since CMake looks for MPI
 # then; a machine that cannot install it builds without MPI (CMake says so) and skips that test.
 OPTIONAL_DEB_PACKAGES := libopenmpi-dev openmpi-bin
-deps-optional:
-	@missing=""; for p in $(OPTIONAL_DEB_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing (optional):$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
-	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; } \
-	    || echo "could not install$$missing: building without MPI"; \
-	fi
+deps:
+	$(call install_missing,$(DEB_PACKAGES),,)
+	$(call install_missing,$(OPTIONAL_DEB_PACKAGES), (optional),building without MPI)
 
 # Optional, for tests only: headless Chromium for the report's browser test. A machine that cannot
 # install it (no network, no sudo) still tests everything else; that test reports itself skipped.
 TEST_DEB_PACKAGES := chromium
 deps-test:
-	@missing=""; for p in $(TEST_DEB_PACKAGES); do \
-	  dpkg-query -W -f='$${Status}' $$p 2>/dev/null | grep -q "ok installed" || missing="$$missing $$p"; done; \
-	if [ -n "$$missing" ]; then \
-	  echo "installing (optional, for tests):$$missing"; \
-	  SUDO=""; [ "$$(id -u)" = 0 ] || SUDO="sudo -n"; \
-	  { $$SUDO apt-get update -qq && DEBIAN_FRONTEND=noninteractive $$SUDO apt-get install -y -qq $$missing; } \
-	    || echo "could not install$$missing: the tests that need it will be skipped"; \
-	fi
+	$(call install_missing,$(TEST_DEB_PACKAGES), (optional; for tests),the tests that need it will be skipped)
 
 $(BUILD)/CMakeCache.txt:
 	cmake -S . -B $(BUILD) -DCMAKE_BUILD_TYPE=Release $(CMAKE_FLAGS)
