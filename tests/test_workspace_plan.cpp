@@ -194,6 +194,12 @@ TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, i
   // kQuantGemmLargeWideMaxRows from an input of kQuantGemmLargeOut; the down projection (input
   // wider than output) up to kQuantGemmDownMaxRows, or kQuantGemmLargeDownMaxRows from an output
   // of kQuantGemmLargeOut; the rest up to kQuantGemmMaxRows.
+  // The classes the rule (and the backend's per-class override) tell apart.
+  CHECK(quant_gemm_shape(16384, 2048) == QuantGemmShape::kWide);  // gate | up
+  CHECK(quant_gemm_shape(8192, 2048) == QuantGemmShape::kWide);   // exactly 4 in
+  CHECK(quant_gemm_shape(8191, 2048) == QuantGemmShape::kSquare);
+  CHECK(quant_gemm_shape(2048, 2048) == QuantGemmShape::kSquare);      // o
+  CHECK(quant_gemm_shape(2048, 8192) == QuantGemmShape::kDown);        // down
   CHECK(quant_gemm_row_limit(3072, 2048) == kQuantGemmMaxRows);        // llama-1b qkv
   CHECK(quant_gemm_row_limit(2048, 2048) == kQuantGemmMaxRows);        // o: in == out
   CHECK(quant_gemm_row_limit(16384, 2048) == kQuantGemmWideMaxRows);   // gate | up: 8 in

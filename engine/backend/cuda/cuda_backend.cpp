@@ -76,7 +76,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
     decode_tensor_core_min_seqs_ = std::atoi(env);
   }
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS"); env && *env) {
-    quant_gemm_max_rows_ = std::atoi(env);
+    quant_gemm_rows_[0] = quant_gemm_rows_[1] = quant_gemm_rows_[2] = std::atoi(env);
   }
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_ROWS"); env && *env) {

@@ -142,7 +142,7 @@ class CudaBackend final : public Backend {
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
-  // or ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS for every matrix.
+  // unless quant_gemm_rows_ overrides w's class.
   int quant_gemm_limit(const DeviceMatrix& w) const;
   // Whether a step of n rows runs the tile-decoding GEMM in any product (warm_up's recapture).
   bool quant_gemm_in_some_product(int n) const;
@@ -203,14 +203,13 @@ class CudaBackend final : public Backend {
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
   int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
-  // One row limit for the tile-decoding GEMM on every kept matrix instead of the per-shape rule
-  // (-1); 0 turns the GEMM off. ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS sets it (comparisons).
-  int quant_gemm_max_rows_ = -1;
   // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
   // runs unsplit and the row limits are those before split-K (comparisons).
   bool quant_gemm_split_k_ = true;
-  // ROSEINFER_CUDA_GEMM_QUANT_ROWS=SQUARE,DOWN,WIDE replaces quant_gemm_row_limit's three limits
-  // (a matrix neither wide nor wider in than out, the down projection, a wide one); -1: the rule.
+  // Row limits for the tile-decoding GEMM per QuantGemmShape (square, down, wide) instead of
+  // quant_gemm_row_limit's (-1: the rule; 0 turns the GEMM off for that class), for comparisons:
+  // ROSEINFER_CUDA_GEMM_QUANT_ROWS=SQUARE,DOWN,WIDE sets the three,
+  // ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=R all three to R.
   int quant_gemm_rows_[3] = {-1, -1, -1};
   // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
   // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at

@@ -324,13 +324,8 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
 }
 
 int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {
-  if (quant_gemm_max_rows_ >= 0) return quant_gemm_max_rows_;
-  if (quant_gemm_rows_[0] >= 0) {
-    return w.rows >= 4 * w.cols ? quant_gemm_rows_[2]
-           : w.cols > w.rows    ? quant_gemm_rows_[1]
-                                : quant_gemm_rows_[0];
-  }
-  return quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_);
+  const int forced = quant_gemm_rows_[int(quant_gemm_shape(w.rows, w.cols))];
+  return forced >= 0 ? forced : quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_);
 }
 
 bool CudaBackend::quant_gemm_in_some_product(int n) const {

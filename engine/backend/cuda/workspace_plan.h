@@ -51,14 +51,28 @@ constexpr int kQuantGemmDownMaxRows = 16;
 constexpr int kQuantGemmLargeOut = 4096;
 constexpr int kQuantGemmLargeDownMaxRows = 64;
 constexpr int kQuantGemmLargeWideMaxRows = 128;
+// The three classes of kept (out, in) matrix the row rule tells apart (the values index
+// CudaBackend's per-class override): output at least 4x the input (gate|up, lm_head), input wider
+// than output (the MLP's down projection), and the rest (qkv, o).
+enum class QuantGemmShape { kSquare = 0, kDown = 1, kWide = 2 };
+constexpr QuantGemmShape quant_gemm_shape(int64_t out, int64_t in) {
+  return out >= 4 * in ? QuantGemmShape::kWide
+         : in > out    ? QuantGemmShape::kDown
+                       : QuantGemmShape::kSquare;
+}
 // The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes;
 // split_k false: the rule before split-K, for the comparison switch.
 constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true) {
-  if (!split_k) return out >= 4 * in ? kQuantGemmWideMaxRows : in > out ? 0 : kQuantGemmMaxRows;
-  if (out >= 4 * in)
-    return in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows : kQuantGemmWideMaxRows;
-  if (in > out)
-    return out >= kQuantGemmLargeOut ? kQuantGemmLargeDownMaxRows : kQuantGemmDownMaxRows;
+  switch (quant_gemm_shape(out, in)) {
+    case QuantGemmShape::kWide:
+      return split_k && in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows
+                                                 : kQuantGemmWideMaxRows;
+    case QuantGemmShape::kDown:
+      if (!split_k) return 0;
+      return out >= kQuantGemmLargeOut ? kQuantGemmLargeDownMaxRows : kQuantGemmDownMaxRows;
+    case QuantGemmShape::kSquare:
+      break;
+  }
   return kQuantGemmMaxRows;
 }
 // --batch-invariant with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 sends every product (prefill
