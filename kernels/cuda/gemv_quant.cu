@@ -23,6 +23,7 @@
 #include <map>
 #include <mutex>
 #include <tuple>
+#include <type_traits>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -319,12 +320,13 @@ struct Staging {
 // rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
 // Four threads per block, eight elements each; ends with a barrier, so every warp may read all of
 // it.
-template <int kSwizzle, typename T>
+template <int kSwizzle, typename T, int kBlockThreads = kThreads>
 __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
-  // A round is kThreads * 8 elements; each thread issues the loads of kBatch rounds before it uses
-  // the first, so x of in = 14336 (llama-8b's down, 7 rounds) costs 2 trips to L2 in a row, not 7.
+  // A round is kBlockThreads * 8 elements; each thread issues the loads of kBatch rounds before it
+  // uses the first, so x of in = 14336 (llama-8b's down, 7 rounds of 256 threads) costs 2 trips to
+  // L2 in a row, not 7.
   constexpr int kBatch = 4;
-  constexpr int kRound = kThreads * 8;
+  constexpr int kRound = kBlockThreads * 8;
   const int count = n * in;
   for (int first = 0; first < count; first += kBatch * kRound) {  // uniform over the thread block
     uint4 raw[kBatch];
@@ -517,6 +519,199 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
+// ---- the direct path: Q4_K at 1 or 2 rows ----
+// At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
+// H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.44-0.69 warp
+// instructions per scheduler cycle with only 18-62% of DRAM bandwidth in use, where the bf16 GEMV
+// issues 0.25 and reaches 59-91%. The per-piece bookkeeping (locating an item with two integer
+// divisions, the cp.async loop, the group waits) and the shared-memory round trip of every weight
+// byte cost more than the decode itself. Here each lane loads its units straight into registers:
+// a Q4_K unit is the block's 16-byte head (d, dmin, scales; the block's four lanes read the same
+// 16 bytes, one request) and its chunk's 32 bytes, three 16-byte loads; the next unit's loads go
+// out before this one is computed.
+//
+// Lane L takes units L, L + 32, L + 64, ... of a row, in that order, and folds them with the
+// staged kernel's operations: the same unit-to-lane map, the same fp32 sequence and the same
+// xor tree, so a row's bits equal the staged kernel's for any n (the tests compare every n with the
+// 8-row launch bit for bit).
+struct Q4KUnitRegs {
+  uint4 head;    // d, dmin (fp16), then the 12 bytes of packed 6-bit scales and mins
+  uint4 lo, hi;  // the chunk's 32 bytes: low nibbles sub-block 2c, high nibbles 2c + 1
+};
+
+// Unit c of the Q4_K block at `block` (16-byte aligned global memory).
+__device__ __forceinline__ Q4KUnitRegs load_q4k_unit(const uint8_t* block, int c) {
+  const uint4* head = reinterpret_cast<const uint4*>(block);
+  const uint4* qs = reinterpret_cast<const uint4*>(block + 16 + 32 * c);
+  return Q4KUnitRegs{head[0], qs[0], qs[1]};
+}
+
+// k4_scale_min for sub-blocks 2c and 2c + 1 at once, from the head's scale words (bytes 0-3 in
+// head.y, 4-7 in head.z, 8-11 in head.w): scales in bytes 0 / 1 of *scales, mins of *mins.
+__device__ __forceinline__ void q4k_scale_min_pair(const uint4& head, int c, uint32_t* scales,
+                                                   uint32_t* mins) {
+  const uint32_t shift = 16u * uint32_t(c & 1);
+  const uint32_t low = head.y >> shift, mid = head.z >> shift, high = head.w >> shift;
+  if (c < 2) {  // sub-blocks 0-3: 6 bits in q[sub] and q[sub + 4]
+    *scales = low & 0x3F3Fu;
+    *mins = mid & 0x3F3Fu;
+  } else {  // 4-7: a nibble of q[sub + 4], the top 2 bits of q[sub - 4] (scale) or q[sub] (min)
+    *scales = (high & 0x0F0Fu) | ((low >> 2) & 0x3030u);
+    *mins = ((high >> 4) & 0x0F0Fu) | ((mid >> 2) & 0x3030u);
+  }
+}
+
+// BlockQ4_K::unit on a unit held in registers: the same terms in the same order.
+template <int kRows>
+__device__ __forceinline__ void q4k_unit_direct(const Q4KUnitRegs& k, int c, const XView& xv, int n,
+                                                float (&acc)[kRows]) {
+  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(k.head.x & 0xFFFFu)));
+  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(k.head.x >> 16)));
+  uint32_t scales, mins;
+  q4k_scale_min_pair(k.head, c, &scales, &mins);
+  const uint32_t packed[8] = {k.lo.x, k.lo.y, k.lo.z, k.lo.w, k.hi.x, k.hi.y, k.hi.z, k.hi.w};
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) {
+    if (row < n) {
+      uint32_t x[16];
+      x_words<BlockQ4_K::kSwizzle>(xv, row, xv.chunk + 4 * c, x);
+      const XBlock* a = xv.blocks + row * xv.block_stride + 2 * c;
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {
+        const XBlock ai = a[i];
+        int dot = 0;
+#pragma unroll
+        for (int w = 0; w < 8; ++w) {
+          const uint32_t q = i == 0 ? packed[w] & kLowNibbles : (packed[w] >> 4) & kLowNibbles;
+          dot = __dp4a(int(q), int(x[8 * i + w]), dot);
+        }
+        const int scale = int((scales >> (8 * i)) & 0xFFu), min = int((mins >> (8 * i)) & 0xFFu);
+        acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale * dot), acc[row]);
+        acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min * ai.sum), acc[row]);
+      }
+    }
+  }
+}
+
+// x (n, in) in T; w (kWeightRows * out, in) Q4_K blocks, 16-byte aligned; y (n, y_stride).
+// Dynamic shared memory: xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks. Each warp
+// computes features gw, gw + total_warps, ...; an item is one round of units (k) of one feature,
+// all its weight rows at once, and the next item's loads are in flight while one is computed.
+// kBlockThreads (512; 256 and 1024 for comparisons): each thread block quantizes x into its own
+// shared memory, so fewer, larger blocks quantize it fewer times per SM (llama-8b's down, in =
+// 14336, went from 17.6 to 15.1 us at 512; results/2026-11-25-gemv-quant-direct). Loading two
+// items ahead instead of one was slower on every shape measured there.
+template <typename T, Epilogue E, int kRows, int kBlockThreads>
+__global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
+    gemv_q4k_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out,
+                           int y_stride, bool weights_before_wait) {
+  constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
+  constexpr int kBlockWarps = kBlockThreads / 32;
+  if (!weights_before_wait) {
+    pdl_wait();
+    pdl_launch_dependents();
+  }
+  extern __shared__ __align__(16) uint8_t smem[];
+  int8_t* xq = reinterpret_cast<int8_t*>(smem);
+  XBlock* xb = reinterpret_cast<XBlock*>(xq + n * x_stride(in));
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int blocks_per_row = in / BlockQ4_K::kElems;
+  const int units = blocks_per_row * BlockQ4_K::kUnits;
+  const int rounds = (units + 31) / 32;  // unit rounds per row, the same for every lane
+  const int64_t row_bytes = int64_t(blocks_per_row) * BlockQ4_K::kBytes;
+  const int total_warps = int(gridDim.x) * kBlockWarps;
+  const int gw = int(blockIdx.x) * kBlockWarps + warp;
+  const int features = gw < out ? (out - 1 - gw) / total_warps + 1 : 0;
+  const int items = features * rounds;
+  const int c = lane % BlockQ4_K::kUnits;  // the lane's chunk in every block it reads
+
+  // Item (f, k): unit lane + 32 k of weight row r of feature gw + f total_warps.
+  const auto load = [&](int f, int k, Q4KUnitRegs(&regs)[kWeightRows]) {
+    const int u = lane + 32 * k;
+    if (u >= units) return;
+    const int o = gw + f * total_warps;
+#pragma unroll
+    for (int r = 0; r < kWeightRows; ++r) {
+      const uint8_t* block = w + (int64_t(o) + int64_t(r) * out) * row_bytes +
+                             int64_t(u / BlockQ4_K::kUnits) * BlockQ4_K::kBytes;
+      regs[r] = load_q4k_unit(block, c);
+    }
+  };
+  const auto advance = [&](int& f, int& k) {
+    if (++k == rounds) {
+      k = 0;
+      ++f;
+    }
+  };
+  // The first item's loads go out before x is quantized (the weights are constants of the run:
+  // also before the PDL wait unless asked not to).
+  Q4KUnitRegs current[kWeightRows] = {};
+  int load_f = 0, load_k = 0;  // the next item to load
+  if (items > 0) load(load_f, load_k, current);
+  advance(load_f, load_k);
+  if (weights_before_wait) {
+    pdl_wait();
+    pdl_launch_dependents();
+  }
+  quantize_x<BlockQ4_K::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb);
+
+  float acc[kWeightRows][kRows];
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
+  }
+  int f = 0, k = 0;
+  for (int t = 0; t < items; ++t) {
+    Q4KUnitRegs next[kWeightRows] = {};
+    if (t + 1 < items) load(load_f, load_k, next);
+    advance(load_f, load_k);
+    const int u = lane + 32 * k;
+    if (u < units) {
+      const int blk = u / BlockQ4_K::kUnits;
+      const XView xv{xq, xb + blk * (BlockQ4_K::kElems / 32), x_stride(in), in / 32,
+                     blk * (BlockQ4_K::kElems / 16)};
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) q4k_unit_direct<kRows>(current[r], c, xv, n, acc[r]);
+    }
+    if (k == rounds - 1) {  // the feature's last round: sum the lanes (fixed xor tree) and store
+      const int o = gw + f * total_warps;
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+        for (int row = 0; row < kRows; ++row) {
+          if (row < n) acc[r][row] = warp_sum(acc[r][row]);
+        }
+      }
+      if (lane == 0) {
+#pragma unroll
+        for (int row = 0; row < kRows; ++row) {
+          if (row < n) {
+            const int64_t at = int64_t(row) * y_stride + o;
+            if constexpr (E == Epilogue::kStoreF32) {
+              static_cast<float*>(y)[at] = acc[0][row];
+            } else if constexpr (E == Epilogue::kStore) {
+              static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+            } else {
+              const float g = acc[0][row];
+              static_cast<T*>(y)[at] =
+                  from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
+            }
+          }
+        }
+      }
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+        for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
+      }
+    }
+#pragma unroll
+    for (int r = 0; r < kWeightRows; ++r) current[r] = next[r];
+    advance(f, k);
+  }
+}
+
 // ---- host side ----
 
 // The opt-in shared memory size and the resident blocks per SM of one kernel at one dynamic
@@ -526,7 +721,7 @@ struct Occupancy {
   int sms = 0, blocks_per_sm = 0;
 };
 
-Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem) {
+Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem, int threads = kThreads) {
   static std::mutex mutex;
   static std::map<std::tuple<int, const void*, size_t>, Occupancy> cache;
   static std::map<std::pair<int, const void*>, bool> opted_in;
@@ -544,7 +739,7 @@ Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem) {
   Occupancy result;
   ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&result.sms, cudaDevAttrMultiProcessorCount, device));
   ROSE_CUDA_CHECK(
-      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&result.blocks_per_sm, kernel, kThreads, smem));
+      cudaOccupancyMaxActiveBlocksPerMultiprocessor(&result.blocks_per_sm, kernel, threads, smem));
   if (result.blocks_per_sm < 1) {
     cuda_fail("the kernel does not fit on an SM", "gemv_quant occupancy", __FILE__, __LINE__);
   }
@@ -561,6 +756,59 @@ bool weights_before_wait() {
   return early;
 }
 
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K at 1-2 rows through the staged kernel (comparisons).
+bool direct_enabled() {
+  static const bool direct = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT");
+    return !(env && env[0] == '0');
+  }();
+  return direct;
+}
+
+// The grid of one resident wave in which every warp gets the same number of features.
+int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps) {
+  const int64_t resident_warps = int64_t(occ.sms) * occ.blocks_per_sm * block_warps;
+  const int64_t per_warp = (out + resident_warps - 1) / resident_warps;
+  const int64_t warps = (out + per_warp - 1) / per_warp;
+  return int((warps + block_warps - 1) / block_warps);
+}
+
+template <typename T, Epilogue E, int kRows, int kBlockThreads>
+void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                      cudaStream_t stream) {
+  auto* kernel = gemv_q4k_direct_kernel<T, E, kRows, kBlockThreads>;
+  const size_t smem = size_t(n * x_row_bytes(in));
+  const Occupancy occ =
+      occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
+  launch_kernel(kernel, dim3(resident_wave_blocks(occ, out, kBlockThreads / 32)),
+                dim3(kBlockThreads), smem, stream, x, w, y, n, in, out, y_stride,
+                weights_before_wait());
+}
+
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256 or 1024: the direct kernel's block size for
+// comparisons (1024 only for one weight row and one x row: the others need more than 64
+// registers a thread).
+int direct_threads() {
+  static const int threads = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS");
+    const int value = env ? std::atoi(env) : 512;
+    return value == 256 || value == 1024 ? value : 512;
+  }();
+  return threads;
+}
+
+template <typename T, Epilogue E, int kRows>
+void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                   cudaStream_t stream) {
+  if (direct_threads() == 256)
+    return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, stream);
+  if constexpr (E != Epilogue::kSiluMul && kRows == 1) {
+    if (direct_threads() == 1024)
+      return launch_direct_as<T, E, kRows, 1024>(x, w, y, n, in, out, y_stride, stream);
+  }
+  launch_direct_as<T, E, kRows, 512>(x, w, y, n, in, out, y_stride, stream);
+}
+
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                  cudaStream_t stream) {
@@ -568,14 +816,10 @@ void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, 
   const size_t smem = size_t(Staging<B>::kBlockBytes + n * x_row_bytes(in));
   const size_t max_smem = size_t(Staging<B>::kBlockBytes + kXSmemBudget);
   const Occupancy occ = occupancy(reinterpret_cast<const void*>(kernel), smem, max_smem);
-  // Every warp gets the same number of features (per_warp), and all warps are resident at once:
-  // no tail wave, no warp with one feature more than the others.
-  const int64_t resident_warps = int64_t(occ.sms) * occ.blocks_per_sm * kWarps;
-  const int64_t per_warp = (out + resident_warps - 1) / resident_warps;
-  const int64_t warps = (out + per_warp - 1) / per_warp;
-  const int blocks = int((warps + kWarps - 1) / kWarps);
-  launch_kernel(kernel, dim3(blocks), dim3(kThreads), smem, stream, x, w, y, n, in, out, y_stride,
-                weights_before_wait());
+  // Every warp gets the same number of features, and all warps are resident at once: no tail
+  // wave, no warp with one feature more than the others.
+  launch_kernel(kernel, dim3(resident_wave_blocks(occ, out)), dim3(kThreads), smem, stream, x, w, y,
+                n, in, out, y_stride, weights_before_wait());
 }
 
 template <typename B, typename T, Epilogue E>
@@ -588,7 +832,13 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     const int rows = std::min(fit, n - first);
     const T* xr = static_cast<const T*>(x) + int64_t(first) * in;
     void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
-    if (rows == 1) {
+    if (std::is_same_v<B, BlockQ4_K> && rows <= 2 && direct_enabled()) {
+      if (rows == 1) {
+        launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
+      } else {
+        launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
+      }
+    } else if (rows == 1) {
       launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
     } else if (rows == 2) {
       launch_rows<B, T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);

@@ -6,7 +6,9 @@
 // enough copies of the weights (>= 256 MiB in all) that they come from HBM, not the 50 MB L2.
 // gate|up is timed as one GEMV over its 2 x intermediate rows (the fused SiLU epilogue reads the
 // same bytes).
-//   ROSEINFER_BENCH_ITERS=400 (timed calls per shape)
+//   ROSEINFER_BENCH_ITERS=400 (timed calls per shape)  ROSEINFER_BENCH_TYPES=Q4_K,Q8_0 (the types
+//   timed; all five when unset)  ROSEINFER_BENCH_ROWS=1 (the row counts; 1, 4 and 8 when unset),
+//   so a profiler sees only the launches it is asked about
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -104,6 +106,14 @@ double time_us(int copies, int iters, Launch launch) {
   return 1000.0 * ms / iters;
 }
 
+// True when `name` is in the comma-separated list of env variable `var`, or the variable is unset.
+bool selected(const char* var, const std::string& name) {
+  const char* env = std::getenv(var);
+  if (!env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + name + ",") != std::string::npos;
+}
+
 int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
 
 void bench_model(const Model& model, int iters, std::mt19937& rng) {
@@ -130,7 +140,8 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
       }
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
-        if (!gemv_supported(n, shape.in)) continue;
+        if (!gemv_supported(n, shape.in) || !selected("ROSEINFER_BENCH_ROWS", std::to_string(n)))
+          continue;
         bf16_us[i] = time_us(copies, iters, [&](int c) {
           launch_gemv(x_dev.get(), w[size_t(c)]->get(), y_dev.get(), n, shape.in, shape.out, true,
                       DType::kBF16, nullptr);
@@ -140,6 +151,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
     }
     for (size_t t = 0; t < kNumTypes; ++t) {
       const GgmlType type = kTypes[t];
+      if (!selected("ROSEINFER_BENCH_TYPES", ggml_type_traits(type).name)) continue;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
       const int copies = copies_for(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
@@ -147,7 +159,9 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
         w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
-        if (!gemv_quant_supported(uint32_t(type), n, shape.in)) continue;
+        if (!gemv_quant_supported(uint32_t(type), n, shape.in) ||
+            !selected("ROSEINFER_BENCH_ROWS", std::to_string(n)))
+          continue;
         const double us = time_us(copies, iters, [&](int c) {
           launch_gemv_quant(x_dev.get(), w[size_t(c)]->get(), uint32_t(type), y_dev.get(), n,
                             shape.in, shape.out, true, DType::kBF16, nullptr);
@@ -170,6 +184,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
   for (size_t i = 0; i < kNumRowCounts; ++i) {
     std::printf("  n %d: bf16 %8.2f |", kRowCounts[i], layer_bf16[i]);
     for (size_t t = 0; t < kNumTypes; ++t) {
+      if (layer_quant[i][t] <= 0.0) continue;  // not selected
       std::printf(" %s %.2f", ggml_type_traits(kTypes[t]).name, layer_quant[i][t]);
       if (layer_bf16[i] > 0.0) std::printf(" (%.2fx)", layer_bf16[i] / layer_quant[i][t]);
     }
