@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# The direct Q4_K GEMV at 1-2 rows (issue 12) against the staged kernel, on the GPU machine
+# The direct Q4_K GEMV at 1-4 rows (issue 12) against the staged kernel, on the GPU machine
 # (bundle-pack/ carried: roseinfer, gpu_bench_gemv_quant and the GPU tests named below). One
 # binary: ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0 is the staged kernel, and
 # ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256 / 1024 the direct kernel's other block sizes.
-# Steps: the GPU tests that run Q4_K at 1-2 rows; the kernel bench at llama-1b / llama-8b shapes
+# Steps: the GPU tests that run Q4_K at 1-4 rows; the kernel bench at llama-1b / llama-8b shapes
 # per setting; offline batch-1 decode of llama-1b and llama-8b `--quantize q4_k` per
 # DECODE_SETTINGS (twice), batch 2 once, bf16 beside them and transformers on the llama-1b shape
 # (.peers/ carried); with NCU=1, ncu on the direct kernel's batch-1 launches. $OUT gets

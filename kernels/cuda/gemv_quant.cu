@@ -12,6 +12,10 @@
 // slice of a block) and takes its int8 dot products with x's rows by __dp4a, applying the weight
 // scale and the activation block's d in fp32 once per 32 (Q6_K: 16) elements.
 //
+// Q4_K at 1-4 rows takes a second, direct kernel instead (further down): each lane loads its units
+// straight into registers, with no staging and no per-piece bookkeeping, in the same lane order and
+// with the same operations, so a row's bits are the same on both kernels.
+//
 // Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
 // accumulator piece by piece, then a fixed xor-shuffle tree sums the warp. Which warp computes a
@@ -519,7 +523,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
-// ---- the direct path: Q4_K at 1 or 2 rows ----
+// ---- the direct path: Q4_K at 1 to 4 rows ----
 // At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
 // H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.44-0.69 warp
 // instructions per scheduler cycle with only 18-62% of DRAM bandwidth in use, where the bf16 GEMV
@@ -756,13 +760,25 @@ bool weights_before_wait() {
   return early;
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K at 1-2 rows through the staged kernel (comparisons).
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K at 1-4 rows through the staged kernel (comparisons).
 bool direct_enabled() {
   static const bool direct = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT");
     return !(env && env[0] == '0');
   }();
   return direct;
+}
+
+// The most rows the direct kernel takes: 4 (compiled for 1, 2 and 4; at 3-4 rows it measured
+// +20-30% end to end over the staged kernel, results/2026-11-25-gemv-quant-direct/rows4). The
+// staged kernel's bookkeeping is shared by its rows, so from 5 rows on it stays there.
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 sends 3-4 rows back to the staged kernel (comparisons).
+int direct_max_rows() {
+  static const int rows = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS");
+    return env && env[0] == '2' ? 2 : 4;
+  }();
+  return rows;
 }
 
 // The grid of one resident wave in which every warp gets the same number of features.
@@ -832,11 +848,13 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     const int rows = std::min(fit, n - first);
     const T* xr = static_cast<const T*>(x) + int64_t(first) * in;
     void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
-    if (std::is_same_v<B, BlockQ4_K> && rows <= 2 && direct_enabled()) {
+    if (std::is_same_v<B, BlockQ4_K> && rows <= direct_max_rows() && direct_enabled()) {
       if (rows == 1) {
         launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
-      } else {
+      } else if (rows == 2) {
         launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
+      } else {
+        launch_direct<T, E, 4>(xr, w, yr, rows, in, out, y_stride, stream);
       }
     } else if (rows == 1) {
       launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
