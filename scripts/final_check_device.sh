@@ -3,8 +3,8 @@
 #   1. every GPU test program and memcheck (scripts/gpu_check.sh, no benchmark);
 #   2. gpu_bench_cuda decode steps at batches 1 and 2 (graphs on), gpt2 / llama-1b / llama-8b;
 #   3. transformers 5.17 on random checkpoints of the gpt2 and llama-1b shapes
-#      (.peers/make_models.py) beside `roseinfer bench` at batch 1 on the same shapes (bf16, and
-#      llama-1b --quantize q4_k).
+#      (.peers/make_models.py) beside `roseinfer bench` at batch 1 on the same shapes (bf16), with
+#      llama-8b bf16 at batch 1 and llama-1b / llama-8b --quantize q4_k at batches 1, 2 and 4.
 # Everything lands in $OUT/final_check.tgz; the summary is printed last.
 set -uo pipefail
 FINAL=${OUT:-/tmp/final_check_out}
@@ -21,17 +21,22 @@ step grid 240 env ROSEINFER_BENCH_MODELS=gpt2,llama-1b,llama-8b ROSEINFER_BENCH_
   ROSEINFER_BENCH_GRAPHS=on "$B/gpu_bench_cuda" --no-skip
 grep -E "^(gpt2|llama)" "$OUT/grid.txt" | sed "s/^/grid: /" | tee -a "$SUMMARY"
 
-bench() {  # NAME ARGS...: roseinfer offline bench at batch 1, its decode tok/s
-  local name=$1
-  shift
-  step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline \
-    --dataset-name grid:1:512:128 "$@" --json "$OUT/$name.json"
+bench() {  # NAME BATCH ARGS...: roseinfer offline bench of BATCH x 512 in / 128 out, decode tok/s
+  local name=$1 batch=$2
+  shift 2
+  step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline --max-num-seqs 256 \
+    --max-num-batched-tokens 16384 --max-model-len 4096 --dataset-name "grid:$batch:512:128" "$@" \
+    --json "$OUT/$name.json"
   bench_summary "$name" "$OUT/$name.json"
 }
 peer_b1 gpt2 llama1b
-bench gpt2_b1_bf16 --model gpt2
-bench llama1b_b1_bf16 --model llama-1b
-bench llama1b_b1_q4_k --model llama-1b --quantize q4_k
+bench gpt2_b1_bf16 1 --model gpt2 --max-model-len 1024
+bench llama1b_b1_bf16 1 --model llama-1b
+bench llama8b_b1_bf16 1 --model llama-8b
+for batch in 1 2 4; do
+  bench "llama1b_b${batch}_q4_k" $batch --model llama-1b --quantize q4_k
+  bench "llama8b_b${batch}_q4_k" $batch --model llama-8b --quantize q4_k
+done
 
 tar czf "$FINAL/final_check.tgz" -C "$OUT" .
 echo "=== summary"

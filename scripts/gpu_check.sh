@@ -54,6 +54,8 @@ if command -v compute-sanitizer >/dev/null; then
     "$B/gpu_test_cuda_backend" -tc="greedy outputs*"
   run_logged memcheck_dequant 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu_test_cuda_dequant" -tc="device dequantization*,StoredUploader*"
+  run_logged memcheck_gemv_quant 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
+    "$B/gpu_test_cuda_gemv_quant" -tc="quantized GEMV: ragged*,quantized GEMV: SmolLM2*"
   if "$B/roseinfer" run --help >/dev/null 2>&1 && [[ -f datasets/sample.jsonl ]]; then
     head -n 2 datasets/sample.jsonl >"$OUT/two_prompts.jsonl"
     run_logged memcheck_roseinfer_run 240 compute-sanitizer --tool memcheck --error-exitcode 3 \
