@@ -444,7 +444,15 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     uint8_t* dst = stages + (t % B::kStages) * S::kStageBytes;
     for (int c = lane; c < chunks; c += 32) {
       const int64_t at = first + 16 * int64_t(c);
-      cp_async16(dst + 16 * c, w + at, int(std::min<int64_t>(16, total_bytes - at)));
+      const int64_t left = total_bytes - at;  // >= 1: the span ends inside the weights
+      if (left >= 16) {
+        cp_async16(dst + 16 * c, w + at, 16);
+      } else {
+        // The weights' last, partial 16 bytes: copied byte by byte, so nothing past the end of the
+        // allocation is touched (compute-sanitizer flags a 16-byte cp.async there even with a
+        // smaller source size). The __syncwarp after the group wait publishes these stores too.
+        for (int i = 0; i < 16; ++i) dst[16 * c + i] = i < left ? w[at + i] : uint8_t(0);
+      }
     }
   };
 
