@@ -533,9 +533,9 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 
 // ---- the direct path: Q4_K at 1 to 4 rows ----
 // At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
-// H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.44-0.69 warp
-// instructions per scheduler cycle with only 18-62% of DRAM bandwidth in use, where the bf16 GEMV
-// issues 0.25 and reaches 59-91%. The per-piece bookkeeping (locating an item with two integer
+// H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.38-0.69 warp
+// instructions per scheduler cycle with only 12-62% of DRAM bandwidth in use, where the bf16 GEMV
+// issues 0.23-0.32 and reaches 39-91%. The per-piece bookkeeping (locating an item with two integer
 // divisions, the cp.async loop, the group waits) and the shared-memory round trip of every weight
 // byte cost more than the decode itself. Here each lane loads its units straight into registers:
 // a Q4_K unit is the block's 16-byte head (d, dmin, scales; the block's four lanes read the same

@@ -1,0 +1,1 @@
+env ROSEINFER_BENCH_ITERS=10 ncu --clock-control none --csv --page details --kernel-name-base demangled -k regex:gemv_quant_kernel.*BlockQ4_K.* 1> --launch-skip 0 --launch-count 400 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats /work/main/bundle/gpu_bench_gemv_quant --no-skip

@@ -1,0 +1,1 @@
+env ROSEINFER_BENCH_ITERS=10 ROSEINFER_BENCH_TYPES=none ROSEINFER_BENCH_ROWS=1 ncu --clock-control none --csv --page details -k regex:gemv_kernel --launch-count 300 --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats /work/main/bundle/gpu_bench_gemv_quant --no-skip
