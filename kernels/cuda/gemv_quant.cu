@@ -12,9 +12,9 @@
 // slice of a block) and takes its int8 dot products with x's rows by __dp4a, applying the weight
 // scale and the activation block's d in fp32 once per 32 (Q6_K: 16) elements.
 //
-// Q4_K at 1-4 rows takes a second, direct kernel instead (further down): each lane loads its units
-// straight into registers, with no staging and no per-piece bookkeeping, in the same lane order and
-// with the same operations, so a row's bits are the same on both kernels.
+// Q4_K (every row count) takes a second, direct kernel instead (further down): each lane loads its
+// units straight into registers, with no staging and no per-piece bookkeeping, in the same lane
+// order and with the same operations, so a row's bits are the same on both kernels.
 //
 // Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
@@ -531,7 +531,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
-// ---- the direct path: Q4_K at 1 to 4 rows ----
+// ---- the direct path: Q4_K at 1 to 8 rows ----
 // At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
 // H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.38-0.69 warp
 // instructions per scheduler cycle with only 12-62% of DRAM bandwidth in use, where the bf16 GEMV
@@ -768,7 +768,7 @@ bool weights_before_wait() {
   return early;
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K at 1-4 rows through the staged kernel (comparisons).
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K through the staged kernel (comparisons).
 bool direct_enabled() {
   static const bool direct = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT");
@@ -777,14 +777,15 @@ bool direct_enabled() {
   return direct;
 }
 
-// The most rows the direct kernel takes: 4 (compiled for 1, 2 and 4; at 3-4 rows it measured
-// +20-30% end to end over the staged kernel, results/2026-11-25-gemv-quant-direct/rows4). The
-// staged kernel's bookkeeping is shared by its rows, so from 5 rows on it stays there.
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 sends 3-4 rows back to the staged kernel (comparisons).
+// The most rows the direct kernel takes: all the GEMV's 8 (compiled for 1, 2, 4 and 8). Measured
+// end to end against the staged kernel (results/2026-11-25-gemv-quant-direct/rows4, rows8): +20-30%
+// at 3-4 rows, +22-26% at 6 and 8. ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4 sends the rows
+// above that to the staged kernel (comparisons).
 int direct_max_rows() {
   static const int rows = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS");
-    return env && env[0] == '2' ? 2 : 4;
+    if (env && env[0] == '2') return 2;
+    return env && env[0] == '4' ? 4 : 8;
   }();
   return rows;
 }
@@ -824,8 +825,11 @@ int direct_threads() {
 template <typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                    cudaStream_t stream) {
-  if (direct_threads() == 256)
-    return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, stream);
+  if constexpr (kRows <= 4) {  // the 8-row gated kernel would spill under 256 threads' bound
+    if (direct_threads() == 256) {
+      return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, stream);
+    }
+  }
   if constexpr (E != Epilogue::kSiluMul && kRows == 1) {
     if (direct_threads() == 1024)
       return launch_direct_as<T, E, kRows, 1024>(x, w, y, n, in, out, y_stride, stream);
@@ -861,8 +865,10 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
         launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
       } else if (rows == 2) {
         launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
-      } else {
+      } else if (rows <= 4) {
         launch_direct<T, E, 4>(xr, w, yr, rows, in, out, y_stride, stream);
+      } else {
+        launch_direct<T, E, 8>(xr, w, yr, rows, in, out, y_stride, stream);
       }
     } else if (rows == 1) {
       launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);

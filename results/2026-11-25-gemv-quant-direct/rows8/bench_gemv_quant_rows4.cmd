@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=4 ROSEINFER_BENCH_TYPES=Q4_K ROSEINFER_BENCH_ROWS=8 /work/main/bundle/gpu_bench_gemv_quant --no-skip

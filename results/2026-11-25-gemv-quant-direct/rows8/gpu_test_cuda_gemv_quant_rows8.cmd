@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=8 /work/main/bundle/gpu_test_cuda_gemv_quant

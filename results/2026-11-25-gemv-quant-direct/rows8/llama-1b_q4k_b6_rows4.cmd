@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=4 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-1b --quantize q4_k --dataset-name grid:6:512:128 --json /root/out/llama-1b_q4k_b6_rows4.json

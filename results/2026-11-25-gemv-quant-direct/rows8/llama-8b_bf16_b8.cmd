@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model llama-8b --dataset-name grid:8:512:128 --json /root/out/llama-8b_bf16_b8.json
