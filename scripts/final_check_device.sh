@@ -4,7 +4,8 @@
 #   2. gpu_bench_cuda decode steps at batches 1 and 2 (graphs on), gpt2 / llama-1b / llama-8b;
 #   3. transformers 5.17 on random checkpoints of the gpt2 and llama-1b shapes
 #      (.peers/make_models.py) beside `roseinfer bench` at batch 1 on the same shapes (bf16), with
-#      llama-8b bf16 at batch 1 and llama-1b / llama-8b --quantize q4_k at batches 1, 2 and 4.
+#      llama-8b bf16 at batch 1, both in bf16 at batch 8, and llama-1b / llama-8b --quantize q4_k
+#      at batches 1, 2, 4 and 8.
 # Everything lands in $OUT/final_check.tgz; the summary is printed last.
 set -uo pipefail
 FINAL=${OUT:-/tmp/final_check_out}
@@ -33,7 +34,9 @@ peer_b1 gpt2 llama1b
 bench gpt2_b1_bf16 1 1024 --model gpt2
 bench llama1b_b1_bf16 1 4096 --model llama-1b
 bench llama8b_b1_bf16 1 4096 --model llama-8b
-for batch in 1 2 4; do
+bench llama1b_b8_bf16 8 4096 --model llama-1b
+bench llama8b_b8_bf16 8 4096 --model llama-8b
+for batch in 1 2 4 8; do
   bench "llama1b_b${batch}_q4_k" $batch 4096 --model llama-1b --quantize q4_k
   bench "llama8b_b${batch}_q4_k" $batch 4096 --model llama-8b --quantize q4_k
 done
