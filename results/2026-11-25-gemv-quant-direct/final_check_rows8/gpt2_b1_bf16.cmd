@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 1024 --dataset-name grid:1:512:128 --model gpt2 --json /tmp/final_check_work/gpt2_b1_bf16.json

@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --dataset-name grid:2:512:128 --model llama-8b --quantize q4_k --json /tmp/final_check_work/llama8b_b2_q4_k.json
