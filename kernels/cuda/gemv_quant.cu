@@ -769,6 +769,8 @@ bool weights_before_wait() {
 }
 
 // ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K through the staged kernel (comparisons).
+bool staged_only_for_tests = false;  // set_gemv_quant_staged_only
+
 bool direct_enabled() {
   static const bool direct = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT");
@@ -860,7 +862,8 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     const int rows = std::min(fit, n - first);
     const T* xr = static_cast<const T*>(x) + int64_t(first) * in;
     void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
-    if (std::is_same_v<B, BlockQ4_K> && rows <= direct_max_rows() && direct_enabled()) {
+    if (std::is_same_v<B, BlockQ4_K> && rows <= direct_max_rows() && direct_enabled() &&
+        !staged_only_for_tests) {
       if (rows == 1) {
         launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
       } else if (rows == 2) {
@@ -920,6 +923,8 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
 }
 
 }  // namespace
+
+void set_gemv_quant_staged_only(bool staged_only) { staged_only_for_tests = staged_only; }
 
 bool gemv_quant_type_supported(uint32_t ggml_type) { return gemv_quant_block_elems(ggml_type) > 0; }
 

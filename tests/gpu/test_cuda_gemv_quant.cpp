@@ -3,7 +3,8 @@
 // llama-8b (hidden 4096, intermediate 14336, qkv 6144) and SmolLM2-135M (hidden 576, intermediate
 // 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
-// is bit-identical for every n); the fused gate|up SiLU; the shape checks.
+// is bit-identical for every n); the fused gate|up SiLU; Q4_K's direct kernel against the staged
+// one, bit for bit; the shape checks.
 //
 // Two references per output, both from the weights dequantized by rose::dequantize
 // (engine/model/quant.cpp) and sums in double:
@@ -408,6 +409,38 @@ TEST_CASE("quantized GEMV: fused gate|up SiLU against the reference, rows invari
   std::mt19937 rng(4);
   for (GgmlType type : kTypes) {
     for (Shape shape : {Shape{2048, 8192}, Shape{1536, 256}}) check_silu(type, shape, rng);
+  }
+}
+
+// Q4_K runs the direct kernel; the staged kernel is kept for the other types and computes the
+// same operations in the same order. Both, every n and both epilogues, bit for bit.
+TEST_CASE("quantized GEMV: Q4_K's direct kernel gives the staged kernel's bits, n = 1..8") {
+  std::mt19937 rng(11);
+  for (const Shape shape :
+       {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576}, Shape{256, 7}}) {
+    const std::vector<uint8_t> w = random_blocks(GgmlType::kQ4_K, 2 * shape.out, shape.in, rng);
+    const std::vector<float> x = random_activations(kMaxRows, shape.in, rng);
+    gputest::DeviceArray<uint8_t> w_dev(w);
+    gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
+    for (int n = 1; n <= kMaxRows; ++n) {
+      std::vector<float> f32[2];
+      std::vector<uint16_t> silu[2];
+      for (int staged = 0; staged < 2; ++staged) {
+        set_gemv_quant_staged_only(staged == 1);
+        gputest::DeviceArray<float> y_dev(size_t(n) * shape.out);
+        gputest::DeviceArray<uint16_t> s_dev(size_t(n) * shape.out);
+        launch_gemv_quant(x_dev.get(), w_dev.get(), uint32_t(GgmlType::kQ4_K), y_dev.get(), n,
+                          shape.in, shape.out, true, DType::kBF16, nullptr);
+        launch_gemv_quant_silu_mul(x_dev.get(), w_dev.get(), uint32_t(GgmlType::kQ4_K), s_dev.get(),
+                                   n, shape.in, shape.out, DType::kBF16, nullptr);
+        f32[staged] = y_dev.download();
+        silu[staged] = s_dev.download();
+      }
+      set_gemv_quant_staged_only(false);
+      INFO("in " << shape.in << " out " << shape.out << " n " << n);
+      CHECK(std::memcmp(f32[0].data(), f32[1].data(), f32[0].size() * 4) == 0);
+      CHECK(std::memcmp(silu[0].data(), silu[1].data(), silu[0].size() * 2) == 0);
+    }
   }
 }
 
