@@ -544,8 +544,8 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 //
 // Lane L takes units L, L + 32, L + 64, ... of a row, in that order, and folds them with the
 // staged kernel's operations: the same unit-to-lane map, the same fp32 sequence and the same
-// xor tree, so a row's bits equal the staged kernel's for any n (the tests compare every n with the
-// 8-row launch bit for bit).
+// xor tree, so a row's bits equal the staged kernel's for any n (gpu_test_cuda_gemv_quant runs
+// both for n = 1..8 and compares them bit for bit).
 struct Q4KUnitRegs {
   uint4 head;    // d, dmin (fp16), then the 12 bytes of packed 6-bit scales and mins
   uint4 lo, hi;  // the chunk's 32 bytes: low nibbles sub-block 2c, high nibbles 2c + 1
