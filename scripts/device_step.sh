@@ -51,6 +51,23 @@ for r in d.get("runs", []):
 PY
 }
 
+# One `roseinfer bench --mode offline` of BATCH sequences x 512 prompt / 128 output tokens
+# (grid:BATCH:512:128) as step NAME, then its bench_summary line. Leading VAR=VALUE words are the
+# run's environment; the rest are bench arguments (the model, --max-model-len, --quantize ...).
+offline_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
+  local name=$1 batch=$2
+  shift 2
+  local vars=()
+  while [[ $# -gt 0 && $1 == [A-Z]*=* ]]; do
+    vars+=("$1")
+    shift
+  done
+  step "$name" 150 env "${vars[@]}" "$B/roseinfer" bench --device cuda --mode offline \
+    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "grid:$batch:512:128" "$@" \
+    --json "$OUT/$name.json"
+  bench_summary "$name" "$OUT/$name.json"
+}
+
 # transformers' batch-1 decode on random checkpoints of the gpt2 / llama-1b shapes
 # (.peers/make_models.py, carried from ../shared/peers), one summary line each: MODELS are
 # make_models.py's names (gpt2, llama1b). Does nothing when .peers is not carried.

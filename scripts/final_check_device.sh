@@ -22,23 +22,13 @@ step grid 240 env ROSEINFER_BENCH_MODELS=gpt2,llama-1b,llama-8b ROSEINFER_BENCH_
   ROSEINFER_BENCH_GRAPHS=on "$B/gpu_bench_cuda" --no-skip
 grep -E "^(gpt2|llama)" "$OUT/grid.txt" | sed "s/^/grid: /" | tee -a "$SUMMARY"
 
-bench() {  # NAME BATCH MAX_LEN ARGS...: roseinfer offline bench of BATCH x 512 in / 128 out
-  local name=$1 batch=$2 max_len=$3
-  shift 3
-  step "$name" 120 "$B/roseinfer" bench --device cuda --mode offline --max-num-seqs 256 \
-    --max-num-batched-tokens 16384 --max-model-len "$max_len" \
-    --dataset-name "grid:$batch:512:128" "$@" --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
-}
 peer_b1 gpt2 llama1b
-bench gpt2_b1_bf16 1 1024 --model gpt2
-bench llama1b_b1_bf16 1 4096 --model llama-1b
-bench llama8b_b1_bf16 1 4096 --model llama-8b
-bench llama1b_b8_bf16 8 4096 --model llama-1b
-bench llama8b_b8_bf16 8 4096 --model llama-8b
-for batch in 1 2 4 8; do
-  bench "llama1b_b${batch}_q4_k" $batch 4096 --model llama-1b --quantize q4_k
-  bench "llama8b_b${batch}_q4_k" $batch 4096 --model llama-8b --quantize q4_k
+offline_bench gpt2_b1_bf16 1 --model gpt2 --max-model-len 1024
+for model in llama-1b llama-8b; do
+  for batch in 1 8; do offline_bench "${model}_b${batch}_bf16" $batch --model $model --max-model-len 4096; done
+  for batch in 1 2 4 8; do
+    offline_bench "${model}_b${batch}_q4_k" $batch --model $model --max-model-len 4096 --quantize q4_k
+  done
 done
 
 tar czf "$FINAL/final_check.tgz" -C "$OUT" .

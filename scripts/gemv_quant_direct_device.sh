@@ -2,7 +2,8 @@
 # The direct Q4_K GEMV at 1-4 rows (issue 12) against the staged kernel, on the GPU machine
 # (bundle-pack/ carried: roseinfer, gpu_bench_gemv_quant and the GPU tests named below). One
 # binary: ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0 is the staged kernel, and
-# ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256 / 1024 the direct kernel's other block sizes.
+# ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256 the direct kernel's other block size (1024 was a
+# setting until it was removed after 4772d16).
 # Steps: the GPU tests that run Q4_K at 1-4 rows; the kernel bench at llama-1b / llama-8b shapes
 # per setting; offline batch-1 decode of llama-1b and llama-8b `--quantize q4_k` per
 # DECODE_SETTINGS (twice), batch 2 once, bf16 beside them and transformers on the llama-1b shape
@@ -22,33 +23,28 @@ declare -A SETTING=(
   [staged]="ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0"
   [direct]="ROSEINFER_CUDA_GEMV_QUANT_DIRECT=1"
   [threads256]="ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256"
-  [threads1024]="ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=1024"
 )
-SETTINGS=${SETTINGS:-direct staged threads256 threads1024}
+SETTINGS=${SETTINGS:-direct staged threads256}
 for s in $SETTINGS; do
   step "bench_gemv_quant_$s" 200 env ${SETTING[$s]} ROSEINFER_BENCH_TYPES=Q4_K \
     ROSEINFER_BENCH_ROWS=1 "$B/gpu_bench_gemv_quant" --no-skip
   grep -E "^(llama|qkv|o |gate|down|lm_head|  n 1)" "$OUT/bench_gemv_quant_$s.txt" |
     sed "s/^/$s: /" | tee -a "$SUMMARY"
 done
-decode() {  # NAME MODEL BATCH ENV [--quantize q4_k]
-  local name=$1 model=$2 batch=$3 env=$4
-  shift 4
-  step "$name" 150 env $env "$B/roseinfer" bench --device cuda --mode offline --max-num-seqs 256 \
-    --max-num-batched-tokens 16384 --max-model-len 4096 --model "$model" "$@" \
-    --dataset-name "grid:$batch:512:128" --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
-}
 for round in 1 2; do
   for model in llama-1b llama-8b; do
-    for s in ${DECODE_SETTINGS:-direct staged threads1024}; do
-      decode "${model}_q4k_b1_${s}_$round" $model 1 "${SETTING[$s]}" --quantize q4_k
+    for s in ${DECODE_SETTINGS:-direct staged threads256}; do
+      offline_bench "${model}_q4k_b1_${s}_$round" 1 ${SETTING[$s]} --model $model \
+        --max-model-len 4096 --quantize q4_k
     done
   done
 done
 for model in llama-1b llama-8b; do
-  for s in direct staged; do decode "${model}_q4k_b2_$s" $model 2 "${SETTING[$s]}" --quantize q4_k; done
-  decode "${model}_bf16_b1" $model 1 "ROSEINFER_CUDA_GEMV_QUANT_DIRECT=1"
+  for s in direct staged; do
+    offline_bench "${model}_q4k_b2_$s" 2 ${SETTING[$s]} --model $model --max-model-len 4096 \
+      --quantize q4_k
+  done
+  offline_bench "${model}_bf16_b1" 1 --model $model --max-model-len 4096
 done
 peer_b1 llama1b
 [[ ${NCU:-0} == 1 ]] && step ncu_direct 300 env ROSEINFER_BENCH_ITERS=10 ROSEINFER_BENCH_TYPES=Q4_K ROSEINFER_BENCH_ROWS=1 \

@@ -22,22 +22,15 @@ for rows in $TRY $BASE; do
   grep -E "^(llama|qkv|o |gate|down|lm_head|  n $TRY)" "$OUT/bench_gemv_quant_rows$rows.txt" |
     sed "s/^/rows$rows: /" | tee -a "$SUMMARY"
 done
-decode() {  # NAME MODEL BATCH ENV ARGS...
-  local name=$1 model=$2 batch=$3 env=$4
-  shift 4
-  step "$name" 150 env $env "$B/roseinfer" bench --device cuda --mode offline \
-    --max-num-seqs 256 --max-num-batched-tokens 16384 --max-model-len 4096 --model "$model" \
-    "$@" --dataset-name "grid:$batch:512:128" --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
-}
 first=${BATCHES%% *}
 for batch in $BATCHES; do
   for model in llama-1b llama-8b; do
     for rows in $TRY $BASE; do
-      decode "${model}_q4k_b${batch}_rows$rows" $model "$batch" \
-        "ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=$rows" --quantize q4_k
+      offline_bench "${model}_q4k_b${batch}_rows$rows" "$batch" \
+        ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=$rows --model $model --max-model-len 4096 --quantize q4_k
     done
-    [[ $batch == "$first" ]] && decode "${model}_bf16_b$batch" $model "$batch" ""
+    [[ $batch == "$first" ]] && offline_bench "${model}_bf16_b$batch" "$batch" --model $model \
+      --max-model-len 4096
   done
 done
 device_pack

@@ -387,6 +387,42 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
 
 enum class Epilogue { kStore, kStoreF32, kSiluMul };
 
+// After a feature's last unit, in both kernels: sums each accumulator over the warp (a fixed xor
+// tree), lane 0 stores feature o of rows 0..n-1 of y (n, y_stride) by the epilogue E, and the
+// accumulators restart at zero for the warp's next feature. acc: (kWeightRows, kRows) this lane's.
+template <typename T, Epilogue E, int kWeightRows, int kRows>
+__device__ __forceinline__ void finish_feature(float (&acc)[kWeightRows][kRows], int n, int lane,
+                                               int o, void* y, int y_stride) {
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) {
+      if (row < n) acc[r][row] = warp_sum(acc[r][row]);
+    }
+  }
+  if (lane == 0) {
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) {
+      if (row < n) {
+        const int64_t at = int64_t(row) * y_stride + o;
+        if constexpr (E == Epilogue::kStoreF32) {
+          static_cast<float*>(y)[at] = acc[0][row];
+        } else if constexpr (E == Epilogue::kStore) {
+          static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+        } else {
+          const float g = acc[0][row];
+          static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
+        }
+      }
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
+  }
+}
+
 // x (n, in) in T (16-byte aligned); w (kWeightRows * out, in) ggml blocks, 16-byte aligned; y (n,
 // y_stride). kRows >= n: the accumulators' size (n only selects the rows computed). Dynamic shared
 // memory: Staging<B>::kBlockBytes, then xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks.
@@ -498,35 +534,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     __syncwarp();  // the buffer is refilled by the next iteration's issue
     // After the feature's last piece: sum the lanes (fixed xor tree) and store.
     if (it.r != kWeightRows - 1 || it.p != pieces - 1) continue;
-#pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) {
-#pragma unroll
-      for (int row = 0; row < kRows; ++row) {
-        if (row < n) acc[r][row] = warp_sum(acc[r][row]);
-      }
-    }
-    if (lane == 0) {
-#pragma unroll
-      for (int row = 0; row < kRows; ++row) {
-        if (row < n) {
-          const int64_t at = int64_t(row) * y_stride + it.o;
-          if constexpr (E == Epilogue::kStoreF32) {
-            static_cast<float*>(y)[at] = acc[0][row];
-          } else if constexpr (E == Epilogue::kStore) {
-            static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
-          } else {
-            const float g = acc[0][row];
-            static_cast<T*>(y)[at] =
-                from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
-          }
-        }
-      }
-    }
-#pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) {
-#pragma unroll
-      for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
-    }
+    finish_feature<T, E>(acc, n, lane, it.o, y, y_stride);
   }
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
@@ -609,7 +617,7 @@ __device__ __forceinline__ void q4k_unit_direct(const Q4KUnitRegs& k, int c, con
 // Dynamic shared memory: xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks. Each warp
 // computes features gw, gw + total_warps, ...; an item is one round of units (k) of one feature,
 // all its weight rows at once, and the next item's loads are in flight while one is computed.
-// kBlockThreads (512; 256 and 1024 for comparisons): each thread block quantizes x into its own
+// kBlockThreads (512; 256 for comparisons): each thread block quantizes x into its own
 // shared memory, so fewer, larger blocks quantize it fewer times per SM (llama-8b's down, in =
 // 14336, went from 17.6 to 15.1 us at 512; results/2026-11-25-gemv-quant-direct). Loading two
 // items ahead instead of one was slower on every shape measured there.
@@ -687,36 +695,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
       for (int r = 0; r < kWeightRows; ++r) q4k_unit_direct<kRows>(current[r], c, xv, n, acc[r]);
     }
     if (k == rounds - 1) {  // the feature's last round: sum the lanes (fixed xor tree) and store
-      const int o = gw + f * total_warps;
-#pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) {
-#pragma unroll
-        for (int row = 0; row < kRows; ++row) {
-          if (row < n) acc[r][row] = warp_sum(acc[r][row]);
-        }
-      }
-      if (lane == 0) {
-#pragma unroll
-        for (int row = 0; row < kRows; ++row) {
-          if (row < n) {
-            const int64_t at = int64_t(row) * y_stride + o;
-            if constexpr (E == Epilogue::kStoreF32) {
-              static_cast<float*>(y)[at] = acc[0][row];
-            } else if constexpr (E == Epilogue::kStore) {
-              static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
-            } else {
-              const float g = acc[0][row];
-              static_cast<T*>(y)[at] =
-                  from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
-            }
-          }
-        }
-      }
-#pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) {
-#pragma unroll
-        for (int row = 0; row < kRows; ++row) acc[r][row] = 0.0f;
-      }
+      finish_feature<T, E>(acc, n, lane, gw + f * total_warps, y, y_stride);
     }
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) current[r] = next[r];
@@ -812,14 +791,13 @@ void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int 
                 weights_before_wait());
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256 or 1024: the direct kernel's block size for
-// comparisons (1024 only for one weight row and one x row: the others need more than 64
-// registers a thread).
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads, the
+// size it was first measured at (comparisons). 1024 threads (one weight row, one x row) measured
+// the same as 512 and was removed after 4772d16.
 int direct_threads() {
   static const int threads = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS");
-    const int value = env ? std::atoi(env) : 512;
-    return value == 256 || value == 1024 ? value : 512;
+    return env && std::atoi(env) == 256 ? 256 : 512;
   }();
   return threads;
 }
@@ -831,10 +809,6 @@ void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out
     if (direct_threads() == 256) {
       return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, stream);
     }
-  }
-  if constexpr (E != Epilogue::kSiluMul && kRows == 1) {
-    if (direct_threads() == 1024)
-      return launch_direct_as<T, E, kRows, 1024>(x, w, y, n, in, out, y_stride, stream);
   }
   launch_direct_as<T, E, kRows, 512>(x, w, y, n, in, out, y_stride, stream);
 }
