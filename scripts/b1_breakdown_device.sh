@@ -1,0 +1,37 @@
+#!/usr/bin/env bash
+# Where a batch-1 decode step goes with Q4_K weights (issue 12: 2.5x bf16 needs the step's
+# non-GEMV part down), on the H100 (bundle-pack/ carried): for llama-8b and llama-1b in Q4_K and
+# bf16, the offline grid:1:512:128 bench with each kernel class left out of the graphed step
+# (ROSEINFER_CUDA_SKIP: outputs wrong, step time real), then ncu's per-kernel duration and DRAM bytes
+# of one graph-less Q4_K step of each model. MODELS (default "llama-8b llama-1b") and SKIPS
+# (default "norm attention gemv norm,attention") choose the runs. $OUT gets summary.txt (one line
+# per run, then the ncu per-kernel tables) and outputs.tgz.
+set -uo pipefail
+OUT=${OUT:-/tmp/b1_breakdown}
+mkdir -p "$OUT"
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin
+MODELS=${MODELS:-"llama-8b llama-1b"}
+SKIPS=${SKIPS:-"norm attention gemv norm,attention"}
+for model in $MODELS; do
+  for weights in q4_k bf16; do
+    q=()
+    [[ $weights != bf16 ]] && q=(--quantize "$weights")
+    offline_bench "${model}_${weights}" 1 --model "$model" "${q[@]}"
+    for skip in $SKIPS; do
+      offline_bench "${model}_${weights}_skip_${skip//,/_}" 1 ROSEINFER_CUDA_SKIP="$skip" \
+        --model "$model" "${q[@]}"
+    done
+  done
+done
+METRICS=gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
+for model in $MODELS; do
+  step "ncu_${model}_q4_k" 300 env ROSEINFER_CUDA_PROFILE_STEP=40 ncu --clock-control none --csv \
+    --page details --profile-from-start off --metrics "$METRICS" "$B/roseinfer" bench --device cuda \
+    --mode offline --dataset-name grid:1:512:128 --model "$model" --quantize q4_k --no-cuda-graph
+  grep '^"' "$OUT/ncu_${model}_q4_k.txt" >"$OUT/ncu_${model}_q4_k.csv"
+  python3 scripts/ncu_summary.py "$OUT/ncu_${model}_q4_k.csv" 25 | tee -a "$SUMMARY"
+done
+device_pack
+cat "$SUMMARY"
