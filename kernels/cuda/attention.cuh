@@ -77,6 +77,9 @@ struct AttentionArgs {
 };
 
 void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream);
+// Test hook: the cluster decode launch runs its scalar kernel instead of the tensor-core one (as
+// ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 does), so a test can compare both in one process.
+void set_cluster_attention_scalar_only(bool scalar_only);
 bool attention_supports_head_dim(int head_dim);
 
 }  // namespace rose

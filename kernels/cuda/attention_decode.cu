@@ -12,11 +12,16 @@
 //   - the blocks merge their results through distributed shared memory: each block combines its
 //     warps, the cluster syncs, and block r merges every block's values for its share of the
 //     output columns.
+// Two kernels share that plan: a warp's keys go through the tensor cores (16-key chunks, the
+// default) or through shuffle-reduced dot products (tiles of 16 or 32 keys, the first version).
 #include <cooperative_groups.h>
+
+#include <cstdlib>
 
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
 namespace attention_detail {
@@ -94,6 +99,40 @@ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
 #pragma unroll
   for (int e = 0; e < 8; ++e) elems[e] = from_float<T>(v[e]);
   return word;
+}
+
+// The end of both cluster kernels: every block holds its keys' normalised values value_s (heads,
+// D; row stride D) and their log-sum-exps lse_s (heads,); block `split` merges output columns
+// split * kThreads + threadIdx.x, + kClusterSplits * kThreads, ...: the blocks in rank order,
+// weighted as merge_column weighs partials, and writes them to args.out.
+template <typename T, int D>
+__device__ __forceinline__ void merge_cluster_blocks(cg::cluster_group& cluster,
+                                                     const AttentionArgs& args, float* value_s,
+                                                     float* lse_s, int token, int head_begin,
+                                                     int heads, int split) {
+  cluster.sync();  // every block's value_s and lse_s written and visible to the cluster
+  for (int i = split * kThreads + threadIdx.x; i < heads * D; i += kClusterSplits * kThreads) {
+    const int g = i / D;
+    float lse[kClusterSplits];
+    float lse_max = -INFINITY;
+#pragma unroll
+    for (int r = 0; r < kClusterSplits; ++r) {
+      lse[r] = *cluster.map_shared_rank(lse_s + g, r);
+      lse_max = fmaxf(lse_max, lse[r]);
+    }
+    float total = 0.0f, o = 0.0f;
+#pragma unroll
+    for (int r = 0; r < kClusterSplits; ++r) {
+      if (lse[r] == -INFINITY) continue;
+      const float w = exp2f(lse[r] - lse_max);
+      total += w;
+      o += w * *cluster.map_shared_rank(value_s + i, r);
+    }
+    // NaN passes (total != 0), as in combine_warps.
+    static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin) * D + i] =
+        from_float<T>(total != 0.0f ? o / total : 0.0f);
+  }
+  cluster.sync();  // no block leaves while another still reads its shared memory
 }
 
 template <typename T, int D, int G>
@@ -238,32 +277,406 @@ __global__ void __launch_bounds__(kThreads) cluster_decode_attention_kernel(Atte
     value_s[i / D][i % D] = value;
     if (i % D == 0) lse_s[i / D] = lse;
   }
-  cluster.sync();  // every block's value_s and lse_s written and visible to the cluster
+  merge_cluster_blocks<T, D>(cluster, args, &value_s[0][0], lse_s, token, head_begin, heads, split);
+}
 
-  // Block `split` merges output columns split * kThreads + threadIdx.x, + kClusterSplits *
-  // kThreads, ...: the splits in rank order, weighted as merge_column weighs partials.
-  for (int i = split * kThreads + threadIdx.x; i < heads * D; i += kClusterSplits * kThreads) {
-    const int g = i / D, d = i % D;
-    float lse[kClusterSplits];
-    float lse_max = -INFINITY;
+// ---- The tensor-core cluster kernel (the default; ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 runs the
+// one above) -------------------------------------------------------------------------------------
+// ncu on llama-8b's batch-1 step (results/2026-11-25-b1-breakdown/) found the kernel above
+// latency-bound by its own instruction count: ~3,850 instructions per warp at 13.8 cycles each,
+// a 16-key tile costing ~1,250 of them (shuffle-reduced dot products per key and head), with one
+// warp per scheduler to hide nothing. Here a warp's chunk of 16 keys is two mma.m16n8k16 products
+// per 16 dimensions: S^T (query heads x keys) = Q K^T with the group's query heads as the M rows
+// (rows from `heads` on are zero), then O += P V with P rounded to T, as flash attention does.
+// The order of the terms of a dot product is free, so the head dimension is permuted inside each
+// product to match the fragments to plain 16-byte loads: lane (g, t) = (lane / 4, lane % 4)
+// feeds k-step s of Q K^T with dims t * D/4 + 4s .. 4s + 3 (one contiguous D/4-element slice of
+// each K row it loads, keys g and g + 8 of the chunk), and output column n of the P V n-tile j is
+// dim n * D/8 + j (one contiguous D/8-element slice of each V row it loads, keys 2t, 2t + 1,
+// 2t + 8, 2t + 9). The new key of the fused RoPE is one more partial state of the last block
+// (m = its score, l = 1, o = its V), merged with its warps'.
+constexpr int kChunkKeys = 16;  // keys per warp chunk: the K of the P V product
+
+// One warp chunk's K and V slices, as loaded (zero where the key is past the chunk's valid keys:
+// P is 0 there, and 0 * 0 keeps the product finite).
+template <int D>
+struct ChunkKv {
+  uint4 k[2][D / 32];  // keys g, g + 8: dims t * D/4 .. + D/4
+  uint4 v[4][D / 64];  // keys 2t, 2t + 1, 2t + 8, 2t + 9: dims g * D/8 .. + D/8
+};
+
+template <int D>
+__device__ __forceinline__ void clear_chunk(ChunkKv<D>& kv) {
 #pragma unroll
-    for (int r = 0; r < kClusterSplits; ++r) {
-      lse[r] = *cluster.map_shared_rank(&lse_s[g], r);
-      lse_max = fmaxf(lse_max, lse[r]);
-    }
-    float total = 0.0f, o = 0.0f;
+  for (int r = 0; r < 2; ++r) {
 #pragma unroll
-    for (int r = 0; r < kClusterSplits; ++r) {
-      if (lse[r] == -INFINITY) continue;
-      const float w = exp2f(lse[r] - lse_max);
-      total += w;
-      o += w * *cluster.map_shared_rank(&value_s[g][d], r);
-    }
-    // NaN passes (total != 0), as in combine_warps.
-    static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin + g) * D + d] =
-        from_float<T>(total != 0.0f ? o / total : 0.0f);
+    for (int w = 0; w < D / 32; ++w) kv.k[r][w] = make_uint4(0, 0, 0, 0);
   }
-  cluster.sync();  // no block leaves while another still reads its shared memory
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+#pragma unroll
+    for (int w = 0; w < D / 64; ++w) kv.v[r][w] = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Where this lane's slices of one chunk's keys are: the first uint4 of each, or -1 for a key not
+// to load.
+struct ChunkRows {
+  int64_t k[2];  // K slices of keys g, g + 8
+  int64_t v[4];  // V slices of keys 2t, 2t + 1, 2t + 8, 2t + 9
+};
+
+// This lane's key `i` of a chunk (0, 1: its K rows; 2..5: its V rows), relative to the chunk.
+__device__ __forceinline__ int chunk_key(int i, int lane) {
+  return i < 2 ? lane / 4 + 8 * i : 2 * (lane % 4) + ((i - 2) & 1) + 8 * ((i - 2) >> 1);
+}
+
+// The rows of this lane's keys of chunk `chunk` that lie in [load_from, load_to) (load_to at most
+// the row's key count). One block-table lookup per chunk when its 16 keys share a KV block (block
+// sizes that are multiples of 16), one per key otherwise. Every lookup is issued before any
+// K/V load (fetch_chunk): a load issued between them made the next address wait for it.
+template <int D>
+__device__ __forceinline__ ChunkRows locate_chunk(const AttentionArgs& args, const int32_t* table,
+                                                  int kv_head, int chunk, int lane, int load_from,
+                                                  int load_to) {
+  const int base = chunk * kChunkKeys, bs = args.block_size;
+  const int base_block = base / bs, base_offset = base - base_block * bs;
+  bool wanted[6];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) {
+    const int key = base + chunk_key(i, lane);
+    wanted[i] = key >= load_from && key < load_to;
+  }
+  int64_t slot[6];
+  if (base_offset + kChunkKeys <= bs) {  // the same for the whole warp
+    const int64_t first = int64_t(__ldg(table + base_block)) * bs + base_offset;
+#pragma unroll
+    for (int i = 0; i < 6; ++i) slot[i] = first + chunk_key(i, lane);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+      const int key = base + chunk_key(i, lane);
+      slot[i] = wanted[i] ? int64_t(__ldg(table + key / bs)) * bs + key % bs : 0;
+    }
+  }
+  const int64_t row_vecs = int64_t(args.num_kv_heads) * (D / 8);  // uint4s per cache slot
+  const int64_t head_vec = int64_t(kv_head) * (D / 8);
+  ChunkRows rows;
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    rows.k[r] = wanted[r] ? slot[r] * row_vecs + head_vec + (lane % 4) * (D / 32) : -1;
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+    rows.v[r] = wanted[2 + r] ? slot[2 + r] * row_vecs + head_vec + (lane / 4) * (D / 64) : -1;
+  return rows;
+}
+
+// Loads the slices locate_chunk found; the others keep what they hold.
+template <int D>
+__device__ __forceinline__ void fetch_chunk(const AttentionArgs& args, const ChunkRows& rows,
+                                            ChunkKv<D>& kv) {
+  const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
+  const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (rows.k[r] >= 0) {
+#pragma unroll
+      for (int w = 0; w < D / 32; ++w) kv.k[r][w] = __ldg(k_cache + rows.k[r] + w);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    if (rows.v[r] >= 0) {
+#pragma unroll
+      for (int w = 0; w < D / 64; ++w) kv.v[r][w] = __ldg(v_cache + rows.v[r] + w);
+    }
+  }
+}
+
+template <int N>
+__device__ __forceinline__ uint32_t word_of(const uint4 (&vecs)[N], int w) {
+  return reinterpret_cast<const uint32_t*>(vecs)[w];
+}
+
+// Two fp32 values as one register of two T, the first in the low half.
+template <typename T>
+__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
+  const T l = from_float<T>(lo), h = from_float<T>(hi);
+  return uint32_t(*reinterpret_cast<const uint16_t*>(&l)) |
+         (uint32_t(*reinterpret_cast<const uint16_t*>(&h)) << 16);
+}
+
+// One chunk's online-softmax update of this warp's state: m (the row's running max, base 2, the
+// same in the 4 lanes of a row), l (this lane's share of the row's sum; the 4 are summed at the
+// end) and o (n-tile j: c0, c1 = head g, dims (2t + e) * D/8 + j; c2, c3 are the zero rows').
+// qa: this lane's A fragments of Q (k-step s: head g's dims t * D/4 + 4s + {0, 1} and {2, 3}).
+template <typename T, int D>
+__device__ __forceinline__ void attend_chunk(const ChunkKv<D>& kv, const uint32_t (&qa)[D / 16][2],
+                                             int base, int keys_end, float qscale, int lane,
+                                             float& m, float& l, float (&o)[D / 8][4]) {
+  const int t = lane % 4;
+  float s[2][4] = {};
+#pragma unroll
+  for (int step = 0; step < D / 16; ++step) {
+    const uint32_t a[4] = {qa[step][0], 0u, qa[step][1], 0u};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      mma_16816<T>(s[j], a, word_of(kv.k[j], 2 * step), word_of(kv.k[j], 2 * step + 1));
+  }
+  float x[4];  // x[2j + e]: key base + 8j + 2t + e, scaled to base 2, -inf past the valid keys
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      x[2 * j + e] = base + 8 * j + 2 * t + e < keys_end ? s[j][e] * qscale : -INFINITY;
+  }
+  float chunk_max = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+  chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, 1));
+  chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, 2));
+  // The chunk holds at least one valid key, so m_new is finite (or NaN from a NaN score).
+  const float m_new = fmaxf(m, chunk_max);
+  const float correction = exp2f(m - m_new);
+  m = m_new;
+  l *= correction;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    o[j][0] *= correction;
+    o[j][1] *= correction;
+  }
+  float p[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    p[i] = exp2f(x[i] - m_new);
+    l += p[i];
+  }
+  // P as the A fragment (head g; keys 2t, 2t + 1 and 2t + 8, 2t + 9), V as B fragments.
+  const uint32_t pa[4] = {pack2<T>(p[0], p[1]), 0u, pack2<T>(p[2], p[3]), 0u};
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const uint32_t selector = j % 2 == 0 ? 0x5410u : 0x7632u;  // the low or the high halves
+    const uint32_t b0 = __byte_perm(word_of(kv.v[0], j / 2), word_of(kv.v[1], j / 2), selector);
+    const uint32_t b1 = __byte_perm(word_of(kv.v[2], j / 2), word_of(kv.v[3], j / 2), selector);
+    mma_16816<T>(o[j], pa, b0, b1);
+  }
+}
+
+// G (1, 2, 4 or 8): the block's query heads rounded up, which sizes its shared memory (a kernel
+// with less of it can start beside the previous kernel's blocks before the PDL wait).
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads)
+    cluster_decode_attention_mma_kernel(AttentionArgs args) {
+  constexpr int kStride = kWarps * kClusterSplits;  // chunks between one warp's chunks
+  constexpr int kSlots = kWarps + 1;                // the warps' states and the new key's
+  __shared__ __align__(16) T q_s[G][D];             // the block's query heads, finished
+  __shared__ float m_s[kSlots][G];
+  __shared__ float l_s[kSlots][G];
+  __shared__ __align__(16) float o_s[kSlots][G][D];
+  // This block's normalised result for its keys: slot 0's place, each (g, d) read (by the one
+  // thread that then writes it) before it is written.
+  float(&value_s)[G][D] = o_s[0];
+  __shared__ float lse_s[G];  // and its log-sum-exp (log2 domain), -inf without keys
+  cg::cluster_group cluster = cg::this_cluster();
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int token = blockIdx.x, split = blockIdx.z;  // split: rank in the cluster
+  const int group = args.num_heads / args.num_kv_heads;
+  const int head_chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
+  const int kv_head = blockIdx.y / head_chunks;
+  const int head_begin = kv_head * group + (blockIdx.y % head_chunks) * kAttentionMaxGroup;
+  const int heads = min(kAttentionMaxGroup, kv_head * group + group - head_begin);
+  // Metadata, the block table and this warp's first chunk of keys of earlier steps: before the
+  // PDL wait (the scalar kernel's comment at the top says why that is safe).
+  const int seq = args.token_seq[token];
+  const int seq_end = args.query_start[seq + 1];
+  const int context = args.context_lens[seq];
+  const int num_keys = context - (seq_end - 1 - token);
+  const int first_new_key = context - (seq_end - args.query_start[seq]);  // this step's keys
+  const bool fused = args.fuse_rope;
+  const int keys_end = fused ? first_new_key : num_keys;  // the keys the chunks cover
+  const int num_chunks = (keys_end + kChunkKeys - 1) / kChunkKeys;
+  const int first_chunk = warp * kClusterSplits + split;
+  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  // The warp's first two chunks (up to 1,024 keys a row, every chunk) are in flight before the
+  // wait; the loop below keeps one chunk ahead after that.
+  ChunkKv<D> kv, next;
+  clear_chunk(kv);
+  clear_chunk(next);
+  {
+    const int second = first_chunk + kStride;
+    const ChunkRows first_rows =
+        first_chunk < num_chunks
+            ? locate_chunk<D>(args, table, kv_head, first_chunk, lane, 0, first_new_key)
+            : ChunkRows{{-1, -1}, {-1, -1, -1, -1}};
+    const ChunkRows second_rows =
+        second < num_chunks ? locate_chunk<D>(args, table, kv_head, second, lane, 0, first_new_key)
+                            : ChunkRows{{-1, -1}, {-1, -1, -1, -1}};
+    fetch_chunk<D>(args, first_rows, kv);
+    fetch_chunk<D>(args, second_rows, next);
+  }
+  // Thread i finishes 8 columns of one query head (and, in the new key's warp, of the new K):
+  // columns col .. col + 7 of head i / (D/8). Its RoPE angles, as rope_kv.cu computes them.
+  const int col = (threadIdx.x % (D / 8)) * 8;
+  float sines[8], cosines[8];
+  const bool rotate = fused && args.rope.inv_freq;
+  if (rotate) {
+    const float pos = static_cast<float>(args.rope.positions[token]);
+#pragma unroll
+    for (int e = 0; e < 8; ++e)
+      sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);
+  }
+  const int64_t slot = fused ? args.rope.slot_mapping[token] : -1;
+  pdl_wait();
+  pdl_launch_dependents();
+  if (!fused && first_chunk < num_chunks) {
+    fetch_chunk<D>(
+        args, locate_chunk<D>(args, table, kv_head, first_chunk, lane, first_new_key, num_keys),
+        kv);
+  }
+  if (!fused && first_chunk + kStride < num_chunks) {
+    fetch_chunk<D>(
+        args,
+        locate_chunk<D>(args, table, kv_head, first_chunk + kStride, lane, first_new_key, num_keys),
+        next);
+  }
+
+  // The query heads into q_s, and the new key's K and V slices (the last block's last warp).
+  const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+  const T* qkv_bias = static_cast<const T*>(args.rope.qkv_bias);
+  const int q_dim = args.num_heads * D, kv_dim = args.num_kv_heads * D;
+  const bool new_key_warp = fused && split == kClusterSplits - 1 && warp == kWarps - 1;
+  const bool new_key_lane = new_key_warp && lane < D / 8;
+  QkvSlice new_k, new_v;
+  if (new_key_lane) {
+    new_k = load_qkv_slice<T, D>(q_row, qkv_bias, q_dim + kv_head * D, col, rotate);
+    new_v = load_qkv_slice<T, D>(q_row, qkv_bias, q_dim + kv_dim + kv_head * D, col, false);
+  }
+  const int q_head = threadIdx.x / (D / 8);
+  if (q_head < heads) {
+    uint4 word;
+    if (fused) {
+      const QkvSlice raw =
+          load_qkv_slice<T, D>(q_row, qkv_bias, (head_begin + q_head) * D, col, rotate);
+      float q[8];
+      finish_qkv_slice<T, D>(raw, qkv_bias != nullptr, col, rotate, sines, cosines, q);
+      word = pack8<T>(q);
+    } else {
+      word = *reinterpret_cast<const uint4*>(q_row + (head_begin + q_head) * D + col);
+    }
+    *reinterpret_cast<uint4*>(&q_s[q_head][col]) = word;
+  }
+  // The new key's K and V finished (rounded to T) and written to the cache for later steps; its
+  // lanes keep them for slot kWarps below (the other lanes' stay 0).
+  uint4 k_new = make_uint4(0, 0, 0, 0), v_new = make_uint4(0, 0, 0, 0);
+  if (new_key_lane) {
+    float k[8], v[8];
+    finish_qkv_slice<T, D>(new_k, qkv_bias != nullptr, col, rotate, sines, cosines, k);
+    finish_qkv_slice<T, D>(new_v, qkv_bias != nullptr, col, false, sines, cosines, v);
+    k_new = pack8<T>(k);
+    v_new = pack8<T>(v);
+    if (slot >= 0) {
+      const int64_t at = (slot * kv_dim + kv_head * D + col) / 8;
+      static_cast<uint4*>(args.rope.k_cache)[at] = k_new;
+      static_cast<uint4*>(args.rope.v_cache)[at] = v_new;
+    }
+  }
+  __syncthreads();
+  uint32_t qa[D / 16][2] = {};
+  if (g < heads) {
+    uint4 slice[D / 32];
+#pragma unroll
+    for (int w = 0; w < D / 32; ++w)
+      slice[w] = reinterpret_cast<const uint4*>(&q_s[g][t * (D / 4)])[w];
+#pragma unroll
+    for (int step = 0; step < D / 16; ++step) {
+      qa[step][0] = word_of(slice, 2 * step);
+      qa[step][1] = word_of(slice, 2 * step + 1);
+    }
+  }
+
+  const float qscale = args.scale * 1.4426950408889634f;  // the softmax in base 2
+  float m = -INFINITY, l = 0.0f, o[D / 8][4] = {};
+  for (int chunk = first_chunk; chunk < num_chunks; chunk += kStride) {
+    attend_chunk<T, D>(kv, qa, chunk * kChunkKeys, keys_end, qscale, lane, m, l, o);
+    kv = next;  // the next chunk; the one after it goes in flight while that one computes
+    clear_chunk(next);
+    if (chunk + 2 * kStride < num_chunks) {
+      fetch_chunk<D>(args,
+                     locate_chunk<D>(args, table, kv_head, chunk + 2 * kStride, lane, 0, keys_end),
+                     next);
+    }
+  }
+  // The warp's state into slot `warp`: l summed over the row's 4 lanes; heads past `heads` unused.
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if (g < heads) {
+    if (t == 0) {
+      m_s[warp][g] = m;
+      l_s[warp][g] = l;
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
+    }
+  }
+  // Slot kWarps: the new key (its score is m, l = 1, its V is o), in the last block only; the
+  // others merge their 4 warps.
+  if (new_key_warp) {
+    float k[8], v[8];
+    unpack8<T>(k_new, k);
+    unpack8<T>(v_new, v);
+    for (int h = 0; h < heads; ++h) {
+      float q[8];
+      load_as_float<T, 8>(&q_s[h][new_key_lane ? col : 0], q);
+      float dot = 0.0f;
+#pragma unroll
+      for (int e = 0; e < 8; ++e) dot += q[e] * k[e];  // k is 0 past the row's D/8 lanes
+#pragma unroll
+      for (int offset = 16; offset > 0; offset >>= 1)
+        dot += __shfl_xor_sync(0xffffffffu, dot, offset);
+      if (lane == 0) {
+        m_s[kWarps][h] = dot * qscale;
+        l_s[kWarps][h] = 1.0f;
+      }
+      if (new_key_lane) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) o_s[kWarps][h][col + e] = v[e];
+      }
+    }
+  }
+  __syncthreads();
+  const int slots = fused && split == kClusterSplits - 1 ? kSlots : kWarps;
+  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
+    float value, lse;
+    combine_warps<D, G>(m_s, l_s, o_s, i / D, i % D, value, lse, slots);
+    value_s[i / D][i % D] = value;
+    if (i % D == 0) lse_s[i / D] = lse;
+  }
+  merge_cluster_blocks<T, D>(cluster, args, &value_s[0][0], lse_s, token, head_begin, heads, split);
+}
+
+// ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar kernel (comparisons).
+bool scalar_only_for_tests = false;  // set_cluster_attention_scalar_only
+
+bool mma_enabled() {
+  static const bool mma = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA");
+    return !(env && env[0] == '0');
+  }();
+  return mma && !scalar_only_for_tests;
+}
+
+template <typename T, int D, int G>
+void launch_group(const AttentionArgs& args, dim3 grid, dim3 cluster, cudaStream_t stream) {
+  if (mma_enabled()) {
+    launch_cluster_kernel(cluster_decode_attention_mma_kernel<T, D, G>, grid, kThreads, cluster, 0,
+                          stream, args);
+  } else {
+    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, G>, grid, kThreads, cluster, 0,
+                          stream, args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
 }
 
 template <typename T, int D>
@@ -273,20 +686,10 @@ void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
   const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, kClusterSplits);
   const dim3 cluster(1, 1, kClusterSplits);
   const int heads = group < kAttentionMaxGroup ? group : kAttentionMaxGroup;  // per block
-  if (heads <= 1) {
-    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, 1>, grid, kThreads, cluster, 0,
-                          stream, args);
-  } else if (heads <= 2) {
-    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, 2>, grid, kThreads, cluster, 0,
-                          stream, args);
-  } else if (heads <= 4) {
-    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, 4>, grid, kThreads, cluster, 0,
-                          stream, args);
-  } else {
-    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, kAttentionMaxGroup>, grid, kThreads,
-                          cluster, 0, stream, args);
-  }
-  ROSE_CUDA_CHECK_LAUNCH();
+  if (heads <= 1) return launch_group<T, D, 1>(args, grid, cluster, stream);
+  if (heads <= 2) return launch_group<T, D, 2>(args, grid, cluster, stream);
+  if (heads <= 4) return launch_group<T, D, 4>(args, grid, cluster, stream);
+  launch_group<T, D, kAttentionMaxGroup>(args, grid, cluster, stream);
 }
 
 template <typename T>
@@ -308,4 +711,9 @@ void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t str
 }
 
 }  // namespace attention_detail
+
+void set_cluster_attention_scalar_only(bool scalar_only) {
+  attention_detail::scalar_only_for_tests = scalar_only;
+}
+
 }  // namespace rose

@@ -17,21 +17,22 @@ namespace attention_detail {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 
-// The block's 4 warp states for vector g, column d combined: the normalised value and its
+// The block's warp states (the first `slots`: its 4 warps, and in the tensor-core cluster kernel
+// one more for the new key) for vector g, column d combined: the normalised value and its
 // log-sum-exp (log2 domain).
 template <int D, int G>
 __device__ __forceinline__ void combine_warps(const float (*m_s)[G], const float (*l_s)[G],
                                               const float (*o_s)[G][D], int g, int d, float& value,
-                                              float& lse) {
+                                              float& lse, int slots = kWarps) {
   float m_max = -INFINITY;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][g]);
+  for (int w = 0; w < slots; ++w) m_max = fmaxf(m_max, m_s[w][g]);
   // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
   // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
   // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
   float total = 0.0f, o = 0.0f;
 #pragma unroll
-  for (int w = 0; w < kWarps; ++w) {
+  for (int w = 0; w < slots; ++w) {
     const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
     total += l_s[w][g] * scale;
     o += o_s[w][g][d] * scale;

@@ -383,16 +383,22 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   }
   const std::vector<int32_t> counters = d_counters.download();
   CHECK(std::count(counters.begin(), counters.end(), 0) == int64_t(counters.size()));
-  if (D == 64 || D == 128) {  // the cluster decode kernel, on rows of every kind
+  if (D == 64 ||
+      D == 128) {  // the cluster decode kernels (tensor-core, scalar), rows of every kind
     AttentionArgs cluster = args;
     cluster.cluster_decode = true;
     cluster.partial_out = nullptr;  // it needs no partials, counters or splits
     cluster.partial_lse = nullptr;
     cluster.merge_counters = nullptr;
     cluster.num_splits = 1;
-    ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
-    launch_paged_attention(cluster, nullptr);
-    check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
+    for (bool scalar : {false, true}) {
+      CAPTURE(scalar);
+      set_cluster_attention_scalar_only(scalar);
+      ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
+      launch_paged_attention(cluster, nullptr);
+      check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
+    }
+    set_cluster_attention_scalar_only(false);
   }
   if (tc.shared_blocks > 0) run_shared_prefix(tc, args, splits, expected);
 }
@@ -476,111 +482,117 @@ TEST_CASE("paged attention: batch decode for every heads-per-block width (1, 2, 
 TEST_CASE("cluster decode attention with the qkv bias, RoPE and KV write fused") {
   // The fused launch against the two it replaces (launch_rope_kv_write, then the cluster kernel
   // reading the rotated q and the written cache), on decode rows whose contexts cover an empty
-  // cache (the new key alone), partial tiles and more tiles than the cluster's 32 warps.
+  // cache (the new key alone), partial tiles and more tiles than the cluster's 32 warps; for the
+  // tensor-core kernel and the scalar one.
   std::mt19937 rng(21);
   struct Shape {
     int heads, kv_heads, head_dim;
     bool rope, bias;
   };
-  for (Shape sh : {Shape{32, 8, 64, true, false}, Shape{12, 12, 64, false, true},
-                   Shape{32, 8, 128, true, true}, Shape{9, 3, 64, true, false},
-                   Shape{16, 1, 128, true, false}}) {
-    CAPTURE(sh.heads);
-    CAPTURE(sh.kv_heads);
-    CAPTURE(sh.head_dim);
-    const std::vector<int> contexts = {1, 517, 33, 1300};
-    const int num_seqs = int(contexts.size()), block_size = 16, D = sh.head_dim;
-    const int q_dim = sh.heads * D, kv_dim = sh.kv_heads * D, qkv_dim = q_dim + 2 * kv_dim;
-    int max_blocks = 0, total_blocks = 0;
-    for (int c : contexts) {
-      max_blocks = std::max(max_blocks, (c + block_size - 1) / block_size);
-      total_blocks += (c + block_size - 1) / block_size;
+  for (bool scalar : {false, true}) {
+    CAPTURE(scalar);
+    set_cluster_attention_scalar_only(scalar);
+    for (Shape sh : {Shape{32, 8, 64, true, false}, Shape{12, 12, 64, false, true},
+                     Shape{32, 8, 128, true, true}, Shape{9, 3, 64, true, false},
+                     Shape{16, 1, 128, true, false}}) {
+      CAPTURE(sh.heads);
+      CAPTURE(sh.kv_heads);
+      CAPTURE(sh.head_dim);
+      const std::vector<int> contexts = {1, 517, 33, 1300};
+      const int num_seqs = int(contexts.size()), block_size = 16, D = sh.head_dim;
+      const int q_dim = sh.heads * D, kv_dim = sh.kv_heads * D, qkv_dim = q_dim + 2 * kv_dim;
+      int max_blocks = 0, total_blocks = 0;
+      for (int c : contexts) {
+        max_blocks = std::max(max_blocks, (c + block_size - 1) / block_size);
+        total_blocks += (c + block_size - 1) / block_size;
+      }
+      std::vector<int32_t> ids(total_blocks + 2);
+      std::iota(ids.begin(), ids.end(), 0);
+      std::shuffle(ids.begin(), ids.end(), rng);
+      std::vector<int32_t> tables(size_t(num_seqs) * max_blocks, -1), query_start = {0}, token_seq,
+                                                                      positions, slots;
+      int next = 0;
+      for (int s = 0; s < num_seqs; ++s) {
+        for (int b = 0; b < (contexts[s] + block_size - 1) / block_size; ++b)
+          tables[size_t(s) * max_blocks + b] = ids[next++];
+        query_start.push_back(s + 1);
+        token_seq.push_back(s);
+        const int pos = contexts[s] - 1;  // the new key's position
+        positions.push_back(pos);
+        slots.push_back(tables[size_t(s) * max_blocks + pos / block_size] * block_size +
+                        pos % block_size);
+      }
+      const size_t cache_elems = size_t(ids.size()) * block_size * kv_dim;
+      const Bf16Data qkv = random_bf16(size_t(num_seqs) * qkv_dim, rng, -2.0f, 2.0f);
+      const Bf16Data bias = random_bf16(qkv_dim, rng);
+      const Bf16Data k = random_bf16(cache_elems, rng, -2.0f, 2.0f);
+      const Bf16Data v = random_bf16(cache_elems, rng);
+      std::vector<float> inv_freq(D / 2);
+      rope_inv_freq(D, 500000.0f, RopeScaling{}, inv_freq.data());
+
+      DeviceArray<uint16_t> d_qkv_ref(qkv.bits), d_qkv(qkv.bits), d_bias(bias.bits);
+      DeviceArray<uint16_t> d_k_ref(k.bits), d_v_ref(v.bits), d_k(k.bits), d_v(v.bits);
+      DeviceArray<uint16_t> d_out_ref(size_t(num_seqs) * q_dim), d_out(size_t(num_seqs) * q_dim);
+      DeviceArray<int32_t> d_tables(tables), d_stride(std::vector<int32_t>{max_blocks}),
+          d_qs(query_start), d_ctx(contexts), d_seq(token_seq), d_pos(positions), d_slots(slots);
+      DeviceArray<float> d_freq(inv_freq);
+      RopeKvArgs rope;
+      rope.qkv_bias = sh.bias ? d_bias.get() : nullptr;
+      rope.positions = d_pos.get();
+      rope.slot_mapping = d_slots.get();
+      rope.inv_freq = sh.rope ? d_freq.get() : nullptr;
+      rope.num_tokens = num_seqs;
+      rope.num_heads = sh.heads;
+      rope.num_kv_heads = sh.kv_heads;
+      rope.head_dim = D;
+      AttentionArgs args;
+      args.q_stride = qkv_dim;
+      args.block_tables = d_tables.get();
+      args.block_table_stride = d_stride.get();
+      args.query_start = d_qs.get();
+      args.context_lens = d_ctx.get();
+      args.token_seq = d_seq.get();
+      args.num_tokens = num_seqs;
+      args.num_heads = sh.heads;
+      args.num_kv_heads = sh.kv_heads;
+      args.head_dim = D;
+      args.block_size = block_size;
+      args.scale = 1.0f / std::sqrt(float(D));
+      args.cluster_decode = true;
+
+      RopeKvArgs unfused = rope;  // the reference: two launches
+      unfused.qkv = d_qkv_ref.get();
+      unfused.k_cache = d_k_ref.get();
+      unfused.v_cache = d_v_ref.get();
+      launch_rope_kv_write(unfused, nullptr);
+      AttentionArgs reference = args;
+      reference.q = d_qkv_ref.get();
+      reference.k_cache = d_k_ref.get();
+      reference.v_cache = d_v_ref.get();
+      reference.out = d_out_ref.get();
+      launch_paged_attention(reference, nullptr);
+
+      AttentionArgs fused = args;  // one launch on the raw qkv rows
+      fused.q = d_qkv.get();
+      fused.k_cache = d_k.get();
+      fused.v_cache = d_v.get();
+      fused.out = d_out.get();
+      fused.fuse_rope = true;
+      fused.rope = rope;
+      fused.rope.qkv = d_qkv.get();
+      fused.rope.k_cache = d_k.get();
+      fused.rope.v_cache = d_v.get();
+      launch_paged_attention(fused, nullptr);
+
+      const std::vector<float> want = to_f32(d_out_ref.download());
+      check_close(to_f32(d_out.download()), want, kAtol, kRtol, "fused attention output");
+      check_close(to_f32(d_k.download()), to_f32(d_k_ref.download()), kAtol, kRtol, "k cache");
+      check_close(to_f32(d_v.download()), to_f32(d_v_ref.download()), 0.0f, 0.0f, "v cache");
+      // The qkv rows are left as they were (the fused path rotates in registers only).
+      CHECK(d_qkv.download() == qkv.bits);
     }
-    std::vector<int32_t> ids(total_blocks + 2);
-    std::iota(ids.begin(), ids.end(), 0);
-    std::shuffle(ids.begin(), ids.end(), rng);
-    std::vector<int32_t> tables(size_t(num_seqs) * max_blocks, -1), query_start = {0}, token_seq,
-                                                                    positions, slots;
-    int next = 0;
-    for (int s = 0; s < num_seqs; ++s) {
-      for (int b = 0; b < (contexts[s] + block_size - 1) / block_size; ++b)
-        tables[size_t(s) * max_blocks + b] = ids[next++];
-      query_start.push_back(s + 1);
-      token_seq.push_back(s);
-      const int pos = contexts[s] - 1;  // the new key's position
-      positions.push_back(pos);
-      slots.push_back(tables[size_t(s) * max_blocks + pos / block_size] * block_size +
-                      pos % block_size);
-    }
-    const size_t cache_elems = size_t(ids.size()) * block_size * kv_dim;
-    const Bf16Data qkv = random_bf16(size_t(num_seqs) * qkv_dim, rng, -2.0f, 2.0f);
-    const Bf16Data bias = random_bf16(qkv_dim, rng);
-    const Bf16Data k = random_bf16(cache_elems, rng, -2.0f, 2.0f);
-    const Bf16Data v = random_bf16(cache_elems, rng);
-    std::vector<float> inv_freq(D / 2);
-    rope_inv_freq(D, 500000.0f, RopeScaling{}, inv_freq.data());
-
-    DeviceArray<uint16_t> d_qkv_ref(qkv.bits), d_qkv(qkv.bits), d_bias(bias.bits);
-    DeviceArray<uint16_t> d_k_ref(k.bits), d_v_ref(v.bits), d_k(k.bits), d_v(v.bits);
-    DeviceArray<uint16_t> d_out_ref(size_t(num_seqs) * q_dim), d_out(size_t(num_seqs) * q_dim);
-    DeviceArray<int32_t> d_tables(tables), d_stride(std::vector<int32_t>{max_blocks}),
-        d_qs(query_start), d_ctx(contexts), d_seq(token_seq), d_pos(positions), d_slots(slots);
-    DeviceArray<float> d_freq(inv_freq);
-    RopeKvArgs rope;
-    rope.qkv_bias = sh.bias ? d_bias.get() : nullptr;
-    rope.positions = d_pos.get();
-    rope.slot_mapping = d_slots.get();
-    rope.inv_freq = sh.rope ? d_freq.get() : nullptr;
-    rope.num_tokens = num_seqs;
-    rope.num_heads = sh.heads;
-    rope.num_kv_heads = sh.kv_heads;
-    rope.head_dim = D;
-    AttentionArgs args;
-    args.q_stride = qkv_dim;
-    args.block_tables = d_tables.get();
-    args.block_table_stride = d_stride.get();
-    args.query_start = d_qs.get();
-    args.context_lens = d_ctx.get();
-    args.token_seq = d_seq.get();
-    args.num_tokens = num_seqs;
-    args.num_heads = sh.heads;
-    args.num_kv_heads = sh.kv_heads;
-    args.head_dim = D;
-    args.block_size = block_size;
-    args.scale = 1.0f / std::sqrt(float(D));
-    args.cluster_decode = true;
-
-    RopeKvArgs unfused = rope;  // the reference: two launches
-    unfused.qkv = d_qkv_ref.get();
-    unfused.k_cache = d_k_ref.get();
-    unfused.v_cache = d_v_ref.get();
-    launch_rope_kv_write(unfused, nullptr);
-    AttentionArgs reference = args;
-    reference.q = d_qkv_ref.get();
-    reference.k_cache = d_k_ref.get();
-    reference.v_cache = d_v_ref.get();
-    reference.out = d_out_ref.get();
-    launch_paged_attention(reference, nullptr);
-
-    AttentionArgs fused = args;  // one launch on the raw qkv rows
-    fused.q = d_qkv.get();
-    fused.k_cache = d_k.get();
-    fused.v_cache = d_v.get();
-    fused.out = d_out.get();
-    fused.fuse_rope = true;
-    fused.rope = rope;
-    fused.rope.qkv = d_qkv.get();
-    fused.rope.k_cache = d_k.get();
-    fused.rope.v_cache = d_v.get();
-    launch_paged_attention(fused, nullptr);
-
-    const std::vector<float> want = to_f32(d_out_ref.download());
-    check_close(to_f32(d_out.download()), want, kAtol, kRtol, "fused attention output");
-    check_close(to_f32(d_k.download()), to_f32(d_k_ref.download()), kAtol, kRtol, "k cache");
-    check_close(to_f32(d_v.download()), to_f32(d_v_ref.download()), 0.0f, 0.0f, "v cache");
-    // The qkv rows are left as they were (the fused path rotates in registers only).
-    CHECK(d_qkv.download() == qkv.bits);
   }
+  set_cluster_attention_scalar_only(false);
 }
 
 TEST_CASE("activations: GELU-tanh with bias, SiLU-and-mul") {

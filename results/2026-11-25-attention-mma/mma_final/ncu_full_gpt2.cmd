@@ -1,0 +1,1 @@
+ncu --clock-control none --set full --import-source yes -k regex:cluster_decode --launch-skip 200 --launch-count 1 -o /root/out/full_gpt2 /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:1:512:128 --model gpt2 --no-cuda-graph

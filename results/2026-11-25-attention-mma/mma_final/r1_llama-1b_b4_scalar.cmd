@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:4:512:128 --model llama-1b --json /root/out/r1_llama-1b_b4_scalar.json

@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 ncu --clock-control none --csv --page details --metrics gpu__time_duration.sum -k regex:cluster_decode --launch-skip 200 --launch-count 20 /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:1:512:128 --model llama-8b --no-cuda-graph

@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS=0 ncu --clock-control none --csv --page details --metrics gpu__time_duration.sum -k regex:attention|rope|merge --launch-skip 200 --launch-count 6 /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:1:512:128 --model llama-1b --quantize q4_k --no-cuda-graph
