@@ -716,4 +716,6 @@ void set_cluster_attention_scalar_only(bool scalar_only) {
   attention_detail::scalar_only_for_tests = scalar_only;
 }
 
+bool cluster_attention_uses_tensor_cores() { return attention_detail::mma_enabled(); }
+
 }  // namespace rose

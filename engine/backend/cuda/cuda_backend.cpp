@@ -94,6 +94,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ROPE"); env && env[0] == '0') {
     fused_rope_enabled_ = false;
   }
+  if (!cluster_attention_uses_tensor_cores()) {
+    cluster_attention_max_rows_ = kScalarClusterAttentionMaxRows;
+  }
   if (const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS"); env && *env) {
     cluster_attention_max_rows_ = std::atoi(env);
   }

@@ -12,10 +12,14 @@ namespace rose {
 // Attention key splits at most, for any batch (the split-KV grid's third dimension).
 constexpr int kMaxAttentionSplits = 32;
 // Pure-decode steps of up to this many rows run the cluster decode attention (attention.cuh,
-// cluster_decode). Measured on the H100 (results/2026-11-24-b1-latency/): at batch 1 it saves
-// 3-6 us a layer; at batch 2-4 gpt2 gains 10-12% and llama-1b 8% at 2, nothing at 4; at 8 it is
-// 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
-constexpr int kClusterAttentionMaxRows = 4;
+// cluster_decode). Measured on the H100: the scalar kernel (results/2026-11-24-b1-latency/) saved
+// 3-6 us a layer at batch 1, gpt2 gained 10-12% at batch 2-4 and llama-1b 8% at 2, nothing at 4;
+// at 8 it was 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
+// The tensor-core kernel (results/2026-11-25-attention-mma/rows/, two rounds) is faster than the
+// split-KV kernel at 8 rows too (llama-1b +2.5%, llama-1b Q4_K +4%, llama-8b Q4_K +6%) and at 16
+// (llama-1b +3.6%, Q4_K +1.5%, llama-8b Q4_K even).
+constexpr int kClusterAttentionMaxRows = 16;
+constexpr int kScalarClusterAttentionMaxRows = 4;  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0
 // Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
 // takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
 // copy and cuBLAS. Decoding a weight costs the GEMM 5-6 instructions, so it wins where it has

@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS=16 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:8:512:128 --model llama-8b --quantize q4_k --json /root/out/llama-8b_q4k_b8_rows16.json

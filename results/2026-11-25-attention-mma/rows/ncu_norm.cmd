@@ -1,0 +1,1 @@
+ncu --clock-control none --set full --import-source yes -k regex:add_norm --launch-skip 300 --launch-count 1 -o /root/out/norm /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:1:512:128 --model llama-8b --quantize q4_k --no-cuda-graph

@@ -1,0 +1,1 @@
+ncu -i /root/out/norm.ncu-rep --page details

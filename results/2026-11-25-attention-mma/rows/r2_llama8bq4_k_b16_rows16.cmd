@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS=16 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:16:512:128 --model llama-8b --quantize q4_k --json /root/out/r2_llama8bq4_k_b16_rows16.json
