@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:4:512:128 --model llama-8b --max-model-len 4096 --quantize q4_k --json /tmp/final_check_work/llama-8b_b4_q4_k.json
