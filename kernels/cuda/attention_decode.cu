@@ -449,14 +449,22 @@ __device__ __forceinline__ void attend_chunk(const ChunkKv<D>& kv, const uint32_
     p[i] = exp2f(x[i] - m_new);
     l += p[i];
   }
-  // P as the A fragment (head g; keys 2t, 2t + 1 and 2t + 8, 2t + 9), V as B fragments.
-  const uint32_t pa[4] = {pack2<T>(p[0], p[1]), 0u, pack2<T>(p[2], p[3]), 0u};
+  // P as A fragments (head g; keys 2t, 2t + 1 and 2t + 8, 2t + 9), V as B fragments. P is
+  // split into two T terms, p = hi + lo: one bf16 P (8 bits) made the real SmolLM2's greedy
+  // tokens part from the CPU's earlier than the scalar kernel's fp32 P; the pair carries ~16 bits
+  // for one more mma per n-tile.
+  float lo[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) lo[i] = p[i] - to_float(from_float<T>(p[i]));
+  const uint32_t pa_hi[4] = {pack2<T>(p[0], p[1]), 0u, pack2<T>(p[2], p[3]), 0u};
+  const uint32_t pa_lo[4] = {pack2<T>(lo[0], lo[1]), 0u, pack2<T>(lo[2], lo[3]), 0u};
 #pragma unroll
   for (int j = 0; j < D / 8; ++j) {
     const uint32_t selector = j % 2 == 0 ? 0x5410u : 0x7632u;  // the low or the high halves
     const uint32_t b0 = __byte_perm(word_of(kv.v[0], j / 2), word_of(kv.v[1], j / 2), selector);
     const uint32_t b1 = __byte_perm(word_of(kv.v[2], j / 2), word_of(kv.v[3], j / 2), selector);
-    mma_16816<T>(o[j], pa, b0, b1);
+    mma_16816<T>(o[j], pa_hi, b0, b1);
+    mma_16816<T>(o[j], pa_lo, b0, b1);
   }
 }
 

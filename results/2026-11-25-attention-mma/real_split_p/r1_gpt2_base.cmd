@@ -1,0 +1,1 @@
+env /root/out/base_bin/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model gpt2 --json /root/out/r1_gpt2_base.json

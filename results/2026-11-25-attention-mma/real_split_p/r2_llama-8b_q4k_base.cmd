@@ -1,0 +1,1 @@
+env /root/out/base_bin/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model llama-8b --quantize q4_k --json /root/out/r2_llama-8b_q4k_base.json
