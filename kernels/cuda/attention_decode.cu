@@ -282,12 +282,12 @@ __global__ void __launch_bounds__(kThreads) cluster_decode_attention_kernel(Atte
 
 // ---- The tensor-core cluster kernel (the default; ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 runs the
 // one above) -------------------------------------------------------------------------------------
-// ncu on llama-8b's batch-1 step (results/2026-11-25-b1-breakdown/) found the kernel above
+// ncu on llama-8b's batch-1 step (results/2026-11-25-attention-mma/) found the kernel above
 // latency-bound by its own instruction count: ~3,850 instructions per warp at 13.8 cycles each,
 // a 16-key tile costing ~1,250 of them (shuffle-reduced dot products per key and head), with one
 // warp per scheduler to hide nothing. Here a warp's chunk of 16 keys is two mma.m16n8k16 products
 // per 16 dimensions: S^T (query heads x keys) = Q K^T with the group's query heads as the M rows
-// (rows from `heads` on are zero), then O += P V with P rounded to T, as flash attention does.
+// (rows from `heads` on are zero), then O += P V with P as two T terms (attend_chunk says why).
 // The order of the terms of a dot product is free, so the head dimension is permuted inside each
 // product to match the fragments to plain 16-byte loads: lane (g, t) = (lane / 4, lane % 4)
 // feeds k-step s of Q K^T with dims t * D/4 + 4s .. 4s + 3 (one contiguous D/4-element slice of
