@@ -54,15 +54,22 @@ PY
 # One `roseinfer bench --mode offline` of BATCH sequences x 512 prompt / 128 output tokens
 # (grid:BATCH:512:128) as step NAME, then its bench_summary line. Leading VAR=VALUE words are the
 # run's environment; the rest are bench arguments (the model, --max-model-len, --quantize ...).
+# base_offline_bench runs the same with the bundle's roseinfer-base (the previous commit's build).
 offline_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
-  local name=$1 batch=$2
-  shift 2
+  bench_with "$B/roseinfer" "$@"
+}
+base_offline_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
+  bench_with "$B/roseinfer-base" "$@"
+}
+bench_with() {  # BINARY NAME BATCH [VAR=VALUE...] ARGS...
+  local bin=$1 name=$2 batch=$3
+  shift 3
   local vars=()
   while [[ $# -gt 0 && $1 == [A-Z]*=* ]]; do
     vars+=("$1")
     shift
   done
-  step "$name" 150 env "${vars[@]}" "$B/roseinfer" bench --device cuda --mode offline \
+  step "$name" 150 env "${vars[@]}" "$bin" bench --device cuda --mode offline \
     --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "grid:$batch:512:128" "$@" \
     --json "$OUT/$name.json"
   bench_summary "$name" "$OUT/$name.json"

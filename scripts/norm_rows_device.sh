@@ -19,10 +19,7 @@ base_pair() {  # NAME BATCH ARGS...: the offline bench on this binary and on ros
   local name=$1 batch=$2
   shift 2
   offline_bench "${name}_new" "$batch" "$@"
-  local saved=$B
-  mkdir -p "$OUT/base_bin" && ln -sf "$B/roseinfer-base" "$OUT/base_bin/roseinfer"
-  B=$OUT/base_bin offline_bench "${name}_base" "$batch" "$@"
-  B=$saved
+  base_offline_bench "${name}_base" "$batch" "$@"
 }
 for round in 1 2; do
   base_pair "r${round}_gpt2_b1" 1 --model gpt2
@@ -38,6 +35,5 @@ for batch in 8 16; do
     offline_bench "llama-8b_q4k_b${batch}_rows$rows" "$batch" ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS=$rows --model llama-8b --quantize q4_k
   done
 done
-rm -rf "$OUT/base_bin"
 device_pack
 cat "$SUMMARY"

@@ -11,20 +11,16 @@ mkdir -p "$OUT"
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
 device_begin
-mkdir -p "$OUT/base_bin" && ln -sf "$B/roseinfer-base" "$OUT/base_bin/roseinfer"
-NEW=$B
 for round in 1 2; do
   for batch in 8 16; do
     for model in "llama-1b" "llama-8b --quantize q4_k" "llama-1b --quantize q4_k"; do
       name="r${round}_$(echo "$model" | tr -d ' -' | sed 's/quantize//')_b$batch"
       offline_bench "${name}_rows8" "$batch" --model $model
       offline_bench "${name}_rows16" "$batch" ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS=16 --model $model
-      B=$OUT/base_bin offline_bench "${name}_rows4_base" "$batch" --model $model
-      B=$NEW
+      base_offline_bench "${name}_rows4_base" "$batch" --model $model
     done
   done
 done
-rm -rf "$OUT/base_bin"
 step ncu_norm 300 ncu --clock-control none --set full --import-source yes -k regex:add_norm \
   --launch-skip 300 --launch-count 1 -o "$OUT/norm" "$B/roseinfer" bench --device cuda \
   --mode offline --dataset-name grid:1:512:128 --model llama-8b --quantize q4_k --no-cuda-graph

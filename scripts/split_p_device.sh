@@ -16,14 +16,11 @@ step gpu_test_cuda_kernels 200 "$B/gpu_test_cuda_kernels"
 ROSEINFER_MODEL_CACHE=/tmp/rose-model step gpu_test_cuda_real_quantized 240 \
   "$B/gpu_test_cuda_real_quantized" -s
 grep -E "greedy|worst" "$OUT/gpu_test_cuda_real_quantized.txt" | sed 's/.*MESSAGE: //' | tee -a "$SUMMARY"
-mkdir -p "$OUT/base_bin" && ln -sf "$B/roseinfer-base" "$OUT/base_bin/roseinfer"
-NEW=$B
 pair() {  # NAME ARGS...: batch-1 offline bench, new then base
   local name=$1
   shift
   offline_bench "${name}_new" 1 "$@"
-  B=$OUT/base_bin offline_bench "${name}_base" 1 "$@"
-  B=$NEW
+  base_offline_bench "${name}_base" 1 "$@"
 }
 for round in 1 2; do
   pair "r${round}_smollm2_q4_1" --model "$MODEL"
@@ -32,6 +29,5 @@ for round in 1 2; do
   pair "r${round}_llama-1b" --model llama-1b
   pair "r${round}_llama-8b_q4k" --model llama-8b --quantize q4_k
 done
-rm -rf "$OUT/base_bin"
 device_pack
 cat "$SUMMARY"

@@ -101,6 +101,47 @@ __device__ __forceinline__ uint4 pack8(const float (&v)[8]) {
   return word;
 }
 
+// What a cluster block works on, from its block index and the step's metadata (no kernel of the
+// step writes them, so both kernels read them before the PDL wait): query row `token` of sequence
+// `seq`, KV head `kv_head`, query heads head_begin .. head_begin + heads (at most
+// kAttentionMaxGroup a block), the row's key count and where this step's keys start, and the
+// sequence's block-table row.
+struct ClusterRow {
+  int token, split;  // split: the block's rank in the cluster
+  int kv_head, head_begin, heads;
+  int num_keys, first_new_key;
+  const int32_t* table;
+};
+
+__device__ __forceinline__ ClusterRow cluster_row(const AttentionArgs& args) {
+  ClusterRow r;
+  r.token = blockIdx.x;
+  r.split = blockIdx.z;
+  const int group = args.num_heads / args.num_kv_heads;
+  const int chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
+  r.kv_head = blockIdx.y / chunks;
+  r.head_begin = r.kv_head * group + (blockIdx.y % chunks) * kAttentionMaxGroup;
+  r.heads = min(kAttentionMaxGroup, r.kv_head * group + group - r.head_begin);
+  const int seq = args.token_seq[r.token];
+  const int seq_end = args.query_start[seq + 1];
+  const int context = args.context_lens[seq];
+  r.num_keys = context - (seq_end - 1 - r.token);
+  r.first_new_key = context - (seq_end - args.query_start[seq]);
+  r.table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  return r;
+}
+
+// Fused RoPE: the angles of columns col .. col + 7 at the row's position (position and
+// frequencies are no kernel's output), as rope_kv.cu computes them.
+template <int D>
+__device__ __forceinline__ void rope_angles(const AttentionArgs& args, int token, int col,
+                                            float (&sines)[8], float (&cosines)[8]) {
+  const float pos = static_cast<float>(args.rope.positions[token]);
+#pragma unroll
+  for (int e = 0; e < 8; ++e)
+    sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);
+}
+
 // The end of both cluster kernels: every block holds its keys' normalised values value_s (heads,
 // D; row stride D) and their log-sum-exps lse_s (heads,); block `split` merges output columns
 // split * kThreads + threadIdx.x, + kClusterSplits * kThreads, ...: the blocks in rank order,
@@ -149,24 +190,17 @@ __global__ void __launch_bounds__(kThreads) cluster_decode_attention_kernel(Atte
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int col = (lane % Tiles::kLanesPerRow) * Tiles::kVec;  // first of this lane's 8 columns
-  const int token = blockIdx.x, split = blockIdx.z;            // split: rank in the cluster
-  const int group = args.num_heads / args.num_kv_heads;
-  const int chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
-  const int kv_head = blockIdx.y / chunks;
-  const int head_begin = kv_head * group + (blockIdx.y % chunks) * kAttentionMaxGroup;
-  const int heads = min(kAttentionMaxGroup, kv_head * group + group - head_begin);
   // Metadata, the block table and the K/V of earlier steps: before the PDL wait (see the top).
-  const int seq = args.token_seq[token];
-  const int seq_end = args.query_start[seq + 1];
-  const int context = args.context_lens[seq];
-  const int num_keys = context - (seq_end - 1 - token);
-  const int first_new_key = context - (seq_end - args.query_start[seq]);  // this step's keys
+  const ClusterRow row = cluster_row(args);
+  const int token = row.token, split = row.split, kv_head = row.kv_head;
+  const int head_begin = row.head_begin, heads = row.heads;
+  const int num_keys = row.num_keys, first_new_key = row.first_new_key;  // this step's keys
   // Fused RoPE: the tiles cover the cached keys, the one new key is attended from registers.
   const bool fused = args.fuse_rope;
   const int tile_keys_end = fused ? first_new_key : num_keys;
   const int num_tiles = (tile_keys_end + Tiles::kTileKeys - 1) / Tiles::kTileKeys;
   const int first_tile = warp * kClusterSplits + split;
-  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  const int32_t* table = row.table;
   int32_t blocks[kSteps];
   fetch_tile_blocks<D, G>(table, args.block_size, 0, tile_keys_end, first_tile, num_tiles, lane,
                           blocks);
@@ -174,16 +208,10 @@ __global__ void __launch_bounds__(kThreads) cluster_decode_attention_kernel(Atte
 #pragma unroll
   for (int i = 0; i < kSteps; ++i) k_raw[i] = v_raw[i] = make_uint4(0, 0, 0, 0);
   load_tile_kv<T, D, G>(args, kv_head, 0, first_tile, lane, 0, first_new_key, blocks, k_raw, v_raw);
-  // Fused RoPE: the angles of this lane's 8 columns (position and frequencies are no kernel's
-  // output), as rope_kv.cu computes them.
+  // Fused RoPE: the angles of this lane's 8 columns.
   float sines[8], cosines[8];
   const bool rotate = fused && args.rope.inv_freq;
-  if (rotate) {
-    const float pos = static_cast<float>(args.rope.positions[token]);
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);
-  }
+  if (rotate) rope_angles<D>(args, token, col, sines, cosines);
   const int64_t slot = fused ? args.rope.slot_mapping[token] : -1;
   pdl_wait();
   pdl_launch_dependents();
@@ -398,14 +426,6 @@ __device__ __forceinline__ uint32_t word_of(const uint4 (&vecs)[N], int w) {
   return reinterpret_cast<const uint32_t*>(vecs)[w];
 }
 
-// Two fp32 values as one register of two T, the first in the low half.
-template <typename T>
-__device__ __forceinline__ uint32_t pack2(float lo, float hi) {
-  const T l = from_float<T>(lo), h = from_float<T>(hi);
-  return uint32_t(*reinterpret_cast<const uint16_t*>(&l)) |
-         (uint32_t(*reinterpret_cast<const uint16_t*>(&h)) << 16);
-}
-
 // One chunk's online-softmax update of this warp's state: m (the row's running max, base 2, the
 // same in the 4 lanes of a row), l (this lane's share of the row's sum; the 4 are summed at the
 // end) and o (n-tile j: c0, c1 = head g, dims (2t + e) * D/8 + j; c2, c3 are the zero rows').
@@ -487,24 +507,17 @@ __global__ void __launch_bounds__(kThreads)
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
-  const int token = blockIdx.x, split = blockIdx.z;  // split: rank in the cluster
-  const int group = args.num_heads / args.num_kv_heads;
-  const int head_chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
-  const int kv_head = blockIdx.y / head_chunks;
-  const int head_begin = kv_head * group + (blockIdx.y % head_chunks) * kAttentionMaxGroup;
-  const int heads = min(kAttentionMaxGroup, kv_head * group + group - head_begin);
-  // Metadata, the block table and this warp's first chunk of keys of earlier steps: before the
-  // PDL wait (the scalar kernel's comment at the top says why that is safe).
-  const int seq = args.token_seq[token];
-  const int seq_end = args.query_start[seq + 1];
-  const int context = args.context_lens[seq];
-  const int num_keys = context - (seq_end - 1 - token);
-  const int first_new_key = context - (seq_end - args.query_start[seq]);  // this step's keys
+  // Metadata, the block table and this warp's first chunks of keys of earlier steps: before the
+  // PDL wait (the comment at the top says why that is safe).
+  const ClusterRow row = cluster_row(args);
+  const int token = row.token, split = row.split, kv_head = row.kv_head;
+  const int head_begin = row.head_begin, heads = row.heads;
+  const int num_keys = row.num_keys, first_new_key = row.first_new_key;  // this step's keys
   const bool fused = args.fuse_rope;
   const int keys_end = fused ? first_new_key : num_keys;  // the keys the chunks cover
   const int num_chunks = (keys_end + kChunkKeys - 1) / kChunkKeys;
   const int first_chunk = warp * kClusterSplits + split;
-  const int32_t* table = args.block_tables + int64_t(seq) * (*args.block_table_stride);
+  const int32_t* table = row.table;
   // The warp's first two chunks (up to 1,024 keys a row, every chunk) are in flight before the
   // wait; the loop below keeps one chunk ahead after that.
   ChunkKv<D> kv, next;
@@ -523,16 +536,11 @@ __global__ void __launch_bounds__(kThreads)
     fetch_chunk<D>(args, second_rows, next);
   }
   // Thread i finishes 8 columns of one query head (and, in the new key's warp, of the new K):
-  // columns col .. col + 7 of head i / (D/8). Its RoPE angles, as rope_kv.cu computes them.
+  // columns col .. col + 7 of head i / (D/8). Its RoPE angles.
   const int col = (threadIdx.x % (D / 8)) * 8;
   float sines[8], cosines[8];
   const bool rotate = fused && args.rope.inv_freq;
-  if (rotate) {
-    const float pos = static_cast<float>(args.rope.positions[token]);
-#pragma unroll
-    for (int e = 0; e < 8; ++e)
-      sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);
-  }
+  if (rotate) rope_angles<D>(args, token, col, sines, cosines);
   const int64_t slot = fused ? args.rope.slot_mapping[token] : -1;
   pdl_wait();
   pdl_launch_dependents();
