@@ -20,13 +20,15 @@ enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
 // kSplit-th 512-byte chunk of the dot product; kWeightRows weight rows per feature (2 for
 // gate | up). Splitting puts more warps, hence more 16-byte loads, in flight when `out` is small
 // (o/down projections: 2048 features = 15 warps per SM unsplit; docs/gpu-notes.md run 11).
-// kRows (1, 2 or 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1
-// kernel keeps one accumulator per weight row instead of four, so it needs fewer registers and
-// more blocks fit on an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of
-// operations for every kRows and n, so row r of y does not depend on the other rows.
+// residual_add: y is the fp32 residual stream, and each output, rounded to T, is added to it
+// (gemv_fusion.cuh). kRows (1, 2 or 4) is the most input rows the kernel is compiled for (n <=
+// kRows): a batch-1 kernel keeps one accumulator per weight row instead of four, so it needs fewer
+// registers and more blocks fit on an SM (results/2026-11-24-gemv-rows). A row's sum is the same
+// sequence of operations for every kRows and n, so row r of y does not depend on the other rows.
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
-    gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out) {
+    gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
+                bool residual_add) {
   pdl_wait();
   pdl_launch_dependents();
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
@@ -94,7 +96,13 @@ __global__ void __launch_bounds__(kWarps * 32)
       if constexpr (E == Epilogue::kStoreF32) {
         static_cast<float*>(y)[at] = acc[0][row];
       } else if constexpr (E == Epilogue::kStore) {
-        static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+        const T value = from_float<T>(acc[0][row]);
+        if (residual_add) {  // y is the fp32 residual stream (gemv_fusion.cuh)
+          float* residual = static_cast<float*>(y);
+          residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
+        } else {
+          static_cast<T*>(y)[at] = value;
+        }
       } else if constexpr (E == Epilogue::kGeluBias) {
         float v = acc[0][row];
         if (bias) v += to_float(bias[o]);
@@ -129,59 +137,67 @@ bool rows_specialized() {
 
 template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                 cudaStream_t stream) {
+                 bool residual_add, cudaStream_t stream) {
   const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
   auto* kernel = gemv_kernel<T, E, kSplit, kGemvMaxRows>;
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
-  launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out);
+  launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
 }
 
 template <typename T, Epilogue E>
 void launch_typed(const void* x, const void* w, const void* bias, void* y, int n, int in, int out,
-                  cudaStream_t stream) {
+                  bool residual_add, cudaStream_t stream) {
   const T* xt = static_cast<const T*>(x);
   const T* wt = static_cast<const T*>(w);
   const T* bt = static_cast<const T*>(bias);
   const int split = std::min(gemv_split(in, out), max_split());
   if (split == 4) {
-    launch_rows<T, E, 4>(xt, wt, bt, y, n, in, out, stream);
+    launch_rows<T, E, 4>(xt, wt, bt, y, n, in, out, residual_add, stream);
   } else if (split == 2) {
-    launch_rows<T, E, 2>(xt, wt, bt, y, n, in, out, stream);
+    launch_rows<T, E, 2>(xt, wt, bt, y, n, in, out, residual_add, stream);
   } else {
-    launch_rows<T, E, 1>(xt, wt, bt, y, n, in, out, stream);
+    launch_rows<T, E, 1>(xt, wt, bt, y, n, in, out, residual_add, stream);
   }
 }
 
 template <Epilogue E>
 void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n, int in, int out,
-                  DType dtype, cudaStream_t stream) {
+                  const GemvFusion& fusion, DType dtype, cudaStream_t stream) {
   if (!gemv_supported(n, in)) {
     cuda_fail("unsupported shape (n > 4 or in not a multiple of 8)", "launch_gemv", __FILE__,
               __LINE__);
   }
+  if (fusion.norm_residual) {
+    cuda_fail("the dense GEMV takes no norm input (see gemv.cuh)", "launch_gemv", __FILE__,
+              __LINE__);
+  }
+  if (fusion.residual_add && E != Epilogue::kStore) {
+    cuda_fail("the residual add follows the plain product only", "launch_gemv", __FILE__, __LINE__);
+  }
   dispatch_dtype(dtype, [&](auto tag) {
-    launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, stream);
+    launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, fusion.residual_add,
+                                                  stream);
   });
 }
 
 }  // namespace
 
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
-                 DType dtype, cudaStream_t stream) {
+                 DType dtype, cudaStream_t stream, const GemvFusion& fusion) {
   if (f32_out) {
-    launch_dtype<Epilogue::kStoreF32>(x, w, nullptr, y, n, in, out, dtype, stream);
+    launch_dtype<Epilogue::kStoreF32>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
   } else {
-    launch_dtype<Epilogue::kStore>(x, w, nullptr, y, n, in, out, dtype, stream);
+    launch_dtype<Epilogue::kStore>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
   }
 }
 
 void launch_gemv_act(const void* x, const void* w, const void* bias, void* y, int n, int in,
                      int out, GemvActivation act, DType dtype, cudaStream_t stream) {
   if (act == GemvActivation::kGeluTanhBias) {
-    launch_dtype<Epilogue::kGeluBias>(x, w, bias, y, n, in, out, dtype, stream);
+    launch_dtype<Epilogue::kGeluBias>(x, w, bias, y, n, in, out, {}, dtype, stream);
   } else {
-    launch_dtype<Epilogue::kSiluMul>(x, w, nullptr, y, n, in, out, dtype, stream);
+    launch_dtype<Epilogue::kSiluMul>(x, w, nullptr, y, n, in, out, {}, dtype, stream);
   }
 }
 

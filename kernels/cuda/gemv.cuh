@@ -6,11 +6,11 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/gemv_fusion.cuh"
 
 namespace rose {
 
 constexpr int kGemvMaxRows = 4;
-
 // True when launch_gemv handles this shape (n <= kGemvMaxRows, in a multiple of 8).
 inline bool gemv_supported(int n, int in) { return n >= 1 && n <= kGemvMaxRows && in % 8 == 0; }
 
@@ -22,9 +22,14 @@ inline int gemv_split(int in, int out) {
   return split;
 }
 
-// y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype.
+// y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype. `fusion`
+// (gemv_fusion.cuh): its residual add only (y the fp32 residual stream; not with f32_out). A norm
+// input is refused: normalizing in each of this kernel's small blocks, with its first weight loads
+// moved before the PDL wait, doubled its registers (24 -> 48) and cost 3-4% on llama shapes
+// (results/2026-11-25-fused-norm); a decode step fuses its norms only where qkv and up are
+// quantized (CudaBackend::fused_norm_max_rows).
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
-                 DType dtype, cudaStream_t stream);
+                 DType dtype, cudaStream_t stream, const GemvFusion& fusion = {});
 
 enum class GemvActivation {
   kGeluTanhBias,  // y = gelu_tanh(x W^T + bias), W (out, in), bias (out,)

@@ -35,6 +35,7 @@
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/norm_row.cuh"
 #include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
@@ -319,13 +320,50 @@ struct Staging {
   static constexpr int kBlockBytes = kWarps * B::kStages * kStageBytes;  // per thread block
 };
 
+// Elements at..at+7 of the normalized rows (n, in) (in % 8 == 0) as one 16-byte word of T:
+// RMSNorm(fusion.norm_residual) * fusion.norm_weight rounded to T, with row r's inverse scale
+// inv[r].
+template <typename T>
+__device__ __forceinline__ uint4 normalized_words(GemvFusion fusion, int at, int in,
+                                                  const float* inv) {
+  const int row = at / in, col = at - row * in;
+  const float4 lo = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
+  const float4 hi = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
+  const float r[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  union {
+    uint4 vec;
+    T elems[8];
+  } weight, out;
+  weight.vec = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + col);
+  const float scale = inv[row];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, scale, to_float(weight.elems[e])));
+  }
+  return out.vec;
+}
+
+// Each thread block's rows' RMSNorm inverse scales, when the kernel normalizes its own input:
+// inv (kRows,) in shared memory, visible to the whole block on return.
+template <int kRows>
+__device__ __forceinline__ void norm_prologue(GemvFusion fusion, int n, int in, float* inv) {
+  if (!fusion.norm_residual) return;  // uniform over the grid
+  __shared__ float scratch[kRows * kNormWarps];
+  rms_inverse_rows<kRows>(fusion.norm_residual, n, in, fusion.norm_eps, scratch, inv);
+}
+
 // Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled
 // (XView), and xb (n, in / 32): per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q =
 // rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
 // Four threads per block, eight elements each; ends with a barrier, so every warp may read all of
 // it.
+//
+// With a norm input (fusion.norm_residual) x is not read: each element is RMSNorm(residual) *
+// weight rounded to T, launch_add_norm's bits (norm_row.cuh), from the rows' inverse scales inv
+// (n,).
 template <int kSwizzle, typename T, int kBlockThreads = kThreads>
-__device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
+__device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb, GemvFusion fusion,
+                           const float* inv) {
   // A round is kBlockThreads * 8 elements; each thread issues the loads of kBatch rounds before it
   // uses the first, so x of in = 14336 (llama-8b's down, 7 rounds of 256 threads) costs 2 trips to
   // L2 in a row, not 7.
@@ -337,7 +375,12 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
 #pragma unroll
     for (int k = 0; k < kBatch; ++k) {
       const int at = first + k * kRound + 8 * int(threadIdx.x);
-      raw[k] = at < count ? *reinterpret_cast<const uint4*>(x + at) : make_uint4(0, 0, 0, 0);
+      raw[k] = make_uint4(0, 0, 0, 0);
+      if (at < count && fusion.norm_residual) {
+        raw[k] = normalized_words<T>(fusion, at, in, inv);
+      } else if (at < count) {
+        raw[k] = *reinterpret_cast<const uint4*>(x + at);
+      }
     }
 #pragma unroll
     for (int k = 0; k < kBatch; ++k) {
@@ -388,11 +431,12 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb) {
 enum class Epilogue { kStore, kStoreF32, kSiluMul };
 
 // After a feature's last unit, in both kernels: sums each accumulator over the warp (a fixed xor
-// tree), lane 0 stores feature o of rows 0..n-1 of y (n, y_stride) by the epilogue E, and the
+// tree), lane 0 stores feature o of rows 0..n-1 of y (n, y_stride) by the epilogue E (kStore with
+// residual_add: adds it to y, the fp32 residual stream), and the
 // accumulators restart at zero for the warp's next feature. acc: (kWeightRows, kRows) this lane's.
 template <typename T, Epilogue E, int kWeightRows, int kRows>
 __device__ __forceinline__ void finish_feature(float (&acc)[kWeightRows][kRows], int n, int lane,
-                                               int o, void* y, int y_stride) {
+                                               int o, void* y, int y_stride, bool residual_add) {
 #pragma unroll
   for (int r = 0; r < kWeightRows; ++r) {
 #pragma unroll
@@ -408,7 +452,13 @@ __device__ __forceinline__ void finish_feature(float (&acc)[kWeightRows][kRows],
         if constexpr (E == Epilogue::kStoreF32) {
           static_cast<float*>(y)[at] = acc[0][row];
         } else if constexpr (E == Epilogue::kStore) {
-          static_cast<T*>(y)[at] = from_float<T>(acc[0][row]);
+          const T value = from_float<T>(acc[0][row]);
+          if (residual_add) {  // y is the fp32 residual: launch_add_norm's residual + delta
+            float* residual = static_cast<float*>(y);
+            residual[at] = residual[at] + to_float(value);
+          } else {
+            static_cast<T*>(y)[at] = value;
+          }
         } else {
           const float g = acc[0][row];
           static_cast<T*>(y)[at] = from_float<T>(g / (1.0f + expf(-g)) * acc[kWeightRows - 1][row]);
@@ -429,7 +479,7 @@ __device__ __forceinline__ void finish_feature(float (&acc)[kWeightRows][kRows],
 template <typename B, typename T, Epilogue E, int kRows>
 __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     gemv_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                      bool weights_before_wait) {
+                      bool weights_before_wait, GemvFusion fusion) {
   // The weights are constants of the run: with weights_before_wait the first pieces' copies go
   // out before the PDL wait, overlapping the previous kernel's end (the grid is one resident wave,
   // so a block that waits keeps no other block of this kernel off its SM).
@@ -502,7 +552,9 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     pdl_wait();
     pdl_launch_dependents();
   }
-  quantize_x<B::kSwizzle>(x, n, in, xq, xb);
+  __shared__ float inv[kRows];
+  norm_prologue<kRows>(fusion, n, in, inv);
+  quantize_x<B::kSwizzle>(x, n, in, xq, xb, fusion, inv);
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -534,7 +586,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     __syncwarp();  // the buffer is refilled by the next iteration's issue
     // After the feature's last piece: sum the lanes (fixed xor tree) and store.
     if (it.r != kWeightRows - 1 || it.p != pieces - 1) continue;
-    finish_feature<T, E>(acc, n, lane, it.o, y, y_stride);
+    finish_feature<T, E>(acc, n, lane, it.o, y, y_stride, fusion.residual_add);
   }
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
@@ -624,7 +676,7 @@ __device__ __forceinline__ void q4k_unit_direct(const Q4KUnitRegs& k, int c, con
 template <typename T, Epilogue E, int kRows, int kBlockThreads>
 __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
     gemv_q4k_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out,
-                           int y_stride, bool weights_before_wait) {
+                           int y_stride, bool weights_before_wait, GemvFusion fusion) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kBlockWarps = kBlockThreads / 32;
   if (!weights_before_wait) {
@@ -673,7 +725,9 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
     pdl_wait();
     pdl_launch_dependents();
   }
-  quantize_x<BlockQ4_K::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb);
+  __shared__ float inv[kRows];
+  norm_prologue<kRows>(fusion, n, in, inv);
+  quantize_x<BlockQ4_K::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -695,7 +749,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
       for (int r = 0; r < kWeightRows; ++r) q4k_unit_direct<kRows>(current[r], c, xv, n, acc[r]);
     }
     if (k == rounds - 1) {  // the feature's last round: sum the lanes (fixed xor tree) and store
-      finish_feature<T, E>(acc, n, lane, gw + f * total_warps, y, y_stride);
+      finish_feature<T, E>(acc, n, lane, gw + f * total_warps, y, y_stride, fusion.residual_add);
     }
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) current[r] = next[r];
@@ -781,14 +835,14 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
 
 template <typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                      cudaStream_t stream) {
+                      const GemvFusion& fusion, cudaStream_t stream) {
   auto* kernel = gemv_q4k_direct_kernel<T, E, kRows, kBlockThreads>;
   const size_t smem = size_t(n * x_row_bytes(in));
   const Occupancy occ =
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
   launch_kernel(kernel, dim3(resident_wave_blocks(occ, out, kBlockThreads / 32)),
                 dim3(kBlockThreads), smem, stream, x, w, y, n, in, out, y_stride,
-                weights_before_wait());
+                weights_before_wait(), fusion);
 }
 
 // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads, the
@@ -804,18 +858,18 @@ int direct_threads() {
 
 template <typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                   cudaStream_t stream) {
+                   const GemvFusion& fusion, cudaStream_t stream) {
   if constexpr (kRows <= 4) {  // the 8-row gated kernel would spill under 256 threads' bound
     if (direct_threads() == 256) {
-      return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, stream);
+      return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, fusion, stream);
     }
   }
-  launch_direct_as<T, E, kRows, 512>(x, w, y, n, in, out, y_stride, stream);
+  launch_direct_as<T, E, kRows, 512>(x, w, y, n, in, out, y_stride, fusion, stream);
 }
 
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                 cudaStream_t stream) {
+                 const GemvFusion& fusion, cudaStream_t stream) {
   auto* kernel = gemv_quant_kernel<B, T, E, kRows>;
   const size_t smem = size_t(Staging<B>::kBlockBytes + n * x_row_bytes(in));
   const size_t max_smem = size_t(Staging<B>::kBlockBytes + kXSmemBudget);
@@ -823,76 +877,87 @@ void launch_rows(const T* x, const uint8_t* w, void* y, int n, int in, int out, 
   // Every warp gets the same number of features, and all warps are resident at once: no tail
   // wave, no warp with one feature more than the others.
   launch_kernel(kernel, dim3(resident_wave_blocks(occ, out)), dim3(kThreads), smem, stream, x, w, y,
-                n, in, out, y_stride, weights_before_wait());
+                n, in, out, y_stride, weights_before_wait(), fusion);
 }
 
 template <typename B, typename T, Epilogue E>
 void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                  size_t y_element, cudaStream_t stream) {
+                  size_t y_element, const GemvFusion& fusion, cudaStream_t stream) {
   // Rows whose quantized x exceeds the budget run as several launches of the rows that fit: each
   // row's arithmetic is the same in any launch, so this keeps batch invariance.
   const int fit = int(std::min<int64_t>(kGemvQuantMaxRows, kXSmemBudget / x_row_bytes(in)));
   for (int first = 0; first < n; first += fit) {
     const int rows = std::min(fit, n - first);
-    const T* xr = static_cast<const T*>(x) + int64_t(first) * in;
+    const T* xr = x ? static_cast<const T*>(x) + int64_t(first) * in : nullptr;  // null: norm in
     void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
+    GemvFusion fr = fusion;
+    if (fr.norm_residual) fr.norm_residual += int64_t(first) * in;
     if (std::is_same_v<B, BlockQ4_K> && rows <= direct_max_rows() && direct_enabled() &&
         !staged_only_for_tests) {
       if (rows == 1) {
-        launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
+        launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
       } else if (rows == 2) {
-        launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
+        launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, fr, stream);
       } else if (rows <= 4) {
-        launch_direct<T, E, 4>(xr, w, yr, rows, in, out, y_stride, stream);
+        launch_direct<T, E, 4>(xr, w, yr, rows, in, out, y_stride, fr, stream);
       } else {
-        launch_direct<T, E, 8>(xr, w, yr, rows, in, out, y_stride, stream);
+        launch_direct<T, E, 8>(xr, w, yr, rows, in, out, y_stride, fr, stream);
       }
     } else if (rows == 1) {
-      launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, stream);
+      launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
     } else if (rows == 2) {
-      launch_rows<B, T, E, 2>(xr, w, yr, rows, in, out, y_stride, stream);
+      launch_rows<B, T, E, 2>(xr, w, yr, rows, in, out, y_stride, fr, stream);
     } else if (rows <= 4) {
-      launch_rows<B, T, E, 4>(xr, w, yr, rows, in, out, y_stride, stream);
+      launch_rows<B, T, E, 4>(xr, w, yr, rows, in, out, y_stride, fr, stream);
     } else {
-      launch_rows<B, T, E, 8>(xr, w, yr, rows, in, out, y_stride, stream);
+      launch_rows<B, T, E, 8>(xr, w, yr, rows, in, out, y_stride, fr, stream);
     }
   }
 }
 
 template <typename B, Epilogue E>
 void launch_dtype(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                  DType dtype, cudaStream_t stream) {
-  const size_t y_element = E == Epilogue::kStoreF32 ? 4 : 2;
+                  const GemvFusion& fusion, DType dtype, cudaStream_t stream) {
+  const size_t y_element = E == Epilogue::kStoreF32 || fusion.residual_add ? 4 : 2;
   if (dtype == DType::kBF16) {
-    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, y_stride, y_element, stream);
+    launch_typed<B, __nv_bfloat16, E>(x, w, y, n, in, out, y_stride, y_element, fusion, stream);
   } else {
-    launch_typed<B, __half, E>(x, w, y, n, in, out, y_stride, y_element, stream);
+    launch_typed<B, __half, E>(x, w, y, n, in, out, y_stride, y_element, fusion, stream);
   }
 }
 
 template <Epilogue E>
 void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                    int out, int y_stride, DType dtype, cudaStream_t stream, const char* what) {
+                    int out, int y_stride, const GemvFusion& fusion, DType dtype,
+                    cudaStream_t stream, const char* what) {
   if (!gemv_quant_supported(ggml_type, n, in) || out < 1 || y_stride < out) {
     cuda_fail(
         "unsupported type or shape (n > kGemvQuantMaxRows, or in not a multiple of the block "
         "size or too large)",
         what, __FILE__, __LINE__);
   }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
-    cuda_fail("misaligned x or weight pointer (16 bytes needed)", what, __FILE__, __LINE__);
+  const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+  if (fusion.norm_residual ? misaligned(fusion.norm_residual) || misaligned(fusion.norm_weight)
+                           : misaligned(x)) {
+    cuda_fail("misaligned x, or norm residual or weight (16 bytes needed)", what, __FILE__,
+              __LINE__);
+  }
+  if (misaligned(w))
+    cuda_fail("misaligned weight pointer (16 bytes needed)", what, __FILE__, __LINE__);
+  if (fusion.residual_add && E != Epilogue::kStore) {
+    cuda_fail("the residual add follows the plain product only", what, __FILE__, __LINE__);
   }
   switch (static_cast<GgmlType>(ggml_type)) {
     case GgmlType::kQ8_0:
-      return launch_dtype<BlockQ8_0, E>(x, w, y, n, in, out, y_stride, dtype, stream);
+      return launch_dtype<BlockQ8_0, E>(x, w, y, n, in, out, y_stride, fusion, dtype, stream);
     case GgmlType::kQ4_0:
-      return launch_dtype<BlockQ4<false>, E>(x, w, y, n, in, out, y_stride, dtype, stream);
+      return launch_dtype<BlockQ4<false>, E>(x, w, y, n, in, out, y_stride, fusion, dtype, stream);
     case GgmlType::kQ4_1:
-      return launch_dtype<BlockQ4<true>, E>(x, w, y, n, in, out, y_stride, dtype, stream);
+      return launch_dtype<BlockQ4<true>, E>(x, w, y, n, in, out, y_stride, fusion, dtype, stream);
     case GgmlType::kQ4_K:
-      return launch_dtype<BlockQ4_K, E>(x, w, y, n, in, out, y_stride, dtype, stream);
+      return launch_dtype<BlockQ4_K, E>(x, w, y, n, in, out, y_stride, fusion, dtype, stream);
     default:
-      return launch_dtype<BlockQ6_K, E>(x, w, y, n, in, out, y_stride, dtype, stream);
+      return launch_dtype<BlockQ6_K, E>(x, w, y, n, in, out, y_stride, fusion, dtype, stream);
   }
 }
 
@@ -947,20 +1012,22 @@ int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in) {
 }
 
 void launch_gemv_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride) {
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride,
+                       const GemvFusion& fusion) {
   if (y_stride == 0) y_stride = out;
   if (f32_out) {
-    launch_checked<Epilogue::kStoreF32>(x, w, ggml_type, y, n, in, out, y_stride, dtype, stream,
-                                        "launch_gemv_quant");
+    launch_checked<Epilogue::kStoreF32>(x, w, ggml_type, y, n, in, out, y_stride, fusion, dtype,
+                                        stream, "launch_gemv_quant");
   } else {
-    launch_checked<Epilogue::kStore>(x, w, ggml_type, y, n, in, out, y_stride, dtype, stream,
-                                     "launch_gemv_quant");
+    launch_checked<Epilogue::kStore>(x, w, ggml_type, y, n, in, out, y_stride, fusion, dtype,
+                                     stream, "launch_gemv_quant");
   }
 }
 
 void launch_gemv_quant_silu_mul(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
-                                int in, int out, DType dtype, cudaStream_t stream) {
-  launch_checked<Epilogue::kSiluMul>(x, w, ggml_type, y, n, in, out, out, dtype, stream,
+                                int in, int out, DType dtype, cudaStream_t stream,
+                                const GemvFusion& fusion) {
+  launch_checked<Epilogue::kSiluMul>(x, w, ggml_type, y, n, in, out, out, fusion, dtype, stream,
                                      "launch_gemv_quant_silu_mul");
 }
 

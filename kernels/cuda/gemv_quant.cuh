@@ -22,6 +22,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/dtype.cuh"
+#include "kernels/cuda/gemv_fusion.cuh"
 
 namespace rose {
 
@@ -58,12 +59,19 @@ int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in);
 //         output through one launch per range at y + range start
 //   n:    1..kGemvQuantMaxRows; in: as gemv_quant_supported; out >= 1
 //   y_stride: elements from one row of y to the next, >= out; 0 means out
+//   fusion: gemv_fusion.cuh's norm input (x unused; the residual and norm weight 16-byte aligned)
+//         and residual add (y the fp32 residual stream, not with f32_out); its
+//         weights_before_wait is not read (the blocks are constants:
+//         ROSEINFER_CUDA_GEMV_QUANT_EARLY)
 void launch_gemv_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n, int in,
-                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride = 0);
+                       int out, bool f32_out, DType dtype, cudaStream_t stream, int y_stride = 0,
+                       const GemvFusion& fusion = {});
 
 // The gated MLP's first projection: y (n, out) = silu(x G^T) * (x U^T) in dtype.
 //   x: (n, in) in dtype;  w: (2 * out, in) blocks as above, rows gate (0..out-1) | up (out..)
+//   fusion: the norm input only
 void launch_gemv_quant_silu_mul(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
-                                int in, int out, DType dtype, cudaStream_t stream);
+                                int in, int out, DType dtype, cudaStream_t stream,
+                                const GemvFusion& fusion = {});
 
 }  // namespace rose

@@ -3,13 +3,15 @@
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/norm_row.cuh"
 
 namespace rose {
 namespace {
 
 // Fixed, never derived from num_rows: the block size sets each row's reduction tree, so it must not
 // change with the batch (--batch-invariant; vLLM's RMSNorm lost invariance exactly so, #48271).
-constexpr int kThreads = 256;
+// The fused GEMV prologues reproduce this tree (norm_row.cuh).
+constexpr int kThreads = kNormThreads;
 // Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
 constexpr int kMaxPerThread = 32;
 
@@ -76,15 +78,15 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
-    if (i < hidden) sq += (x[j] - mean) * (x[j] - mean);
+    if (i < hidden) sq = norm_square_step(x[j], mean, sq);
   }
-  const float inv = rsqrtf(block_sum(sq, scratch) / hidden + args.eps);
+  const float inv = norm_inverse(block_sum(sq, scratch), hidden, args.eps);
   T* out = static_cast<T*>(args.out) + int64_t(row) * hidden;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
     if (i < hidden) {
-      float y = (x[j] - mean) * inv * w[j];
+      float y = norm_scaled(x[j], mean, inv, w[j]);
       if (bias) y += b[j];
       out[i] = from_float<T>(y);
     }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/cuda_backend.h"
 #include "engine/common/error.h"
 #include "engine/model/gguf_model.h"
 #include "engine/model/quantized_source.h"
@@ -237,6 +238,41 @@ std::vector<std::vector<int32_t>> greedy_run(const WeightSource& weights, bool g
   return outputs;
 }
 
+// Greedy steps (prefill in one chunk, then `decode_steps` decode steps of every sequence) on a
+// fresh CUDA backend; every step's logits, bit for bit. fused_rows: the backend's
+// fused_norm_rows().
+std::vector<std::vector<float>> logits_run(const WeightSource& weights,
+                                           const std::vector<int>& prompt_lens, int decode_steps,
+                                           bool graphs, int* fused_rows) {
+  BackendOptions options;
+  options.num_kv_blocks = 256;
+  options.max_num_seqs = 16;
+  options.max_num_batched_tokens = 256;
+  options.max_model_len = 256;
+  options.cuda_graphs = graphs;
+  std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
+  *fused_rows = dynamic_cast<CudaBackend&>(*gpu).fused_norm_rows();
+  std::mt19937 rng(5);
+  std::vector<Seq> seqs =
+      make_seqs(prompt_lens, weights.config().vocab_size, 16, options.max_model_len, rng);
+  std::vector<int> counts;
+  for (const Seq& s : seqs) counts.push_back(int(s.tokens.size()));
+  std::vector<std::vector<float>> logits;
+  for (int step = 0; step <= decode_steps; ++step) {
+    const StepPlan plan = make_plan(seqs, counts, 16, true);
+    StepOutput out;
+    gpu->execute(plan, out);
+    logits.push_back(out.logits);
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].computed += counts[i];
+      seqs[i].tokens.push_back(out.sampled[i]);
+      seqs[i].generated++;
+    }
+    counts.assign(seqs.size(), 1);
+  }
+  return logits;
+}
+
 }  // namespace
 
 TEST_CASE("tiny preset: GPU logits match the CPU backend through prefill chunks and decode") {
@@ -386,4 +422,68 @@ TEST_CASE("bad plans are rejected with rose::Error") {
   gpu->execute(plan, out);
   CHECK(out.sampled.size() == 1);
   CHECK(out.sampled[0] >= 0);
+}
+
+TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit for bit") {
+  // Steps of up to fused_norm_rows() rows run qkv and gate|up (quantized) on the residual stream,
+  // each normalizing it itself, and o and down adding into it (gemv_fusion.cuh). Here every row
+  // count the GEMVs take (ROSEINFER_CUDA_FUSED_NORM=8) against ROSEINFER_CUDA_FUSED_NORM=0, which
+  // runs launch_add_norm between them: 1, 3 and 6 sequences, eager and graphed, and the logits of
+  // every step must be identical. tiny's down (in 688) stays dense when tiny is quantized: its
+  // steps add to the residual in the dense GEMV and fuse up to that GEMV's 4 rows. Dense qkv / up
+  // and GPT-2 (LayerNorm) never fuse.
+  const std::unique_ptr<WeightSource> tiny = open_model("tiny");
+  const std::unique_ptr<WeightSource> tiny_q4k =
+      quantize_weights(open_model("tiny"), GgmlType::kQ4_K);
+  // Every matrix quantizable (in a multiple of 256): the quantized GEMV's 8 rows throughout.
+  ModelConfig all_quant = qwen_like_config();
+  all_quant.name = "test-all-quantized";
+  all_quant.hidden_size = 256;
+  all_quant.intermediate_size = 512;
+  all_quant.num_heads = 8;
+  all_quant.num_kv_heads = 2;
+  all_quant.head_dim = 32;
+  all_quant.qkv_bias = false;
+  const std::unique_ptr<WeightSource> q4k =
+      quantize_weights(std::make_unique<Bf16RandomWeights>(all_quant), GgmlType::kQ4_K);
+  const std::unique_ptr<WeightSource> q8 =
+      quantize_weights(std::make_unique<Bf16RandomWeights>(all_quant), GgmlType::kQ8_0);
+  const Bf16RandomWeights qwen(qwen_like_config());
+  struct Model {
+    const WeightSource* weights;
+    int fused_rows;
+  };
+  for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8}}) {
+    CAPTURE(model.weights->config().name);
+    for (const std::vector<int>& lens :
+         {std::vector<int>{9}, std::vector<int>{4, 20, 7}, std::vector<int>{3, 5, 8, 13, 2, 6}}) {
+      CAPTURE(lens.size());
+      for (bool graphs : {false, true}) {
+        int rows_fused = 0, rows_unfused = 0;
+        setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);  // read by the constructor: every row count
+        const auto fused = logits_run(*model.weights, lens, 6, graphs, &rows_fused);
+        setenv("ROSEINFER_CUDA_FUSED_NORM", "0", 1);
+        const auto unfused = logits_run(*model.weights, lens, 6, graphs, &rows_unfused);
+        unsetenv("ROSEINFER_CUDA_FUSED_NORM");
+        CHECK(rows_fused == model.fused_rows);
+        CHECK(rows_unfused == 0);
+        CHECK(fused == unfused);
+      }
+    }
+  }
+  // By default: up to kFusedNormDefaultRows rows; never with dense qkv / up or LayerNorm.
+  int rows = -1;
+  logits_run(*q4k, {5}, 1, false, &rows);
+  CHECK(rows == kFusedNormDefaultRows);
+  logits_run(*tiny_q4k, {5}, 1, false, &rows);
+  CHECK(rows == std::min(4, kFusedNormDefaultRows));
+  setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);
+  logits_run(*tiny, {5}, 1, false, &rows);
+  CHECK(rows == 0);
+  logits_run(qwen, {5}, 1, false, &rows);
+  CHECK(rows == 0);
+  Bf16RandomWeights gpt2(gpt2_config());
+  logits_run(gpt2, {5}, 1, false, &rows);
+  CHECK(rows == 0);
+  unsetenv("ROSEINFER_CUDA_FUSED_NORM");
 }

@@ -4,7 +4,8 @@
 // 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
 // is bit-identical for every n); the fused gate|up SiLU; Q4_K's direct kernel against the staged
-// one, bit for bit; the shape checks.
+// one, bit for bit; the fused norm input and residual add against the add-norm kernel, bit for
+// bit; the shape checks.
 //
 // Two references per output, both from the weights dequantized by rose::dequantize
 // (engine/model/quant.cpp) and sums in double:
@@ -42,6 +43,7 @@
 #include "engine/model/quant.h"
 #include "engine/model/safetensors.h"
 #include "kernels/cuda/gemv_quant.cuh"
+#include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
@@ -489,4 +491,112 @@ TEST_CASE("quantized GEMV: row ranges of different types fill one output through
     check_rows(got_b, ref_b, n, out_b, 0.0f, "Q6_K range");
     if (n < kMaxRows) CHECK(std::isnan(y[size_t(n) * total]));  // row n was not written
   }
+}
+
+namespace {
+
+// launch_add_norm's RMSNorm of rows (n, hidden) into `out` (n, hidden) in dtype; with delta, the
+// residual first gains it (the residual add the next norm does).
+void add_norm(float* residual, const void* delta, const void* weight, void* out, int n, int hidden,
+              DType dtype) {
+  AddNormArgs norm;
+  norm.residual = residual;
+  norm.delta = delta;
+  norm.weight = weight;
+  norm.out = out;
+  norm.num_rows = n;
+  norm.hidden = hidden;
+  norm.eps = 1e-5f;
+  norm.kind = NormKind::kRmsNorm;
+  norm.dtype = dtype;
+  launch_add_norm(norm, nullptr);
+}
+
+// One type at one shape, both dtypes, n = 1..8: the norm-fused product and fused gate|up SiLU
+// against launch_add_norm followed by the plain kernels, and the residual-add epilogue against the
+// plain product followed by launch_add_norm's residual add, bit for bit.
+void check_fused(GgmlType type, Shape shape, std::mt19937& rng) {
+  CAPTURE(ggml_type_traits(type).name);
+  CAPTURE(shape.in);
+  const std::vector<uint8_t> w = random_blocks(type, 2 * shape.out, shape.in, rng);
+  const std::vector<uint8_t> w_o = random_blocks(type, shape.in, shape.out, rng);  // back to in
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  std::vector<float> residual(size_t(kMaxRows) * shape.in);
+  for (float& x : residual) x = dist(rng) + 0.5f;
+  std::vector<float> norm_w(size_t(shape.in));
+  for (float& x : norm_w) x = 0.5f + float(rng() % 128) / 128.0f;  // exact in bf16 and fp16
+  gputest::DeviceArray<uint8_t> w_dev(w), w_o_dev(w_o);
+  for (DType dtype : {DType::kBF16, DType::kFP16}) {
+    CAPTURE(dtype_name(dtype));
+    gputest::DeviceArray<uint16_t> norm_w_dev(to_bits(norm_w, dtype));
+    for (int n = 1; n <= kMaxRows; ++n) {
+      CAPTURE(n);
+      gputest::DeviceArray<float> residual_dev(residual);
+      gputest::DeviceArray<uint16_t> normed(size_t(n) * shape.in);
+      add_norm(residual_dev.get(), nullptr, norm_w_dev.get(), normed.get(), n, shape.in, dtype);
+      GemvFusion fused;
+      fused.norm_residual = residual_dev.get();
+      fused.norm_weight = norm_w_dev.get();
+      fused.norm_eps = 1e-5f;
+      gputest::DeviceArray<uint16_t> want(size_t(n) * shape.out), got(size_t(n) * shape.out);
+      launch_gemv_quant(normed.get(), w_dev.get(), uint32_t(type), want.get(), n, shape.in,
+                        shape.out, false, dtype, nullptr);
+      launch_gemv_quant(nullptr, w_dev.get(), uint32_t(type), got.get(), n, shape.in, shape.out,
+                        false, dtype, nullptr, 0, fused);
+      const std::vector<uint16_t> y_want = want.download(), y_got = got.download();
+      CHECK(std::memcmp(y_want.data(), y_got.data(), y_want.size() * 2) == 0);
+      launch_gemv_quant_silu_mul(normed.get(), w_dev.get(), uint32_t(type), want.get(), n, shape.in,
+                                 shape.out, dtype, nullptr);
+      launch_gemv_quant_silu_mul(nullptr, w_dev.get(), uint32_t(type), got.get(), n, shape.in,
+                                 shape.out, dtype, nullptr, fused);
+      const std::vector<uint16_t> s_want = want.download(), s_got = got.download();
+      CHECK(std::memcmp(s_want.data(), s_got.data(), s_want.size() * 2) == 0);
+
+      // o / down: the product of `normed` (as any x) added to the residual.
+      gputest::DeviceArray<uint16_t> delta(size_t(n) * shape.in), scratch(size_t(n) * shape.in);
+      gputest::DeviceArray<float> residual_want(residual), residual_got(residual);
+      launch_gemv_quant(normed.get(), w_o_dev.get(), uint32_t(type), delta.get(), n, shape.out,
+                        shape.in, false, dtype, nullptr);
+      add_norm(residual_want.get(), delta.get(), norm_w_dev.get(), scratch.get(), n, shape.in,
+               dtype);
+      GemvFusion add;
+      add.residual_add = true;
+      launch_gemv_quant(normed.get(), w_o_dev.get(), uint32_t(type), residual_got.get(), n,
+                        shape.out, shape.in, false, dtype, nullptr, 0, add);
+      const std::vector<float> r_want = residual_want.download(), r_got = residual_got.download();
+      CHECK(std::memcmp(r_want.data(), r_got.data(), r_want.size() * 4) == 0);
+      CHECK(std::memcmp(r_want.data(), residual.data(), size_t(n) * shape.in * 4) != 0);
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("quantized GEMV: the fused norm input and residual add give the add-norm kernel's bits") {
+  // A decode layer with fused norms (gemv_fusion.cuh): qkv and gate|up normalize the residual
+  // stream themselves, o and down add their outputs to it. Every type at llama-1b's hidden 2048
+  // (out 512 with in 512 back: a K-quant row is whole blocks either way), llama-8b's 4096 for
+  // Q4_K_M's two types, SmolLM2's 576 for the 32-element types; Q4_K on both kernels.
+  std::mt19937 rng(21);
+  for (GgmlType type : kTypes) {
+    check_fused(type, Shape{2048, 512}, rng);
+    if (!is_k_quant(type)) check_fused(type, Shape{576, 96}, rng);
+  }
+  check_fused(GgmlType::kQ4_K, Shape{4096, 256}, rng);
+  check_fused(GgmlType::kQ6_K, Shape{4096, 256}, rng);
+  set_gemv_quant_staged_only(true);
+  check_fused(GgmlType::kQ4_K, Shape{2048, 512}, rng);
+  set_gemv_quant_staged_only(false);
+  // Misaligned norm input and a residual add after the SiLU are refused.
+  gputest::DeviceArray<uint8_t> w(size_t(8) * 34);
+  gputest::DeviceArray<float> residual(64);
+  GemvFusion misaligned;
+  misaligned.norm_residual = residual.get() + 1;
+  misaligned.norm_weight = w.get();
+  CHECK_THROWS(launch_gemv_quant(nullptr, w.get(), uint32_t(GgmlType::kQ8_0), residual.get(), 1, 32,
+                                 8, false, DType::kBF16, nullptr, 0, misaligned));
+  GemvFusion add;
+  add.residual_add = true;
+  CHECK_THROWS(launch_gemv_quant_silu_mul(residual.get(), w.get(), uint32_t(GgmlType::kQ8_0),
+                                          residual.get(), 1, 32, 4, DType::kBF16, nullptr, add));
 }

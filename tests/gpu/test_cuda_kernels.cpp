@@ -856,3 +856,55 @@ TEST_CASE("gemv with fused activation: gelu(x W^T + b) and silu(x G^T) * (x U^T)
     check_close(to_f32(d_act.download()), expected_act, kAtol, kRtol, "gemv silu");
   }
 }
+
+TEST_CASE("gemv with the residual add fused out: the add-norm kernel's residual bits") {
+  // With fused norms (gemv_fusion.cuh) a decode layer's o and down GEMVs add their outputs to the
+  // fp32 residual stream. That must give exactly what launch_gemv storing the output and then
+  // launch_add_norm adding it give. Hidden sizes of SmolLM2 (576), llama-1b (2048) and llama-8b
+  // (4096); 1 to 4 rows.
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  for (int hidden : {576, 2048, 4096}) {
+    for (int n = 1; n <= kGemvMaxRows; ++n) {
+      CAPTURE(hidden);
+      CAPTURE(n);
+      const int in = 1024;  // the o / down input
+      std::vector<float> residual(size_t(n) * hidden);
+      for (float& x : residual) x = dist(rng) + 0.5f;
+      const Bf16Data norm_w = random_bf16(hidden, rng, 0.5f, 1.5f);
+      const Bf16Data x = random_bf16(size_t(n) * in, rng);
+      const Bf16Data w = random_bf16(size_t(hidden) * in, rng, -0.1f, 0.1f);
+      DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_norm_w(norm_w.bits),
+          d_delta(size_t(n) * hidden), d_normed(size_t(n) * hidden);
+      DeviceArray<float> residual_ref(residual), residual_fused(residual);
+      launch_gemv(d_x.get(), d_w.get(), d_delta.get(), n, in, hidden, false, DType::kBF16, nullptr);
+      AddNormArgs norm;
+      norm.residual = residual_ref.get();
+      norm.delta = d_delta.get();
+      norm.weight = d_norm_w.get();
+      norm.out = d_normed.get();
+      norm.num_rows = n;
+      norm.hidden = hidden;
+      norm.kind = NormKind::kRmsNorm;
+      launch_add_norm(norm, nullptr);
+      GemvFusion add;
+      add.residual_add = true;
+      launch_gemv(d_x.get(), d_w.get(), residual_fused.get(), n, in, hidden, false, DType::kBF16,
+                  nullptr, add);
+      const std::vector<float> want = residual_ref.download(), got = residual_fused.download();
+      CHECK(std::memcmp(want.data(), got.data(), want.size() * 4) == 0);
+      CHECK(want != residual);  // the add changed it
+    }
+  }
+  // The residual add follows the plain bf16 product only, and the dense GEMV takes no norm input.
+  DeviceArray<uint16_t> x(8 * 64), w(8 * 64);
+  DeviceArray<float> y(64);
+  GemvFusion add;
+  add.residual_add = true;
+  CHECK_THROWS(launch_gemv(x.get(), w.get(), y.get(), 1, 64, 8, true, DType::kBF16, nullptr, add));
+  GemvFusion norm_in;
+  norm_in.norm_residual = y.get();
+  norm_in.norm_weight = w.get();
+  CHECK_THROWS(
+      launch_gemv(nullptr, w.get(), y.get(), 1, 64, 8, false, DType::kBF16, nullptr, norm_in));
+}

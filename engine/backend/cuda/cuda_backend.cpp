@@ -100,6 +100,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS"); env && *env) {
     cluster_attention_max_rows_ = std::atoi(env);
   }
+  fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }
 

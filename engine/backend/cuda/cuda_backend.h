@@ -63,7 +63,17 @@ struct StepFields {
   const int32_t* shared_keys = nullptr;    // (1,)
   const int32_t* shares_prefix = nullptr;  // (num_seqs,)
   int prefix_splits = 0;
+  // The norms after layer 0's run inside the GEMVs (CudaBackend::fused_norm_rows_): qkv and gate|up
+  // normalize the residual stream themselves, o and down add their outputs to it.
+  bool fused_norms = false;
 };
+
+// Steps of up to this many rows run their norms inside the decode GEMVs when qkv and up are
+// quantized (fused_norm_max_rows). Each fused GEMV block reads the residual rows itself, a cost
+// that grows with the rows while the add-norm launch it saves does not. On the H100
+// (results/2026-11-25-fused-norm) fusing gained 14-15% (llama-1b Q4_K) and 5-6% (llama-8b Q4_K) at
+// batch 1, 7% and 4% at batch 2, lost 1-2% at batch 4 and 9% at batch 8.
+constexpr int kFusedNormDefaultRows = 2;
 
 class CudaBackend final : public Backend {
  public:
@@ -74,6 +84,8 @@ class CudaBackend final : public Backend {
   const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override { return device_name_; }
   const ModelConfig& config() const override { return config_; }
+  // Steps of at most this many rows run their norms inside the GEMVs (0: none; tests).
+  int fused_norm_rows() const { return fused_norm_rows_; }
   int64_t weight_bytes() const override { return weights_.bytes_per_forward; }
   std::string weight_types() const override { return weights_.types; }
   int64_t kv_bytes_per_token() const override {
@@ -121,14 +133,29 @@ class CudaBackend final : public Backend {
   void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step);
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
   // Dispatches on the weight's storage: dense, or ggml blocks (quantized GEMV, or a decoded copy).
-  void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out);
+  // `fusion` (gemv_fusion.cuh; only where the product runs on a GEMV kernel, fused_norm_rows_): a
+  // norm input instead of x (quantized w), or y the fp32 residual stream to add to.
+  void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out,
+            const GemvFusion& fusion = {});
+  // The norm a GEMV applies to its input instead of `norm`'s add-norm kernel (whose delta the
+  // previous GEMV has already added to the residual stream).
+  GemvFusion norm_input(const AddNormArgs& norm) const;
+  // The most rows a step may have for its norms to run inside the GEMVs (0: never): every linear
+  // layer a GEMV at that size, qkv and up quantized, one process (no collective), RMSNorm with no
+  // sub-layer biases, not --batch-invariant, at most kFusedNormDefaultRows
+  // (ROSEINFER_CUDA_FUSED_NORM=N sets that cap, 0 turns it off). Read once at start.
+  int fused_norm_max_rows() const;
+  // The o or down projection of x: into proj_ for the next add-norm, or added to the residual
+  // stream in the GEMV when step.fused_norms.
+  void project_out(const void* x, const DeviceMatrix& w, const StepFields& step);
   // Tensor parallel: a row-parallel layer's output proj_ (n, H) summed over the ranks, in place.
   void all_reduce_proj(int n);
   // The lm_head's logits into logits_ (num_seqs, V): this rank's vocab rows, gathered from every
   // rank under tensor parallel.
   void lm_head_logits(int num_seqs);
   // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
-  void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
+  void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
+                  const GemvFusion& fusion = {});
   // A quantized matrix decoded into dequantized_; returns it.
   const void* dequantize(const DeviceMatrix& w);
   // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under
@@ -150,8 +177,9 @@ class CudaBackend final : public Backend {
   bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
   // with out = w.rows, or w.rows / 2 for the gated kSiluMul (rows gate | up).
+  // `norm`: the norm input of a quantized w (gemv_fusion.cuh), x unused.
   void gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
-                GemvActivation act);
+                GemvActivation act, const GemvFusion& norm = {});
   // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
   // the GEMM's, so a row's bits would depend on the batch size).
   bool use_gemv(int n, int in) const { return !invariant_gemm_ && gemv_supported(n, in); }
@@ -222,6 +250,8 @@ class CudaBackend final : public Backend {
   // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
   // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
   bool fused_rope_enabled_ = true;
+  // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
+  int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {
     kSkipNorm = 1,
     kSkipRope = 2,

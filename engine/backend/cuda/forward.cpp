@@ -13,6 +13,7 @@
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/gemm_quant.cuh"
+#include "kernels/cuda/gemv_fusion.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/sampling.cuh"
 
@@ -138,6 +139,7 @@ StepFields CudaBackend::step_fields(int n, int num_seqs) const {
   step.block_tables = meta<int32_t>(layout.block_tables);
   step.table_stride = meta<int32_t>(layout.table_stride);
   step.sample_params = meta<SampleRowParams>(layout.sample_params);
+  step.fused_norms = n <= fused_norm_rows_;
   if (step_shared_keys_ > 0) {
     step.shared_keys = meta<int32_t>(layout.shared_keys);
     step.shares_prefix = meta<int32_t>(layout.shares_prefix);
@@ -163,6 +165,10 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   AddNormArgs final_norm = final_norm_args_;
   final_norm.row_index = step.sample_rows;
   final_norm.num_rows = num_seqs;
+  if (step.fused_norms) {  // the last down projection has added its output to the residual
+    final_norm.delta = nullptr;
+    final_norm.delta_bias = nullptr;
+  }
   launch_add_norm(final_norm, stream_);
   lm_head_logits(num_seqs);
   launch_sample(sample_target_, logits_, step.sample_params, num_seqs, c.vocab_size,
@@ -177,8 +183,13 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   norm.num_rows = n;
   norm.token_ids = step.token_ids;  // read by layer 0's, which also does the embedding
   norm.positions = step.positions;
-  if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
-  gemm(normed_, w.qkv, qkv_, n, false);
+  // Layer 0's norm (no pending output; it may also do the embedding) stays a kernel of its own.
+  if (step.fused_norms && norm.delta) {
+    gemm(nullptr, w.qkv, qkv_, n, false, norm_input(norm));
+  } else {
+    if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
+    gemm(normed_, w.qkv, qkv_, n, false);
+  }
 
   RopeKvArgs rope = layer.rope_kv;
   rope.positions = step.positions;
@@ -225,7 +236,20 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   } else {
     launch_paged_attention(at, stream_);
   }
-  gemm(attn_, w.o, proj_, n, false);
+  project_out(attn_, w.o, step);
+}
+
+// The o or down projection: its output into proj_ for the next add-norm (and the tensor-parallel
+// sum), or added straight to the residual stream when the norms are fused.
+void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFields& step) {
+  const int n = step.num_tokens;
+  if (step.fused_norms) {
+    GemvFusion fusion;
+    fusion.residual_add = true;
+    gemm(x, w, residual_, n, false, fusion);
+    return;
+  }
+  gemm(x, w, proj_, n, false);
   all_reduce_proj(n);
 }
 
@@ -237,22 +261,25 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   const int I = c.intermediate_size;
   AddNormArgs norm = layer.mlp_norm;
   norm.num_rows = n;
-  if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
-  if (use_fused_up(w.up, n)) {             // small batch: activation fused
-    gemv_act(normed_, w.up, w.up_b, hidden_act, n,
-             gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias);
+  const GemvActivation act = gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias;
+  if (step.fused_norms) {  // the norm in the up projection (fused_norm_max_rows: fused up here)
+    gemv_act(nullptr, w.up, w.up_b, hidden_act, n, act, norm_input(norm));
   } else {
-    gemm(normed_, w.up, mlp_, n, false);
-    if (gated) {
-      launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
+    if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
+    if (use_fused_up(w.up, n)) {  // small batch: activation fused
+      gemv_act(normed_, w.up, w.up_b, hidden_act, n, act);
     } else {
-      launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+      gemm(normed_, w.up, mlp_, n, false);
+      if (gated) {
+        launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
+      } else {
+        launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+      }
     }
   }
-  gemm(hidden_act, w.down, proj_, n, false);
-  all_reduce_proj(n);
+  project_out(hidden_act, w.down, step);
 }
 
 // The sum is in the activation dtype, as the o and down outputs are (the usual choice of serving
@@ -298,18 +325,21 @@ std::vector<GemmShape> CudaBackend::gemm_shapes() const {
   };
 }
 
-void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out) {
-  if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out);
+void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out,
+                       const GemvFusion& fusion) {
+  const bool fused = fusion.norm_residual || fusion.residual_add;
+  if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out, fusion);
   if (use_quant_gemv(n)) {           // decode: read the blocks, one launch per range of one type
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
-    const int64_t out_element = f32_out ? 4 : element_size_;
+    const int64_t out_element = f32_out || fusion.residual_add ? 4 : element_size_;
     for (const QuantRange& range : w.ranges) {
       launch_gemv_quant(x, range.blocks, uint32_t(range.type),
                         static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
-                        int(range.rows), f32_out, dtype_, stream_, int(w.rows));
+                        int(range.rows), f32_out, dtype_, stream_, int(w.rows), fusion);
     }
     return;
   }
+  ROSE_ASSERT(!fused);         // fused_norm_max_rows keeps fused steps on the GEMV
   if (use_quant_gemm(w, n)) {  // batches and prefill chunks: tiles decoded inside the GEMM
     const int64_t out_element = f32_out ? 4 : element_size_;
     for (const QuantRange& range : w.ranges) {
@@ -356,18 +386,21 @@ const void* CudaBackend::dequantize(const DeviceMatrix& w) {
 }
 
 void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int in, int out,
-                             bool f32_out) {
+                             bool f32_out, const GemvFusion& fusion) {
   // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
   // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
+  const bool fused = fusion.norm_residual || fusion.residual_add;
   if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
+    ROSE_ASSERT(!fused);
     invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
     return;
   }
   if (gemv_supported(n, in)) {       // small-batch decode: stream the weights with enough blocks
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
-    launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_);
+    launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_, fusion);
     return;
   }
+  ROSE_ASSERT(!fused);  // fused_norm_max_rows keeps fused steps on the GEMV
   if (bucketed_gemm_ && bucketed_gemm_->run(x, w, y, n, in, out, f32_out, stream_)) return;
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
@@ -384,17 +417,59 @@ bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {
 }
 
 void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
-                           GemvActivation act) {
+                           GemvActivation act, const GemvFusion& norm) {
   if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
   const int64_t out = act == GemvActivation::kSiluMul ? w.rows / 2 : w.rows;  // gate | up: 2 * out
   if (w.quantized()) {
     ROSE_ASSERT(act == GemvActivation::kSiluMul && w.ranges.size() == 1 && !bias);
     const QuantRange& range = w.ranges.front();
     launch_gemv_quant_silu_mul(x, range.blocks, uint32_t(range.type), y, n, int(w.cols), int(out),
-                               dtype_, stream_);
+                               dtype_, stream_, norm);
     return;
   }
+  ROSE_ASSERT(!norm.norm_residual);  // fused_norm_max_rows: only a quantized up normalizes
   launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_);
+}
+
+GemvFusion CudaBackend::norm_input(const AddNormArgs& norm) const {
+  GemvFusion fusion;
+  fusion.norm_residual = residual_;
+  fusion.norm_weight = norm.weight;
+  fusion.norm_eps = norm.eps;
+  return fusion;
+}
+
+int CudaBackend::fused_norm_max_rows() const {
+  // ROSEINFER_CUDA_FUSED_NORM=N: at most N rows (0: never; comparisons).
+  int cap = kFusedNormDefaultRows;
+  if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_NORM"); env && *env) cap = std::atoi(env);
+  const ModelConfig& c = config_;
+  if (cap <= 0 || collective_ || invariant_gemm_ || skipped(kSkipNorm) || skipped(kSkipGemv) ||
+      c.norm_kind() != NormKind::kRmsNorm) {
+    return 0;
+  }
+  // Each matrix's product at n rows on a GEMV kernel that takes the fusion: qkv and up on the
+  // quantized GEMV (up as one range: gate | up with its SiLU), o and down on either (the dense one
+  // only adds to the residual).
+  const auto on_gemv = [&](const DeviceMatrix& w, int n) {
+    if (!w.quantized()) return use_gemv(n, int(w.cols));
+    return use_quant_gemv(n) &&
+           std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
+             return gemv_quant_supported(uint32_t(range.type), n, int(w.cols));
+           });
+  };
+  const auto layer_fuses = [&](const LayerWeights& l, int n) {
+    const bool no_biases = !l.o_b && !l.down_b && !l.attn_norm_b && !l.mlp_norm_b;
+    return no_biases && l.qkv.quantized() && l.up.quantized() && on_gemv(l.qkv, n) &&
+           on_gemv(l.o, n) && on_gemv(l.down, n) && use_fused_up(l.up, n) && on_gemv(l.up, n);
+  };
+  int rows = 0;
+  for (int n = 1; n <= std::max(kGemvMaxRows, kGemvQuantMaxRows); ++n) {
+    const auto fuses = [&](const LayerWeights& l) { return layer_fuses(l, n); };
+    if (!std::all_of(weights_.layers.begin(), weights_.layers.end(), fuses)) break;
+    rows = n;
+  }
+  return std::min(rows, cap);
 }
 
 }  // namespace rose
