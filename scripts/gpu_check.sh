@@ -51,7 +51,7 @@ if command -v compute-sanitizer >/dev/null; then
   run_logged memcheck_kernels 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu_test_cuda_kernels" -tc="paged attention: prefill*,RoPE*"
   run_logged memcheck_backend 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
-    "$B/gpu_test_cuda_backend" -tc="greedy outputs*"
+    "$B/gpu_test_cuda_backend" -tc="greedy outputs*,norms fused*"
   run_logged memcheck_dequant 120 compute-sanitizer --tool memcheck --error-exitcode 3 \
     "$B/gpu_test_cuda_dequant" -tc="device dequantization*,StoredUploader*"
   run_logged memcheck_gemv_quant 240 compute-sanitizer --tool memcheck --error-exitcode 3 \

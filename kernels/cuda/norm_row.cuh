@@ -30,8 +30,8 @@ __device__ __forceinline__ float norm_scaled(float x, float mean, float inv, flo
 }
 
 // RMSNorm's inverse scale of rows 0..n-1 of `rows` (n, hidden) fp32, into inv[0..n-1] (shared
-// memory), by a block of any multiple of 32 threads: each warp plays add_norm_kernel's warps w,
-// w + (its block's warps), ... so every row gets add_norm_kernel's exact result. scratch: shared,
+// memory), by a block of any multiple of 32 threads: each warp plays one of add_norm_kernel's
+// warps on one row at a time, so every row gets add_norm_kernel's exact result. scratch: shared,
 // (kMaxRows, kNormWarps) floats. Every thread must call it; ends with a barrier, after which inv
 // is visible to the whole block.
 template <int kMaxRows>
@@ -42,33 +42,32 @@ __device__ __forceinline__ void rms_inverse_rows(const float* rows, int n, int h
   // Eight of a virtual thread's elements per round, their loads issued together: llama-8b's
   // hidden 4096 is 16 elements, two trips to memory rather than 16.
   constexpr int kBatch = 8;
-  for (int row = 0; row < n; ++row) {
+  // Each warp takes (row, virtual warp) pairs in turn, so the rows' loads go out from different
+  // warps at once rather than one row after another.
+  for (int pair = warp; pair < n * kNormWarps; pair += block_warps) {  // uniform over the warp
+    const int row = pair / kNormWarps, vw = pair % kNormWarps;
     const float* x = rows + int64_t(row) * hidden;
-    for (int vw = warp; vw < kNormWarps; vw += block_warps) {  // uniform over the warp
-      const int v = vw * 32 + lane;
-      float sum = 0.0f;
-      for (int first = v; first < hidden; first += kBatch * kNormThreads) {
-        float value[kBatch];
+    const int v = vw * 32 + lane;
+    float sum = 0.0f;
+    for (int first = v; first < hidden; first += kBatch * kNormThreads) {
+      float value[kBatch];
 #pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          const int i = first + k * kNormThreads;
-          value[k] = i < hidden ? x[i] : 0.0f;
-        }
-#pragma unroll
-        for (int k = 0; k < kBatch; ++k) {
-          if (first + k * kNormThreads < hidden) sum = norm_square_step(value[k], 0.0f, sum);
-        }
+      for (int k = 0; k < kBatch; ++k) {
+        const int i = first + k * kNormThreads;
+        value[k] = i < hidden ? x[i] : 0.0f;
       }
-      sum = warp_sum(sum);
-      if (lane == 0) scratch[row * kNormWarps + vw] = sum;
+#pragma unroll
+      for (int k = 0; k < kBatch; ++k) {
+        if (first + k * kNormThreads < hidden) sum = norm_square_step(value[k], 0.0f, sum);
+      }
     }
+    sum = warp_sum(sum);
+    if (lane == 0) scratch[row * kNormWarps + vw] = sum;
   }
   __syncthreads();
-  if (warp == 0) {
-    for (int row = 0; row < n; ++row) {
-      const float total = warp_sum(lane < kNormWarps ? scratch[row * kNormWarps + lane] : 0.0f);
-      if (lane == 0) inv[row] = norm_inverse(total, hidden, eps);
-    }
+  for (int row = warp; row < n; row += block_warps) {  // uniform over the warp
+    const float total = warp_sum(lane < kNormWarps ? scratch[row * kNormWarps + lane] : 0.0f);
+    if (lane == 0) inv[row] = norm_inverse(total, hidden, eps);
   }
   __syncthreads();
 }
