@@ -349,7 +349,7 @@ template <int kRows>
 __device__ __forceinline__ void norm_prologue(GemvFusion fusion, int n, int in, float* inv) {
   if (!fusion.norm_residual) return;  // uniform over the grid
   __shared__ float scratch[kRows * kNormWarps];
-  rms_inverse_rows<kRows>(fusion.norm_residual, n, in, fusion.norm_eps, scratch, inv);
+  rms_inverse_rows(fusion.norm_residual, n, in, fusion.norm_eps, scratch, inv);
 }
 
 // Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled

@@ -32,9 +32,8 @@ __device__ __forceinline__ float norm_scaled(float x, float mean, float inv, flo
 // RMSNorm's inverse scale of rows 0..n-1 of `rows` (n, hidden) fp32, into inv[0..n-1] (shared
 // memory), by a block of any multiple of 32 threads: each warp plays one of add_norm_kernel's
 // warps on one row at a time, so every row gets add_norm_kernel's exact result. scratch: shared,
-// (kMaxRows, kNormWarps) floats. Every thread must call it; ends with a barrier, after which inv
+// (n, kNormWarps) floats. Every thread must call it; ends with a barrier, after which inv
 // is visible to the whole block.
-template <int kMaxRows>
 __device__ __forceinline__ void rms_inverse_rows(const float* rows, int n, int hidden, float eps,
                                                  float* scratch, float* inv) {
   const int lane = int(threadIdx.x) % 32, warp = int(threadIdx.x) / 32;

@@ -209,68 +209,47 @@ void compare_backends(const WeightSource& weights, const std::vector<int>& promp
   }
 }
 
-std::vector<std::vector<int32_t>> greedy_run(const WeightSource& weights, bool graphs,
-                                             const std::vector<int>& prompt_lens, int steps) {
-  BackendOptions options;
-  options.num_kv_blocks = 256;
-  options.max_num_seqs = 16;
-  options.max_num_batched_tokens = 256;
-  options.max_model_len = 512;
-  options.cuda_graphs = graphs;
-  std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
-  std::mt19937 rng(7);
-  std::vector<Seq> seqs = make_seqs(prompt_lens, weights.config().vocab_size, 16, 512, rng);
-  std::vector<int> counts;
-  for (const Seq& s : seqs) counts.push_back(int(s.tokens.size()));
-  std::vector<std::vector<int32_t>> outputs(seqs.size());
-  for (int step = 0; step < steps; ++step) {
-    const StepPlan plan = make_plan(seqs, counts, 16, false);
-    StepOutput out;
-    gpu->execute(plan, out);
-    for (size_t i = 0; i < seqs.size(); ++i) {
-      seqs[i].computed += counts[i];
-      seqs[i].tokens.push_back(out.sampled[i]);
-      seqs[i].generated++;
-      outputs[i].push_back(out.sampled[i]);
-    }
-    counts.assign(seqs.size(), 1);
-  }
-  return outputs;
-}
+// What greedy_run records: each sequence's sampled ids, each step's logits (with `logits`), and
+// the backend's fused_norm_rows().
+struct GreedyRun {
+  std::vector<std::vector<int32_t>> outputs;
+  std::vector<std::vector<float>> logits;
+  int fused_norm_rows = 0;
+};
 
-// Greedy steps (prefill in one chunk, then `decode_steps` decode steps of every sequence) on a
-// fresh CUDA backend; every step's logits, bit for bit. fused_rows: the backend's
-// fused_norm_rows().
-std::vector<std::vector<float>> logits_run(const WeightSource& weights,
-                                           const std::vector<int>& prompt_lens, int decode_steps,
-                                           bool graphs, int* fused_rows) {
+// `steps` greedy steps on a fresh CUDA backend: the prompts in one chunk, then one token a
+// sequence per step.
+GreedyRun greedy_run(const WeightSource& weights, bool graphs, const std::vector<int>& prompt_lens,
+                     int steps, bool logits = false) {
   BackendOptions options;
   options.num_kv_blocks = 256;
   options.max_num_seqs = 16;
   options.max_num_batched_tokens = 256;
-  options.max_model_len = 256;
+  options.max_model_len = std::min(512, weights.config().max_position_embeddings);  // GPT-2: 256
   options.cuda_graphs = graphs;
   std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
-  *fused_rows = dynamic_cast<CudaBackend&>(*gpu).fused_norm_rows();
-  std::mt19937 rng(5);
+  GreedyRun run;
+  run.fused_norm_rows = dynamic_cast<CudaBackend&>(*gpu).fused_norm_rows();
+  std::mt19937 rng(7);
   std::vector<Seq> seqs =
       make_seqs(prompt_lens, weights.config().vocab_size, 16, options.max_model_len, rng);
   std::vector<int> counts;
   for (const Seq& s : seqs) counts.push_back(int(s.tokens.size()));
-  std::vector<std::vector<float>> logits;
-  for (int step = 0; step <= decode_steps; ++step) {
-    const StepPlan plan = make_plan(seqs, counts, 16, true);
+  run.outputs.resize(seqs.size());
+  for (int step = 0; step < steps; ++step) {
+    const StepPlan plan = make_plan(seqs, counts, 16, logits);
     StepOutput out;
     gpu->execute(plan, out);
-    logits.push_back(out.logits);
+    if (logits) run.logits.push_back(out.logits);
     for (size_t i = 0; i < seqs.size(); ++i) {
       seqs[i].computed += counts[i];
       seqs[i].tokens.push_back(out.sampled[i]);
       seqs[i].generated++;
+      run.outputs[i].push_back(out.sampled[i]);
     }
     counts.assign(seqs.size(), 1);
   }
-  return logits;
+  return run;
 }
 
 }  // namespace
@@ -394,8 +373,8 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
 TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
   std::unique_ptr<WeightSource> weights = open_model("tiny");
   for (const std::vector<int>& lens : {std::vector<int>{7, 30, 16, 1}, std::vector<int>{12}}) {
-    const auto eager = greedy_run(*weights, false, lens, 24);
-    const auto graphed = greedy_run(*weights, true, lens, 24);
+    const auto eager = greedy_run(*weights, false, lens, 24).outputs;
+    const auto graphed = greedy_run(*weights, true, lens, 24).outputs;
     CHECK(eager == graphed);
   }
 }
@@ -459,31 +438,24 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
          {std::vector<int>{9}, std::vector<int>{4, 20, 7}, std::vector<int>{3, 5, 8, 13, 2, 6}}) {
       CAPTURE(lens.size());
       for (bool graphs : {false, true}) {
-        int rows_fused = 0, rows_unfused = 0;
         setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);  // read by the constructor: every row count
-        const auto fused = logits_run(*model.weights, lens, 6, graphs, &rows_fused);
+        const GreedyRun fused = greedy_run(*model.weights, graphs, lens, 7, true);
         setenv("ROSEINFER_CUDA_FUSED_NORM", "0", 1);
-        const auto unfused = logits_run(*model.weights, lens, 6, graphs, &rows_unfused);
+        const GreedyRun unfused = greedy_run(*model.weights, graphs, lens, 7, true);
         unsetenv("ROSEINFER_CUDA_FUSED_NORM");
-        CHECK(rows_fused == model.fused_rows);
-        CHECK(rows_unfused == 0);
-        CHECK(fused == unfused);
+        CHECK(fused.fused_norm_rows == model.fused_rows);
+        CHECK(unfused.fused_norm_rows == 0);
+        CHECK(fused.logits == unfused.logits);
       }
     }
   }
   // By default: up to kFusedNormDefaultRows rows; never with dense qkv / up or LayerNorm.
-  int rows = -1;
-  logits_run(*q4k, {5}, 1, false, &rows);
-  CHECK(rows == kFusedNormDefaultRows);
-  logits_run(*tiny_q4k, {5}, 1, false, &rows);
-  CHECK(rows == std::min(4, kFusedNormDefaultRows));
+  CHECK(greedy_run(*q4k, false, {5}, 1).fused_norm_rows == kFusedNormDefaultRows);
+  CHECK(greedy_run(*tiny_q4k, false, {5}, 1).fused_norm_rows == std::min(4, kFusedNormDefaultRows));
   setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);
-  logits_run(*tiny, {5}, 1, false, &rows);
-  CHECK(rows == 0);
-  logits_run(qwen, {5}, 1, false, &rows);
-  CHECK(rows == 0);
+  CHECK(greedy_run(*tiny, false, {5}, 1).fused_norm_rows == 0);
+  CHECK(greedy_run(qwen, false, {5}, 1).fused_norm_rows == 0);
   Bf16RandomWeights gpt2(gpt2_config());
-  logits_run(gpt2, {5}, 1, false, &rows);
-  CHECK(rows == 0);
+  CHECK(greedy_run(gpt2, false, {5}, 1).fused_norm_rows == 0);
   unsetenv("ROSEINFER_CUDA_FUSED_NORM");
 }

@@ -72,7 +72,7 @@ struct StepFields {
 // quantized (fused_norm_max_rows). Each fused GEMV block reads the residual rows itself, a cost
 // that grows with the rows while the add-norm launch it saves does not. On the H100
 // (results/2026-11-25-fused-norm) fusing gained 15-17% (llama-1b Q4_K) and 5-6% (llama-8b Q4_K) at
-// batch 1, 7-8% and 4-5% at batch 2, and, once the rows' reductions ran on different warps
+// batch 1, 7-9% and 4-5% at batch 2, and, once the rows' reductions ran on different warps
 // (pairs/), 2.7% and 3.6% at batch 4; at batch 8 it lost 8-10% (measured before that change).
 constexpr int kFusedNormDefaultRows = 4;
 
