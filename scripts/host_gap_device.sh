@@ -16,6 +16,17 @@ for round in 1 2; do
   offline_bench "r${round}_llama-1b_q4k" 1 ROSEINFER_CUDA_STATS=1 --model llama-1b --quantize q4_k
   offline_bench "r${round}_gpt2" 1 ROSEINFER_CUDA_STATS=1 --model gpt2
   offline_bench "r${round}_smollm2_bf16" 1 ROSEINFER_CUDA_STATS=1 --model /tmp/models/smollm2-shape
+  if [[ ${REPLAY:-0} == 1 ]]; then
+    for spec in "llama-1b_bf16:--model llama-1b" "llama-1b_q4k:--model llama-1b --quantize q4_k" \
+      "gpt2:--model gpt2" "smollm2_bf16:--model /tmp/models/smollm2-shape"; do
+      name=${spec%%:*}
+      read -ra args <<<"${spec#*:}"
+      offline_bench "r${round}_${name}_replay3" 1 ROSEINFER_CUDA_STATS=1 ROSEINFER_CUDA_REPLAY=3 \
+        "${args[@]}"
+      offline_bench "r${round}_${name}_nopdl" 1 ROSEINFER_CUDA_STATS=1 ROSEINFER_CUDA_PDL=0 \
+        "${args[@]}"
+    done
+  fi
 done
 grep -H "cuda stats" "$OUT"/*.txt | sed "s#$OUT/##" | tee -a "$SUMMARY"
 device_pack

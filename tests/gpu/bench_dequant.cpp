@@ -8,6 +8,7 @@
 // --no-skip. The sources cycle through enough copies (>= 256 MiB in all) that they come from HBM,
 // not the 50 MB L2.
 //   ROSEINFER_BENCH_RUNS=20 (timed runs per kernel and shape; each times kLaunchesPerRun calls)
+#include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 
@@ -19,6 +20,7 @@
 #include <vector>
 
 #include "engine/model/quant.h"
+#include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dequant.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -142,4 +144,113 @@ TEST_CASE("bench: GGUF block decode to bf16, generic vs staged, llama-1b shapes"
                 step_generic[t] / step_staged[t]);
   }
   CHECK(step_staged[0] > 0.0);
+}
+
+namespace {
+
+// y (n, out) rows [r0, r0 + rows) of its columns = x (n, in) W_chunk^T, W_chunk (rows, in) bf16:
+// cuBLAS's column-major y^T chunk (rows, n) at y + r0 with leading dimension out.
+void gemm_rows(cublasHandle_t handle, const void* x, const void* w_chunk, void* y, int n, int in,
+               int out, int r0, int rows) {
+  const float alpha = 1.0f, beta = 0.0f;
+  ROSE_CUBLAS_CHECK(cublasGemmEx(handle, CUBLAS_OP_T, CUBLAS_OP_N, rows, n, in, &alpha, w_chunk,
+                                 CUDA_R_16BF, in, x, CUDA_R_16BF, in, &beta,
+                                 static_cast<uint16_t*>(y) + r0, CUDA_R_16BF, out,
+                                 CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+}  // namespace
+
+// Batch-256 decode with weights kept in Q4_K decodes each matrix into a bf16 scratch and runs
+// cuBLAS on it (CudaBackend::dequantize): the scratch's 2 bytes a weight are written to HBM and
+// read back. Decoded in chunks of rows small enough to stay in the 50 MB L2 (decode a chunk, run
+// its GEMM, reuse the scratch), HBM would see only the blocks. This times, per llama-1b matrix at
+// n rows: bf16 cuBLAS on dense weights, decode of the whole matrix + cuBLAS, and chunks of
+// 4-32 MB, with and without an L2 persisting window on the scratch.
+TEST_CASE("bench: Q4_K decode + cuBLAS at large batches, whole matrix vs L2-sized chunks" *
+          doctest::skip(true)) {
+  const int timed_runs = runs();
+  std::mt19937 rng(2);
+  cublasHandle_t handle;
+  ROSE_CUBLAS_CHECK(cublasCreate(&handle));
+  gputest::DeviceArray<uint8_t> cublas_workspace{size_t(32) << 20};
+  ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, cublas_workspace.get(), size_t(32) << 20));
+  cudaDeviceProp prop{};
+  ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, 0));
+  std::printf("L2 %d MB, persisting max %d MB\n", prop.l2CacheSize >> 20,
+              prop.persistingL2CacheMaxSize >> 20);
+  const GgmlType type = GgmlType::kQ4_K;
+  std::printf("%-8s %4s %10s %10s", "shape", "n", "bf16_us", "whole_us");
+  const int chunk_mb[] = {4, 8, 16, 24, 32};
+  for (int mb : chunk_mb) std::printf("  chunk%-2d_us", mb);
+  std::printf("  persist16_us\n");
+  for (int n : {64, 128, 256}) {
+    double step_bf16 = 0, step_whole = 0, step_chunk[5] = {}, step_persist = 0;
+    for (const Shape& shape : kShapes) {
+      const int64_t elements = int64_t(shape.out) * shape.in;
+      const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
+      const int copies = copies_for(bytes.size());
+      std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> src;
+      for (int c = 0; c < copies; ++c)
+        src.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
+      const int dense_copies = copies_for(size_t(elements) * 2);
+      std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> dense;
+      for (int c = 0; c < dense_copies; ++c)
+        dense.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(size_t(elements)));
+      gputest::DeviceArray<uint16_t> scratch{size_t(elements)};
+      gputest::DeviceArray<uint16_t> x{size_t(n) * shape.in}, y{size_t(n) * shape.out};
+      ROSE_CUDA_CHECK(cudaMemset(x.get(), 0, size_t(n) * shape.in * 2));
+      const double bf16_us = median_us(dense_copies, timed_runs, [&](int c) {
+        gemm_rows(handle, x.get(), dense[size_t(c)]->get(), y.get(), n, shape.in, shape.out, 0,
+                  shape.out);
+      });
+      const double whole_us = median_us(copies, timed_runs, [&](int c) {
+        launch_dequantize_rows(scratch.get(), DType::kBF16, src[size_t(c)]->get(), uint32_t(type),
+                               0, shape.out, shape.out, shape.in, 0, nullptr);
+        gemm_rows(handle, x.get(), scratch.get(), y.get(), n, shape.in, shape.out, 0, shape.out);
+      });
+      const int64_t row_bytes = int64_t(shape.in) / 256 * 144;  // Q4_K blocks of one row
+      const auto chunked = [&](int mb, int c) {
+        const int rows = int(std::min<int64_t>(shape.out, (int64_t(mb) << 20) / (2 * shape.in)));
+        for (int r0 = 0; r0 < shape.out; r0 += rows) {
+          const int count = std::min(rows, shape.out - r0);
+          launch_dequantize_rows(scratch.get(), DType::kBF16,
+                                 src[size_t(c)]->get() + int64_t(r0) * row_bytes, uint32_t(type), 0,
+                                 count, count, shape.in, 0, nullptr);
+          gemm_rows(handle, x.get(), scratch.get(), y.get(), n, shape.in, shape.out, r0, count);
+        }
+      };
+      double chunk_us[5];
+      for (int k = 0; k < 5; ++k) {
+        chunk_us[k] = median_us(copies, timed_runs, [&](int c) { chunked(chunk_mb[k], c); });
+        step_chunk[k] += kLayers * chunk_us[k];
+      }
+      // The same 16 MB chunks with the scratch's lines marked persisting in L2.
+      ROSE_CUDA_CHECK(cudaDeviceSetLimit(cudaLimitPersistingL2CacheSize, size_t(20) << 20));
+      cudaStreamAttrValue window{};
+      window.accessPolicyWindow.base_ptr = scratch.get();
+      window.accessPolicyWindow.num_bytes = size_t(16) << 20;
+      window.accessPolicyWindow.hitRatio = 1.0f;
+      window.accessPolicyWindow.hitProp = cudaAccessPropertyPersisting;
+      window.accessPolicyWindow.missProp = cudaAccessPropertyStreaming;
+      ROSE_CUDA_CHECK(
+          cudaStreamSetAttribute(nullptr, cudaStreamAttributeAccessPolicyWindow, &window));
+      const double persist_us = median_us(copies, timed_runs, [&](int c) { chunked(16, c); });
+      window.accessPolicyWindow.num_bytes = 0;
+      ROSE_CUDA_CHECK(
+          cudaStreamSetAttribute(nullptr, cudaStreamAttributeAccessPolicyWindow, &window));
+      ROSE_CUDA_CHECK(cudaCtxResetPersistingL2Cache());
+      std::printf("%-8s %4d %10.1f %10.1f", shape.name, n, bf16_us, whole_us);
+      for (double us : chunk_us) std::printf("  %10.1f", us);
+      std::printf("  %10.1f\n", persist_us);
+      step_bf16 += kLayers * bf16_us;
+      step_whole += kLayers * whole_us;
+      step_persist += kLayers * persist_us;
+    }
+    std::printf("n=%d, 16 layers: bf16 %.3f ms, whole %.3f ms, chunks", n, step_bf16 / 1e3,
+                step_whole / 1e3);
+    for (int k = 0; k < 5; ++k) std::printf(" %dMB %.3f", chunk_mb[k], step_chunk[k] / 1e3);
+    std::printf(" ms, persisting 16MB %.3f ms\n", step_persist / 1e3);
+  }
+  ROSE_CUBLAS_CHECK(cublasDestroy(handle));
 }

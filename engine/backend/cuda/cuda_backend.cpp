@@ -172,6 +172,13 @@ void CudaBackend::read_measurement_switches() {
     std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_SKIP=%s: kernels left out, outputs are wrong\n",
                  list.c_str());
   }
+  // ROSEINFER_CUDA_REPLAY=K: every graphed step's graph replayed K times back to back (the same
+  // inputs, so the same KV writes and ids). Replays after the first are queued while the GPU
+  // runs, so (TPOT at K) - (TPOT at 1) is K - 1 steps of GPU time alone, and what is left of one
+  // step is the time the GPU waits on the host (results/2026-11-25-norm-after/host_gap).
+  if (const char* env = std::getenv("ROSEINFER_CUDA_REPLAY"); env && *env) {
+    graph_replays_ = std::max(1, std::atoi(env));
+  }
 }
 
 // After the weights: the dequantization scratch is sized by the largest matrix kept quantized.
@@ -513,9 +520,11 @@ void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
   ++stats_.steps;
   stats_.copy_bytes += bytes;
   if (use_graph) {
-    const auto run = graphs_.run(
-        padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
-    ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
+    for (int replay = 0; replay < graph_replays_; ++replay) {  // measurement: more than 1
+      const auto run = graphs_.run(
+          padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
+      ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
+    }
   } else {
     launch_eager(plan);
   }

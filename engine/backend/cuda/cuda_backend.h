@@ -216,6 +216,7 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_PROFILE_STEP=k: cudaProfilerStart/Stop around the k-th step after warm-up, for
   // `ncu --profile-from-start off`; -1: off.
   int64_t profile_step_ = -1;
+  int graph_replays_ = 1;  // ROSEINFER_CUDA_REPLAY (measurement only)
   // ROSEINFER_CUDA_SKIP=norm,rope,attention,gemv: leave those kernels out of every forward, so a
   // step's time without them shows what they cost inside the graph. The outputs are wrong.
   unsigned skip_kernels_ = 0;
