@@ -48,7 +48,7 @@ for model in llama-1b llama-8b; do
 done
 peer_b1 llama1b
 [[ ${NCU:-0} == 1 ]] && step ncu_direct 300 env ROSEINFER_BENCH_ITERS=10 ROSEINFER_BENCH_TYPES=Q4_K ROSEINFER_BENCH_ROWS=1 \
-  ncu --clock-control none --csv --page details -k regex:gemv_q4k_direct --launch-count 300 \
+  ncu --clock-control none --csv --page details -k regex:gemv_direct_kernel --launch-count 300 \
   --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
   --section SchedulerStats "$B/gpu_bench_gemv_quant" --no-skip
 [[ -f $OUT/ncu_direct.txt ]] && grep '^"' "$OUT/ncu_direct.txt" >"$OUT/ncu_direct.csv" && rm -f "$OUT/ncu_direct.txt"

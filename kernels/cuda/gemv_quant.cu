@@ -12,9 +12,10 @@
 // slice of a block) and takes its int8 dot products with x's rows by __dp4a, applying the weight
 // scale and the activation block's d in fp32 once per 32 (Q6_K: 16) elements.
 //
-// Q4_K (every row count) takes a second, direct kernel instead (further down): each lane loads its
-// units straight into registers, with no staging and no per-piece bookkeeping, in the same lane
-// order and with the same operations, so a row's bits are the same on both kernels.
+// Q4_K, Q4_1, Q4_0 and Q8_0 (every row count) take a second, direct kernel instead (further down):
+// each lane loads its units straight into registers, with no staging and no per-piece bookkeeping,
+// in the same lane order and with the same operations, so a row's bits are the same on both
+// kernels. Q6_K stays on the staged kernel.
 //
 // Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
@@ -162,9 +163,15 @@ struct BlockQ8_0 {
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
                               float (&acc)[kRows]) {
-    const float d = half_at_aligned(block);
     uint32_t q[8];
     unaligned_words<8>(block + 2, q);
+    terms<kRows>(half_at_aligned(block), q, xv, n, acc);
+  }
+  // A unit's terms from its scale d and its 32 quants q (8 words), wherever they were loaded
+  // from: the staged and the direct kernel both call this, so they apply the same operations.
+  template <int kRows>
+  __device__ __forceinline__ static void terms(float d, const uint32_t (&q)[8], const XView& xv,
+                                               int n, float (&acc)[kRows]) {
 #pragma unroll
     for (int row = 0; row < kRows; ++row) {
       if (row < n) {
@@ -197,6 +204,13 @@ struct BlockQ4 {
     } else {
       unaligned_words<4>(block + 2, packed);
     }
+    terms<kRows>(d, m, packed, xv, n, acc);
+  }
+  // A unit's terms from d, m (Q4_1; unused for Q4_0) and its 16 bytes of packed nibbles, wherever
+  // they were loaded from: the staged and the direct kernel both call this.
+  template <int kRows>
+  __device__ __forceinline__ static void terms(float d, float m, const uint32_t (&packed)[4],
+                                               const XView& xv, int n, float (&acc)[kRows]) {
     uint32_t q[8];  // elements 0..15 (low nibbles), then 16..31 (high nibbles)
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -591,7 +605,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
-// ---- the direct path: Q4_K at 1 to 8 rows ----
+// ---- the direct path: Q4_K, Q4_1, Q4_0 and Q8_0 at 1 to 8 rows ----
 // At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
 // H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.38-0.69 warp
 // instructions per scheduler cycle with only 12-62% of DRAM bandwidth in use, where the bf16 GEMV
@@ -599,24 +613,33 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 // divisions, the cp.async loop, the group waits) and the shared-memory round trip of every weight
 // byte cost more than the decode itself. Here each lane loads its units straight into registers:
 // a Q4_K unit is the block's 16-byte head (d, dmin, scales; the block's four lanes read the same
-// 16 bytes, one request) and its chunk's 32 bytes, three 16-byte loads; the next unit's loads go
+// 16 bytes, one request) and its chunk's 32 bytes, three 16-byte loads; a unit of the 32-element
+// types is its whole block, as 4-byte loads (Q4_1's 20 bytes are 4-byte aligned: five words; Q4_0's
+// 18 and Q8_0's 34 are only 2-byte aligned: the 4 or 8 aligned words inside the block and one
+// 2-byte load, nothing outside the block). Adjacent lanes read adjacent blocks, so each of these
+// narrow loads covers a few consecutive 32-byte sectors across the warp. The next unit's loads go
 // out before this one is computed.
 //
 // Lane L takes units L, L + 32, L + 64, ... of a row, in that order, and folds them with the
-// staged kernel's operations: the same unit-to-lane map, the same fp32 sequence and the same
-// xor tree, so a row's bits equal the staged kernel's for any n (gpu_test_cuda_gemv_quant runs
-// both for n = 1..8 and compares them bit for bit).
+// staged kernel's operations: the same unit-to-lane map, the same fp32 sequence (the 32-element
+// types call the staged unit's own terms()) and the same xor tree, so a row's bits equal the
+// staged kernel's for any n (gpu_test_cuda_gemv_quant runs both for every type with a direct
+// kernel, n = 1..8, and compares them bit for bit).
+//
+// Direct<B> describes B's units to the direct kernel (kExists false: B has none, Q6_K):
+//   Regs                                 one unit's bytes as loaded into registers
+//   load(block, c) -> Regs               unit c of the block at `block` (global memory, aligned as
+//                                        B's blocks are in a 16-byte aligned matrix)
+//   compute<kRows>(regs, c, xv, n, acc)  B::unit's terms from Regs, in B::unit's order
+template <typename B>
+struct Direct {
+  static constexpr bool kExists = false;
+};
+
 struct Q4KUnitRegs {
   uint4 head;    // d, dmin (fp16), then the 12 bytes of packed 6-bit scales and mins
   uint4 lo, hi;  // the chunk's 32 bytes: low nibbles sub-block 2c, high nibbles 2c + 1
 };
-
-// Unit c of the Q4_K block at `block` (16-byte aligned global memory).
-__device__ __forceinline__ Q4KUnitRegs load_q4k_unit(const uint8_t* block, int c) {
-  const uint4* head = reinterpret_cast<const uint4*>(block);
-  const uint4* qs = reinterpret_cast<const uint4*>(block + 16 + 32 * c);
-  return Q4KUnitRegs{head[0], qs[0], qs[1]};
-}
 
 // k4_scale_min for sub-blocks 2c and 2c + 1 at once, from the head's scale words (bytes 0-3 in
 // head.y, 4-7 in head.z, 8-11 in head.w): scales in bytes 0 / 1 of *scales, mins of *mins.
@@ -633,50 +656,165 @@ __device__ __forceinline__ void q4k_scale_min_pair(const uint4& head, int c, uin
   }
 }
 
-// BlockQ4_K::unit on a unit held in registers: the same terms in the same order.
-template <int kRows>
-__device__ __forceinline__ void q4k_unit_direct(const Q4KUnitRegs& k, int c, const XView& xv, int n,
-                                                float (&acc)[kRows]) {
-  const float d = __half2float(__ushort_as_half(static_cast<unsigned short>(k.head.x & 0xFFFFu)));
-  const float dmin = __half2float(__ushort_as_half(static_cast<unsigned short>(k.head.x >> 16)));
-  uint32_t scales, mins;
-  q4k_scale_min_pair(k.head, c, &scales, &mins);
-  const uint32_t packed[8] = {k.lo.x, k.lo.y, k.lo.z, k.lo.w, k.hi.x, k.hi.y, k.hi.z, k.hi.w};
+__device__ __forceinline__ float half_bits_to_float(uint32_t bits) {  // bits 0-15: an fp16
+  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu)));
+}
+
+template <>
+struct Direct<BlockQ4_K> {
+  static constexpr bool kExists = true;
+  using Regs = Q4KUnitRegs;
+
+  // Unit c of the Q4_K block at `block` (16-byte aligned).
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int c) {
+    const uint4* head = reinterpret_cast<const uint4*>(block);
+    const uint4* qs = reinterpret_cast<const uint4*>(block + 16 + 32 * c);
+    return Regs{head[0], qs[0], qs[1]};
+  }
+
+  // BlockQ4_K::unit on a unit held in registers: the same terms in the same order.
+  template <int kRows>
+  __device__ __forceinline__ static void compute(const Regs& k, int c, const XView& xv, int n,
+                                                 float (&acc)[kRows]) {
+    const float d = half_bits_to_float(k.head.x), dmin = half_bits_to_float(k.head.x >> 16);
+    uint32_t scales, mins;
+    q4k_scale_min_pair(k.head, c, &scales, &mins);
+    const uint32_t packed[8] = {k.lo.x, k.lo.y, k.lo.z, k.lo.w, k.hi.x, k.hi.y, k.hi.z, k.hi.w};
 #pragma unroll
-  for (int row = 0; row < kRows; ++row) {
-    if (row < n) {
-      uint32_t x[16];
-      x_words<BlockQ4_K::kSwizzle>(xv, row, xv.chunk + 4 * c, x);
-      const XBlock* a = xv.blocks + row * xv.block_stride + 2 * c;
+    for (int row = 0; row < kRows; ++row) {
+      if (row < n) {
+        uint32_t x[16];
+        x_words<BlockQ4_K::kSwizzle>(xv, row, xv.chunk + 4 * c, x);
+        const XBlock* a = xv.blocks + row * xv.block_stride + 2 * c;
 #pragma unroll
-      for (int i = 0; i < 2; ++i) {
-        const XBlock ai = a[i];
-        int dot = 0;
+        for (int i = 0; i < 2; ++i) {
+          const XBlock ai = a[i];
+          int dot = 0;
 #pragma unroll
-        for (int w = 0; w < 8; ++w) {
-          const uint32_t q = i == 0 ? packed[w] & kLowNibbles : (packed[w] >> 4) & kLowNibbles;
-          dot = __dp4a(int(q), int(x[8 * i + w]), dot);
+          for (int w = 0; w < 8; ++w) {
+            const uint32_t q = i == 0 ? packed[w] & kLowNibbles : (packed[w] >> 4) & kLowNibbles;
+            dot = __dp4a(int(q), int(x[8 * i + w]), dot);
+          }
+          const int scale = int((scales >> (8 * i)) & 0xFFu), min = int((mins >> (8 * i)) & 0xFFu);
+          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale * dot), acc[row]);
+          acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min * ai.sum), acc[row]);
         }
-        const int scale = int((scales >> (8 * i)) & 0xFFu), min = int((mins >> (8 * i)) & 0xFFu);
-        acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale * dot), acc[row]);
-        acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min * ai.sum), acc[row]);
       }
     }
   }
+};
+
+// A 2-byte aligned block of 2 + 4K bytes, an fp16 d and K words of quants (Q4_0: K = 4, Q8_0: K =
+// 8), as loaded: the K 4-byte aligned words inside the block and the 2 bytes outside them (its
+// first 2 when the block starts 2 bytes past a word, else its last 2), so nothing past the block
+// (the row's or the matrix's end) is read.
+template <int K>
+struct HalfAlignedRegs {
+  uint32_t words[K];  // block bytes 2 .. 4K + 1 (block 2 bytes past a word) or 0 .. 4K - 1
+  uint32_t half;      // bits 0-15: the other 2 bytes; bits 16+: 0 or 16, the shift that realigns
+};
+
+template <int K>
+__device__ __forceinline__ HalfAlignedRegs<K> load_half_aligned(const uint8_t* block) {
+  const bool word_aligned = (reinterpret_cast<uintptr_t>(block) & 2) == 0;
+  const uint32_t* words = reinterpret_cast<const uint32_t*>(block + (word_aligned ? 0 : 2));
+  const unsigned short* half =
+      reinterpret_cast<const unsigned short*>(block + (word_aligned ? 4 * K : 0));
+  HalfAlignedRegs<K> regs;
+#pragma unroll
+  for (int k = 0; k < K; ++k) regs.words[k] = words[k];
+  regs.half = uint32_t(*half) | (word_aligned ? 16u << 16 : 0u);
+  return regs;
 }
 
-// x (n, in) in T; w (kWeightRows * out, in) Q4_K blocks, 16-byte aligned; y (n, y_stride).
+// The block's d, and its K quant words (block bytes 2 + 4k .. 5 + 4k) into q. Word aligned, d is
+// the first word's low half and quant word k straddles words k and k + 1 (the last: the loaded
+// half), a funnel shift by 16; otherwise d is the loaded half and the words are as loaded (a
+// funnel shift by 0 returns its low word).
+template <int K>
+__device__ __forceinline__ float half_aligned_words(const HalfAlignedRegs<K>& regs,
+                                                    uint32_t (&q)[K]) {
+  const uint32_t shift = regs.half >> 16;
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    q[k] = __funnelshift_r(regs.words[k], k + 1 < K ? regs.words[k + 1] : regs.half, shift);
+  }
+  return half_bits_to_float(shift != 0 ? regs.words[0] : regs.half);
+}
+
+struct Q4_1Regs {
+  uint32_t dm;     // d (bits 0-15), m (16-31), fp16
+  uint32_t qs[4];  // the 16 bytes of packed nibbles
+};
+
+template <bool kHasMin>
+struct Direct<BlockQ4<kHasMin>> {
+  static constexpr bool kExists = true;
+  using Regs = std::conditional_t<kHasMin, Q4_1Regs, HalfAlignedRegs<4>>;
+
+  // The block at `block` (Q4_1: 4-byte aligned; Q4_0: 2-byte aligned).
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int) {
+    if constexpr (kHasMin) {
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(block);
+      Regs regs;
+      regs.dm = words[0];
+#pragma unroll
+      for (int k = 0; k < 4; ++k) regs.qs[k] = words[1 + k];
+      return regs;
+    } else {
+      return load_half_aligned<4>(block);
+    }
+  }
+
+  template <int kRows>
+  __device__ __forceinline__ static void compute(const Regs& regs, int, const XView& xv, int n,
+                                                 float (&acc)[kRows]) {
+    uint32_t packed[4];
+    if constexpr (kHasMin) {
+#pragma unroll
+      for (int k = 0; k < 4; ++k) packed[k] = regs.qs[k];
+      BlockQ4<kHasMin>::template terms<kRows>(
+          half_bits_to_float(regs.dm), half_bits_to_float(regs.dm >> 16), packed, xv, n, acc);
+    } else {
+      const float d = half_aligned_words<4>(regs, packed);
+      BlockQ4<kHasMin>::template terms<kRows>(d, 0.0f, packed, xv, n, acc);
+    }
+  }
+};
+
+template <>
+struct Direct<BlockQ8_0> {
+  static constexpr bool kExists = true;
+  using Regs = HalfAlignedRegs<8>;
+
+  // The block at `block` (2-byte aligned).
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int) {
+    return load_half_aligned<8>(block);
+  }
+
+  template <int kRows>
+  __device__ __forceinline__ static void compute(const Regs& regs, int, const XView& xv, int n,
+                                                 float (&acc)[kRows]) {
+    uint32_t q[8];
+    const float d = half_aligned_words<8>(regs, q);
+    BlockQ8_0::terms<kRows>(d, q, xv, n, acc);
+  }
+};
+
+// x (n, in) in T; w (kWeightRows * out, in) blocks of B, 16-byte aligned; y (n, y_stride).
 // Dynamic shared memory: xq (n, x_stride(in)) int8, then xb (n, in / 32) XBlocks. Each warp
 // computes features gw, gw + total_warps, ...; an item is one round of units (k) of one feature,
 // all its weight rows at once, and the next item's loads are in flight while one is computed.
 // kBlockThreads (512; 256 for comparisons): each thread block quantizes x into its own
 // shared memory, so fewer, larger blocks quantize it fewer times per SM (llama-8b's down, in =
-// 14336, went from 17.6 to 15.1 us at 512; results/2026-11-25-gemv-quant-direct). Loading two
-// items ahead instead of one was slower on every shape measured there.
-template <typename T, Epilogue E, int kRows, int kBlockThreads>
+// 14336, went from 17.6 to 15.1 us at 512 for Q4_K; results/2026-11-25-gemv-quant-direct).
+// Loading two items ahead instead of one was slower on every Q4_K shape measured there.
+template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
-    gemv_q4k_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out,
-                           int y_stride, bool weights_before_wait, GemvFusion fusion) {
+    gemv_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                       bool weights_before_wait, GemvFusion fusion) {
+  using D = Direct<B>;
+  using Regs = typename D::Regs;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kBlockWarps = kBlockThreads / 32;
   if (!weights_before_wait) {
@@ -687,26 +825,27 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   int8_t* xq = reinterpret_cast<int8_t*>(smem);
   XBlock* xb = reinterpret_cast<XBlock*>(xq + n * x_stride(in));
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  const int blocks_per_row = in / BlockQ4_K::kElems;
-  const int units = blocks_per_row * BlockQ4_K::kUnits;
+  const int blocks_per_row = in / B::kElems;
+  const int units = blocks_per_row * B::kUnits;
   const int rounds = (units + 31) / 32;  // unit rounds per row, the same for every lane
-  const int64_t row_bytes = int64_t(blocks_per_row) * BlockQ4_K::kBytes;
+  const int64_t row_bytes = int64_t(blocks_per_row) * B::kBytes;
   const int total_warps = int(gridDim.x) * kBlockWarps;
   const int gw = int(blockIdx.x) * kBlockWarps + warp;
   const int features = gw < out ? (out - 1 - gw) / total_warps + 1 : 0;
   const int items = features * rounds;
-  const int c = lane % BlockQ4_K::kUnits;  // the lane's chunk in every block it reads
+  const int c = lane % B::kUnits;  // the lane's unit within every block it reads
 
-  // Item (f, k): unit lane + 32 k of weight row r of feature gw + f total_warps.
-  const auto load = [&](int f, int k, Q4KUnitRegs(&regs)[kWeightRows]) {
+  // Item (f, k): unit lane + 32 k of weight row r of feature gw + f total_warps. Units past the
+  // row's end are not loaded (nor computed).
+  const auto load = [&](int f, int k, Regs(&regs)[kWeightRows]) {
     const int u = lane + 32 * k;
     if (u >= units) return;
     const int o = gw + f * total_warps;
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) {
-      const uint8_t* block = w + (int64_t(o) + int64_t(r) * out) * row_bytes +
-                             int64_t(u / BlockQ4_K::kUnits) * BlockQ4_K::kBytes;
-      regs[r] = load_q4k_unit(block, c);
+      const uint8_t* block =
+          w + (int64_t(o) + int64_t(r) * out) * row_bytes + int64_t(u / B::kUnits) * B::kBytes;
+      regs[r] = D::load(block, c);
     }
   };
   const auto advance = [&](int& f, int& k) {
@@ -717,7 +856,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   };
   // The first item's loads go out before x is quantized (the weights are constants of the run:
   // also before the PDL wait unless asked not to).
-  Q4KUnitRegs current[kWeightRows] = {};
+  Regs current[kWeightRows] = {};
   int load_f = 0, load_k = 0;  // the next item to load
   if (items > 0) load(load_f, load_k, current);
   advance(load_f, load_k);
@@ -727,7 +866,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   }
   __shared__ float inv[kRows];
   norm_prologue<kRows>(fusion, n, in, inv);
-  quantize_x<BlockQ4_K::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
+  quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -737,16 +876,18 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   }
   int f = 0, k = 0;
   for (int t = 0; t < items; ++t) {
-    Q4KUnitRegs next[kWeightRows] = {};
+    Regs next[kWeightRows] = {};
     if (t + 1 < items) load(load_f, load_k, next);
     advance(load_f, load_k);
     const int u = lane + 32 * k;
     if (u < units) {
-      const int blk = u / BlockQ4_K::kUnits;
-      const XView xv{xq, xb + blk * (BlockQ4_K::kElems / 32), x_stride(in), in / 32,
-                     blk * (BlockQ4_K::kElems / 16)};
+      // The staged kernel's XView for this unit's block.
+      const int blk = u / B::kUnits;
+      const XView xv{xq, xb + blk * (B::kElems / 32), x_stride(in), in / 32,
+                     blk * (B::kElems / 16)};
 #pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) q4k_unit_direct<kRows>(current[r], c, xv, n, acc[r]);
+      for (int r = 0; r < kWeightRows; ++r)
+        D::template compute<kRows>(current[r], c, xv, n, acc[r]);
     }
     if (k == rounds - 1) {  // the feature's last round: sum the lanes (fixed xor tree) and store
       finish_feature<T, E>(acc, n, lane, gw + f * total_warps, y, y_stride, fusion.residual_add);
@@ -801,7 +942,7 @@ bool weights_before_wait() {
   return early;
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: Q4_K through the staged kernel (comparisons).
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: every type through the staged kernel (comparisons).
 bool staged_only_for_tests = false;  // set_gemv_quant_staged_only
 
 bool direct_enabled() {
@@ -813,9 +954,10 @@ bool direct_enabled() {
 }
 
 // The most rows the direct kernel takes: all the GEMV's 8 (compiled for 1, 2, 4 and 8). Measured
-// end to end against the staged kernel (results/2026-11-25-gemv-quant-direct/rows4, rows8): +20-30%
-// at 3-4 rows, +22-26% at 6 and 8. ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4 sends the rows
-// above that to the staged kernel (comparisons).
+// end to end for Q4_K against the staged kernel (results/2026-11-25-gemv-quant-direct/rows4,
+// rows8): +20-30% at 3-4 rows, +22-26% at 6 and 8; the 32-element types share the cap.
+// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4 sends the rows above that to the staged kernel
+// (comparisons).
 int direct_max_rows() {
   static const int rows = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS");
@@ -833,10 +975,10 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
   return int((warps + block_warps - 1) / block_warps);
 }
 
-template <typename T, Epilogue E, int kRows, int kBlockThreads>
+template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       const GemvFusion& fusion, cudaStream_t stream) {
-  auto* kernel = gemv_q4k_direct_kernel<T, E, kRows, kBlockThreads>;
+  auto* kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads>;
   const size_t smem = size_t(n * x_row_bytes(in));
   const Occupancy occ =
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
@@ -856,15 +998,30 @@ int direct_threads() {
   return threads;
 }
 
-template <typename T, Epilogue E, int kRows>
+template <typename B, typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                    const GemvFusion& fusion, cudaStream_t stream) {
-  if constexpr (kRows <= 4) {  // the 8-row gated kernel would spill under 256 threads' bound
+  if constexpr (kRows <= 4) {  // the 8-row gated Q4_K kernel would spill under 256 threads' bound
     if (direct_threads() == 256) {
-      return launch_direct_as<T, E, kRows, 256>(x, w, y, n, in, out, y_stride, fusion, stream);
+      return launch_direct_as<B, T, E, kRows, 256>(x, w, y, n, in, out, y_stride, fusion, stream);
     }
   }
-  launch_direct_as<T, E, kRows, 512>(x, w, y, n, in, out, y_stride, fusion, stream);
+  launch_direct_as<B, T, E, kRows, 512>(x, w, y, n, in, out, y_stride, fusion, stream);
+}
+
+// Calls f(std::integral_constant<int, kRows>{}) with the accumulator count the kernels are
+// compiled for (1, 2, 4 or 8) that holds `rows` (1..8).
+template <typename F>
+void with_kernel_rows(int rows, F&& f) {
+  if (rows == 1) {
+    f(std::integral_constant<int, 1>{});
+  } else if (rows == 2) {
+    f(std::integral_constant<int, 2>{});
+  } else if (rows <= 4) {
+    f(std::integral_constant<int, 4>{});
+  } else {
+    f(std::integral_constant<int, 8>{});
+  }
 }
 
 template <typename B, typename T, Epilogue E, int kRows>
@@ -892,26 +1049,19 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     void* yr = static_cast<char*>(y) + int64_t(first) * y_stride * int64_t(y_element);
     GemvFusion fr = fusion;
     if (fr.norm_residual) fr.norm_residual += int64_t(first) * in;
-    if (std::is_same_v<B, BlockQ4_K> && rows <= direct_max_rows() && direct_enabled() &&
-        !staged_only_for_tests) {
-      if (rows == 1) {
-        launch_direct<T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-      } else if (rows == 2) {
-        launch_direct<T, E, 2>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-      } else if (rows <= 4) {
-        launch_direct<T, E, 4>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-      } else {
-        launch_direct<T, E, 8>(xr, w, yr, rows, in, out, y_stride, fr, stream);
+    if constexpr (Direct<B>::kExists) {
+      if (rows <= direct_max_rows() && direct_enabled() && !staged_only_for_tests) {
+        with_kernel_rows(rows, [&](auto kernel_rows) {
+          launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
+                                                               fr, stream);
+        });
+        continue;
       }
-    } else if (rows == 1) {
-      launch_rows<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-    } else if (rows == 2) {
-      launch_rows<B, T, E, 2>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-    } else if (rows <= 4) {
-      launch_rows<B, T, E, 4>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-    } else {
-      launch_rows<B, T, E, 8>(xr, w, yr, rows, in, out, y_stride, fr, stream);
     }
+    with_kernel_rows(rows, [&](auto kernel_rows) {
+      launch_rows<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride, fr,
+                                                         stream);
+    });
   }
 }
 
