@@ -3,9 +3,9 @@
 // llama-8b (hidden 4096, intermediate 14336, qkv 6144) and SmolLM2-135M (hidden 576, intermediate
 // 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
-// is bit-identical for every n); the fused gate|up SiLU; Q4_K's direct kernel against the staged
-// one, bit for bit; the fused norm input and residual add against the add-norm kernel, bit for
-// bit; the shape checks.
+// is bit-identical for every n); the fused gate|up SiLU; the direct kernel (Q4_K, Q4_1, Q4_0, Q8_0)
+// against the staged one, bit for bit, on every epilogue; the fused norm input and residual add
+// against the add-norm kernel, bit for bit; the shape checks.
 //
 // Two references per output, both from the weights dequantized by rose::dequantize
 // (engine/model/quant.cpp) and sums in double:
@@ -414,36 +414,125 @@ TEST_CASE("quantized GEMV: fused gate|up SiLU against the reference, rows invari
   }
 }
 
-// Q4_K runs the direct kernel; the staged kernel is kept for the other types and computes the
-// same operations in the same order. Both, every n and both epilogues, bit for bit.
-TEST_CASE("quantized GEMV: Q4_K's direct kernel gives the staged kernel's bits, n = 1..8") {
+namespace {
+
+template <typename T>
+std::vector<uint8_t> bytes_of(const std::vector<T>& v) {
+  std::vector<uint8_t> bytes(v.size() * sizeof(T));
+  std::memcpy(bytes.data(), v.data(), bytes.size());
+  return bytes;
+}
+
+// One type at one shape, both dtypes, n = 1..8, each launch once on the direct kernel and once on
+// the staged one: the product (fp32 and dtype out), the residual add, the norm-fused product, the
+// gated SiLU and the norm-fused SiLU, byte for byte. The plain products read a matrix of exactly
+// `out` rows (its own allocation, so compute-sanitizer sees a read past its last block), the SiLU
+// the gate | up matrix of 2 out rows. Every output must also be written (no NaN poison left).
+void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) {
+  CAPTURE(ggml_type_traits(type).name);
+  CAPTURE(shape.in);
+  CAPTURE(shape.out);
+  const std::vector<uint8_t> w = random_blocks(type, 2 * shape.out, shape.in, rng);  // gate | up
+  const std::vector<uint8_t> w_plain(
+      w.begin(),
+      w.begin() + std::ptrdiff_t(gemv_quant_row_bytes(uint32_t(type), shape.in)) * shape.out);
+  const std::vector<float> x = random_activations(kMaxRows, shape.in, rng);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  std::vector<float> norm_residual(size_t(kMaxRows) * shape.in),
+      residual(size_t(kMaxRows) * shape.out);
+  for (float& v : norm_residual) v = dist(rng) + 0.5f;
+  for (float& v : residual) v = dist(rng);
+  std::vector<float> norm_w(size_t(shape.in));
+  for (float& v : norm_w) v = 0.5f + float(rng() % 128) / 128.0f;  // exact in bf16 and fp16
+  gputest::DeviceArray<uint8_t> w_dev(w), w_plain_dev(w_plain);
+  gputest::DeviceArray<float> norm_residual_dev(norm_residual);
+  const uint32_t id = uint32_t(type);
+  const char* const kOutputs[] = {"product fp32",       "product", "residual add",
+                                  "norm-fused product", "SiLU",    "norm-fused SiLU"};
+  constexpr int kOutputCount = 6;
+  for (DType dtype : {DType::kBF16, DType::kFP16}) {
+    CAPTURE(dtype_name(dtype));
+    gputest::DeviceArray<uint16_t> x_dev(to_bits(x, dtype)), norm_w_dev(to_bits(norm_w, dtype));
+    GemvFusion norm;
+    norm.norm_residual = norm_residual_dev.get();
+    norm.norm_weight = norm_w_dev.get();
+    norm.norm_eps = 1e-5f;
+    GemvFusion add;
+    add.residual_add = true;
+    for (int n = 1; n <= kMaxRows; ++n) {
+      CAPTURE(n);
+      const size_t count = size_t(n) * shape.out;
+      std::vector<uint8_t> got[2][kOutputCount];  // [staged][output]
+      for (int staged = 0; staged < 2; ++staged) {
+        set_gemv_quant_staged_only(staged == 1);
+        gputest::DeviceArray<float> f32(count), residual_dev(residual);
+        gputest::DeviceArray<uint16_t> product(count), normed(count), silu(count),
+            normed_silu(count);
+        launch_gemv_quant(x_dev.get(), w_plain_dev.get(), id, f32.get(), n, shape.in, shape.out,
+                          true, dtype, nullptr);
+        launch_gemv_quant(x_dev.get(), w_plain_dev.get(), id, product.get(), n, shape.in, shape.out,
+                          false, dtype, nullptr);
+        launch_gemv_quant(x_dev.get(), w_plain_dev.get(), id, residual_dev.get(), n, shape.in,
+                          shape.out, false, dtype, nullptr, 0, add);
+        launch_gemv_quant(nullptr, w_plain_dev.get(), id, normed.get(), n, shape.in, shape.out,
+                          false, dtype, nullptr, 0, norm);
+        launch_gemv_quant_silu_mul(x_dev.get(), w_dev.get(), id, silu.get(), n, shape.in, shape.out,
+                                   dtype, nullptr);
+        launch_gemv_quant_silu_mul(nullptr, w_dev.get(), id, normed_silu.get(), n, shape.in,
+                                   shape.out, dtype, nullptr, norm);
+        got[staged][0] = bytes_of(f32.download());
+        got[staged][1] = bytes_of(product.download());
+        got[staged][2] = bytes_of(residual_dev.download());  // rows n.. are untouched
+        got[staged][3] = bytes_of(normed.download());
+        got[staged][4] = bytes_of(silu.download());
+        got[staged][5] = bytes_of(normed_silu.download());
+      }
+      set_gemv_quant_staged_only(false);
+      for (int o = 0; o < kOutputCount; ++o) {
+        CAPTURE(kOutputs[o]);
+        CHECK(got[0][o] == got[1][o]);
+      }
+      // Written everywhere: no NaN poison left in the fp32 outputs, none in dtype (0xFFFF is NaN
+      // in both bf16 and fp16, and the products here are finite).
+      const std::vector<uint8_t>& f32 = got[0][0];
+      bool poisoned = false;
+      for (size_t i = 0; i < count; ++i) {
+        float v;
+        std::memcpy(&v, f32.data() + 4 * i, 4);
+        poisoned = poisoned || std::isnan(v);
+      }
+      for (int o : {1, 3, 4, 5}) {
+        for (size_t i = 0; i < count; ++i) {
+          poisoned = poisoned || (got[0][o][2 * i] == 0xFF && got[0][o][2 * i + 1] == 0xFF);
+        }
+      }
+      CHECK_FALSE(poisoned);
+      CHECK(std::memcmp(got[0][2].data(), residual.data(), count * 4) != 0);  // the add happened
+    }
+  }
+}
+
+}  // namespace
+
+// Q4_K, Q4_1, Q4_0 and Q8_0 run the direct kernel; the staged kernel (kept for Q6_K and for
+// comparisons) computes the same operations in the same order. Both, every n, every epilogue, bit
+// for bit, at llama-1b's shapes (in 2048 and 8192), SmolLM2-135M's (in 576 and 1536; its 49152-wide
+// vocabulary shrunk to an odd 4099), a matrix of one block per row with an odd out (Q4_0's and
+// Q8_0's 2-byte aligned blocks alternate between word aligned and not, down to the matrix's last
+// block), and for Q8_0 an x too large for one launch of 8 rows (the rows split into launches).
+TEST_CASE("quantized GEMV: the direct kernel (Q4_K, Q4_1, Q4_0, Q8_0) gives the staged bits") {
   std::mt19937 rng(11);
   for (const Shape shape :
        {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576}, Shape{256, 7}}) {
-    const std::vector<uint8_t> w = random_blocks(GgmlType::kQ4_K, 2 * shape.out, shape.in, rng);
-    const std::vector<float> x = random_activations(kMaxRows, shape.in, rng);
-    gputest::DeviceArray<uint8_t> w_dev(w);
-    gputest::DeviceArray<uint16_t> x_dev(to_bits(x, DType::kBF16));
-    for (int n = 1; n <= kMaxRows; ++n) {
-      std::vector<float> f32[2];
-      std::vector<uint16_t> silu[2];
-      for (int staged = 0; staged < 2; ++staged) {
-        set_gemv_quant_staged_only(staged == 1);
-        gputest::DeviceArray<float> y_dev(size_t(n) * shape.out);
-        gputest::DeviceArray<uint16_t> s_dev(size_t(n) * shape.out);
-        launch_gemv_quant(x_dev.get(), w_dev.get(), uint32_t(GgmlType::kQ4_K), y_dev.get(), n,
-                          shape.in, shape.out, true, DType::kBF16, nullptr);
-        launch_gemv_quant_silu_mul(x_dev.get(), w_dev.get(), uint32_t(GgmlType::kQ4_K), s_dev.get(),
-                                   n, shape.in, shape.out, DType::kBF16, nullptr);
-        f32[staged] = y_dev.download();
-        silu[staged] = s_dev.download();
-      }
-      set_gemv_quant_staged_only(false);
-      INFO("in " << shape.in << " out " << shape.out << " n " << n);
-      CHECK(std::memcmp(f32[0].data(), f32[1].data(), f32[0].size() * 4) == 0);
-      CHECK(std::memcmp(silu[0].data(), silu[1].data(), silu[0].size() * 2) == 0);
+    check_direct_against_staged(GgmlType::kQ4_K, shape, rng);
+  }
+  for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ4_0, GgmlType::kQ8_0}) {
+    for (const Shape shape : {Shape{2048, 3072}, Shape{8192, 2048}, Shape{576, 960},
+                              Shape{576, 4099}, Shape{1536, 576}, Shape{32, 7}, Shape{96, 1}}) {
+      check_direct_against_staged(type, shape, rng);
     }
   }
+  check_direct_against_staged(GgmlType::kQ8_0, Shape{32768, 37}, rng);
 }
 
 TEST_CASE("quantized GEMV: the shape checks") {
