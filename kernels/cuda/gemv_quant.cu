@@ -163,9 +163,10 @@ struct BlockQ8_0 {
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
                               float (&acc)[kRows]) {
+    const float d = half_at_aligned(block);
     uint32_t q[8];
     unaligned_words<8>(block + 2, q);
-    terms<kRows>(half_at_aligned(block), q, xv, n, acc);
+    terms<kRows>(d, q, xv, n, acc);
   }
   // A unit's terms from its scale d and its 32 quants q (8 words), wherever they were loaded
   // from: the staged and the direct kernel both call this, so they apply the same operations.
