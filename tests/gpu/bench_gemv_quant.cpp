@@ -62,6 +62,12 @@ const Model kModels[] = {
       {"o", 4096, 4096, true},
       {"gate|up", 4096, 28672, true},
       {"down", 14336, 4096, true}}},
+    {"SmolLM2-135M",
+     {{"qkv", 576, 960, true},
+      {"o", 576, 576, true},
+      {"gate|up", 576, 3072, true},
+      {"down", 1536, 576, true},
+      {"lm_head", 576, 49152, false}}},
 };
 
 int iterations() {
