@@ -1,5 +1,6 @@
 // Timing driver for the GGUF block decoders (kernels/cuda/dequant.cu) at llama-1b's projection
-// shapes: the generic kernel (one thread per element) against the staged kernel that
+// shapes (a second case times decode + cuBLAS at 64-256 rows, whole matrix against L2-sized
+// chunks): the generic kernel (one thread per element) against the staged kernel that
 // launch_dequantize_rows takes for Q8_0, Q4_0, Q4_1, Q4_K and Q6_K, each decoding a whole matrix
 // into bf16 as CudaBackend::dequantize does on every step with more rows than the quantized GEMV
 // takes. Prints microseconds per call and GB/s of memory traffic (block bytes read + bf16 bytes
@@ -209,7 +210,8 @@ TEST_CASE("bench: Q4_K decode + cuBLAS at large batches, whole matrix vs L2-size
                                0, shape.out, shape.out, shape.in, 0, nullptr);
         gemm_rows(handle, x.get(), scratch.get(), y.get(), n, shape.in, shape.out, 0, shape.out);
       });
-      const int64_t row_bytes = int64_t(shape.in) / 256 * 144;  // Q4_K blocks of one row
+      const GgmlTypeTraits& traits = ggml_type_traits(type);
+      const int64_t row_bytes = int64_t(shape.in) / traits.block_elems * traits.block_bytes;
       const auto chunked = [&](int mb, int c) {
         const int rows = int(std::min<int64_t>(shape.out, (int64_t(mb) << 20) / (2 * shape.in)));
         for (int r0 = 0; r0 < shape.out; r0 += rows) {

@@ -381,9 +381,9 @@ TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
 
 TEST_CASE("a step's graph replayed three times (ROSEINFER_CUDA_REPLAY=3) gives the same logits") {
   // The measurement switch times a step's GPU work alone by replaying each graph back to back
-  // (results/2026-11-25-norm-after/host_gap): that is only sound if a replay of the same inputs
-  // writes the same K/V and samples the same ids, so every step's logits must not change. Eager
-  // steps (the prefill) run once either way.
+  // (results/2026-11-25-norm-after/host_gap_replay_h200): that is only sound if a replay of the
+  // same inputs writes the same K/V and samples the same ids, so every step's logits must not
+  // change. Eager steps (the prefill) run once either way.
   std::unique_ptr<WeightSource> weights = open_model("tiny");
   for (const std::vector<int>& lens : {std::vector<int>{7, 30, 16, 1}, std::vector<int>{12}}) {
     const GreedyRun once = greedy_run(*weights, true, lens, 12, true);

@@ -175,7 +175,8 @@ void CudaBackend::read_measurement_switches() {
   // ROSEINFER_CUDA_REPLAY=K: every graphed step's graph replayed K times back to back (the same
   // inputs, so the same KV writes and ids). Replays after the first are queued while the GPU
   // runs, so (TPOT at K) - (TPOT at 1) is K - 1 steps of GPU time alone, and what is left of one
-  // step is the time the GPU waits on the host (results/2026-11-25-norm-after/host_gap).
+  // step is the time the GPU waits on the host
+  // (results/2026-11-25-norm-after/host_gap_replay_h200).
   if (const char* env = std::getenv("ROSEINFER_CUDA_REPLAY"); env && *env) {
     graph_replays_ = std::max(1, std::atoi(env));
   }
