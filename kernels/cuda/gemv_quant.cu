@@ -12,10 +12,11 @@
 // slice of a block) and takes its int8 dot products with x's rows by __dp4a, applying the weight
 // scale and the activation block's d in fp32 once per 32 (Q6_K: 16) elements.
 //
-// Q4_K, Q4_1, Q4_0 and Q8_0 (every row count) take a second, direct kernel instead (further down):
-// each lane loads its units straight into registers, with no staging and no per-piece bookkeeping,
-// in the same lane order and with the same operations, so a row's bits are the same on both
-// kernels. Q6_K stays on the staged kernel.
+// Every type takes a second, direct kernel instead (further down; Q6_K at one row only): each lane
+// loads its units straight into registers, with no staging and no per-piece bookkeeping, in the
+// same lane order and with the same operations, so a row's bits are the same on both kernels. The
+// staged kernel stays for comparisons (ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0) and as the reference
+// the direct kernel is tested against.
 //
 // Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
@@ -298,7 +299,17 @@ struct BlockQ6_K {
     int scale[4];
 #pragma unroll
     for (int p = 0; p < 4; ++p) scale[p] = int(static_cast<int8_t>(block[192 + 8 * h + g + 2 * p]));
-    const float d = half_at_aligned(block + 208);
+    terms<kRows>(half_at_aligned(block + 208), low, high, hbits, scale, h, g, xv, n, acc);
+  }
+  // Unit (h, g)'s terms from the block's d, its 16 bytes of ql[l], ql[l + 32] and qh[l] (l = 16g ..
+  // 16g + 15, in 64-element half h) and its four scales, wherever they were loaded from: the staged
+  // and the direct kernel both call this, so they apply the same operations.
+  template <int kRows>
+  __device__ __forceinline__ static void terms(float d, const uint32_t (&low)[4],
+                                               const uint32_t (&high)[4],
+                                               const uint32_t (&hbits)[4], const int (&scale)[4],
+                                               int h, int g, const XView& xv, int n,
+                                               float (&acc)[kRows]) {
     uint32_t q[4][4];  // [p][word]: the 16 elements 128h + 32p + 16g + j as int8 q - 32
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
@@ -606,7 +617,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
   cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
 }
 
-// ---- the direct path: Q4_K, Q4_1, Q4_0 and Q8_0 at 1 to 8 rows ----
+// ---- the direct path: Q4_K, Q4_1, Q4_0 and Q8_0 at 1 to 8 rows, Q6_K at 1 ----
 // At batch 1 the staged kernel above is bound by its own instructions, not by memory: ncu on the
 // H100 (results/2026-11-25-gemv-quant-direct/profile) shows it issuing 0.38-0.69 warp
 // instructions per scheduler cycle with only 12-62% of DRAM bandwidth in use, where the bf16 GEMV
@@ -627,14 +638,16 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 // staged kernel's for any n (gpu_test_cuda_gemv_quant runs both for every type with a direct
 // kernel, n = 1..8, and compares them bit for bit).
 //
-// Direct<B> describes B's units to the direct kernel (kExists false: B has none, Q6_K):
+// Direct<B> describes B's units to the direct kernel (kExists false: B has none):
 //   Regs                                 one unit's bytes as loaded into registers
 //   load(block, c) -> Regs               unit c of the block at `block` (global memory, aligned as
 //                                        B's blocks are in a 16-byte aligned matrix)
 //   compute<kRows>(regs, c, xv, n, acc)  B::unit's terms from Regs, in B::unit's order
+//   kMaxRows                             the most rows it takes (more: the staged kernel)
 template <typename B>
 struct Direct {
   static constexpr bool kExists = false;
+  static constexpr int kMaxRows = 0;
 };
 
 struct Q4KUnitRegs {
@@ -664,6 +677,7 @@ __device__ __forceinline__ float half_bits_to_float(uint32_t bits) {  // bits 0-
 template <>
 struct Direct<BlockQ4_K> {
   static constexpr bool kExists = true;
+  static constexpr int kMaxRows = kGemvQuantMaxRows;
   using Regs = Q4KUnitRegs;
 
   // Unit c of the Q4_K block at `block` (16-byte aligned).
@@ -751,6 +765,7 @@ struct Q4_1Regs {
 template <bool kHasMin>
 struct Direct<BlockQ4<kHasMin>> {
   static constexpr bool kExists = true;
+  static constexpr int kMaxRows = kGemvQuantMaxRows;
   using Regs = std::conditional_t<kHasMin, Q4_1Regs, HalfAlignedRegs<4>>;
 
   // The block at `block` (Q4_1: 4-byte aligned; Q4_0: 2-byte aligned).
@@ -786,6 +801,7 @@ struct Direct<BlockQ4<kHasMin>> {
 template <>
 struct Direct<BlockQ8_0> {
   static constexpr bool kExists = true;
+  static constexpr int kMaxRows = kGemvQuantMaxRows;
   using Regs = HalfAlignedRegs<8>;
 
   // The block at `block` (2-byte aligned).
@@ -799,6 +815,84 @@ struct Direct<BlockQ8_0> {
     uint32_t q[8];
     const float d = half_aligned_words<8>(regs, q);
     BlockQ8_0::terms<kRows>(d, q, xv, n, acc);
+  }
+};
+
+// A Q6_K unit (h, g) = (c / 2, c % 2) as loaded. The 210-byte blocks are only 2-byte aligned
+// (every other block of a 16-byte aligned matrix starts 2 bytes past a word), so each 16-byte span
+// is loaded as the five words from the aligned word at or before it, and realigned by a funnel
+// shift when computed: a block 2 bytes past a word (never a matrix's first) reads the previous
+// block's last 2 bytes, a word-aligned one 4 bytes past the span, inside its block (the last span,
+// qh, ends at byte 192). The four scales (bytes 192 + 8h + g + 2p) lie in the two words from byte
+// 192 + 8h, or, 2 bytes past a word, three words from 190 + 8h (ending at byte 209); d (208-209)
+// is one 2-byte load, so nothing past the block is read. 19 words a unit, twice over with the next
+// unit's loads in flight (80 registers at one row, no spills; the 8-row gated kernel, not built,
+// spilled 4 bytes).
+struct Q6KUnitRegs {
+  uint32_t low[5], high[5], hbits[5];  // words covering ql[64h + 16g ..], ql[.. + 32], qh[..]
+  uint32_t scales[3];                  // words covering bytes 192 + 8h .. 199 + 8h
+  uint32_t d_shift;                    // bits 0-15: d (fp16); bits 16+: 0 or 16, the realignment
+};
+
+template <>
+struct Direct<BlockQ6_K> {
+  static constexpr bool kExists = true;
+  // One row only: there it beat the staged kernel on every llama-1b/8b shape but llama-1b's qkv
+  // (one layer's four products 8% and 22% faster, the lm_head 8%); at 4 and 8 rows the down and o
+  // projections still gained 11-35% but the lm_head lost 5-14% and gate|up up to 5%
+  // (results/2026-11-28-q6k-direct, H200).
+  static constexpr int kMaxRows = 1;
+  using Regs = Q6KUnitRegs;
+
+  // Unit c of the Q6_K block at `block` (2-byte aligned).
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int c) {
+    const int h = c / 2, g = c % 2;
+    const int misalign = int(reinterpret_cast<uintptr_t>(block) & 2);  // 0 or 2
+    const auto words = [&](int offset) {
+      return reinterpret_cast<const uint32_t*>(block + offset - misalign);
+    };
+    Regs regs;
+    const uint32_t* low = words(64 * h + 16 * g);
+    const uint32_t* high = words(64 * h + 32 + 16 * g);
+    const uint32_t* hbits = words(128 + 32 * h + 16 * g);
+#pragma unroll
+    for (int k = 0; k < 5; ++k) {
+      regs.low[k] = low[k];
+      regs.high[k] = high[k];
+      regs.hbits[k] = hbits[k];
+    }
+    const uint32_t* scales = words(192 + 8 * h);
+    regs.scales[0] = scales[0];
+    regs.scales[1] = scales[1];
+    regs.scales[2] = misalign != 0 ? scales[2] : 0u;
+    regs.d_shift = uint32_t(*reinterpret_cast<const unsigned short*>(block + 208)) |
+                   (uint32_t(8 * misalign) << 16);
+    return regs;
+  }
+
+  // BlockQ6_K::unit on a unit held in registers: the same terms in the same order.
+  template <int kRows>
+  __device__ __forceinline__ static void compute(const Regs& regs, int c, const XView& xv, int n,
+                                                 float (&acc)[kRows]) {
+    const int h = c / 2, g = c % 2;
+    const uint32_t shift = regs.d_shift >> 16;
+    uint32_t low[4], high[4], hbits[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      low[k] = __funnelshift_r(regs.low[k], regs.low[k + 1], shift);
+      high[k] = __funnelshift_r(regs.high[k], regs.high[k + 1], shift);
+      hbits[k] = __funnelshift_r(regs.hbits[k], regs.hbits[k + 1], shift);
+    }
+    // Scale p is byte misalign + g + 2p of the scale words: bytes 0 and 2 of v0, then of v1.
+    const uint32_t byte_shift = shift + 8u * uint32_t(g);
+    const uint32_t v0 = __funnelshift_r(regs.scales[0], regs.scales[1], byte_shift);
+    const uint32_t v1 = __funnelshift_r(regs.scales[1], regs.scales[2], byte_shift);
+    const int scale[4] = {int(static_cast<int8_t>(v0 & 0xFFu)),
+                          int(static_cast<int8_t>((v0 >> 16) & 0xFFu)),
+                          int(static_cast<int8_t>(v1 & 0xFFu)),
+                          int(static_cast<int8_t>((v1 >> 16) & 0xFFu))};
+    BlockQ6_K::terms<kRows>(half_bits_to_float(regs.d_shift), low, high, hbits, scale, h, g, xv,
+                            n, acc);
   }
 };
 
@@ -1002,7 +1096,9 @@ int direct_threads() {
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                    const GemvFusion& fusion, cudaStream_t stream) {
-  if constexpr (kRows <= 4) {  // the 8-row gated Q4_K kernel would spill under 256 threads' bound
+  // The 8-row gated Q4_K kernel would spill under 256 threads' bound, and Q6_K's 19-word units at
+  // every row count (ptxas: 192-348 bytes of spill stores), so those stay at 512.
+  if constexpr (kRows <= 4 && !std::is_same_v<B, BlockQ6_K>) {
     if (direct_threads() == 256) {
       return launch_direct_as<B, T, E, kRows, 256>(x, w, y, n, in, out, y_stride, fusion, stream);
     }
@@ -1051,11 +1147,16 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     GemvFusion fr = fusion;
     if (fr.norm_residual) fr.norm_residual += int64_t(first) * in;
     if constexpr (Direct<B>::kExists) {
-      if (rows <= direct_max_rows() && direct_enabled() && !staged_only_for_tests) {
-        with_kernel_rows(rows, [&](auto kernel_rows) {
-          launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
-                                                               fr, stream);
-        });
+      const int cap = std::min(direct_max_rows(), Direct<B>::kMaxRows);
+      if (rows <= cap && direct_enabled() && !staged_only_for_tests) {
+        if constexpr (Direct<B>::kMaxRows == 1) {  // only the 1-row kernel is built
+          launch_direct<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
+        } else {
+          with_kernel_rows(rows, [&](auto kernel_rows) {
+            launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out,
+                                                                 y_stride, fr, stream);
+          });
+        }
         continue;
       }
     }

@@ -3,7 +3,7 @@
 // llama-8b (hidden 4096, intermediate 14336, qkv 6144) and SmolLM2-135M (hidden 576, intermediate
 // 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
-// is bit-identical for every n); the fused gate|up SiLU; the direct kernel (Q4_K, Q4_1, Q4_0, Q8_0)
+// is bit-identical for every n); the fused gate|up SiLU; the direct kernel (every type)
 // against the staged one, bit for bit, on every epilogue; the fused norm input and residual add
 // against the add-norm kernel, bit for bit; the shape checks.
 //
@@ -514,17 +514,20 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
 
 }  // namespace
 
-// Q4_K, Q4_1, Q4_0 and Q8_0 run the direct kernel; the staged kernel (kept for Q6_K and for
-// comparisons) computes the same operations in the same order. Both, every n, every epilogue, bit
-// for bit, at llama-1b's shapes (in 2048 and 8192), SmolLM2-135M's (in 576 and 1536; its 49152-wide
-// vocabulary shrunk to an odd 4099), a matrix of one block per row with an odd out (Q4_0's and
-// Q8_0's 2-byte aligned blocks alternate between word aligned and not, down to the matrix's last
-// block), and for Q8_0 an x too large for one launch of 8 rows (the rows split into launches).
-TEST_CASE("quantized GEMV: the direct kernel (Q4_K, Q4_1, Q4_0, Q8_0) gives the staged bits") {
+// Every type runs the direct kernel (Q6_K at one row; its n = 2..8 launches take the staged kernel
+// both times); the staged kernel (kept for comparisons) computes the same operations in the same
+// order. Both, every n, every epilogue, bit for bit, at llama-1b's shapes
+// (in 2048 and 8192), SmolLM2-135M's (in 576 and 1536; its 49152-wide vocabulary shrunk to an odd
+// 4099), a matrix of one block per row with an odd out (Q4_0's, Q8_0's and Q6_K's 2-byte aligned
+// blocks alternate between word aligned and not, down to the matrix's last block), and for Q8_0 an
+// x too large for one launch of 8 rows (the rows split into launches).
+TEST_CASE("quantized GEMV: the direct kernel (every type) gives the staged bits") {
   std::mt19937 rng(11);
-  for (const Shape shape :
-       {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576}, Shape{256, 7}}) {
-    check_direct_against_staged(GgmlType::kQ4_K, shape, rng);
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
+    for (const Shape shape : {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576},
+                              Shape{256, 7}, Shape{512, 5}}) {
+      check_direct_against_staged(type, shape, rng);
+    }
   }
   for (GgmlType type : {GgmlType::kQ4_1, GgmlType::kQ4_0, GgmlType::kQ8_0}) {
     for (const Shape shape : {Shape{2048, 3072}, Shape{8192, 2048}, Shape{576, 960},
