@@ -887,12 +887,11 @@ struct Direct<BlockQ6_K> {
     const uint32_t byte_shift = shift + 8u * uint32_t(g);
     const uint32_t v0 = __funnelshift_r(regs.scales[0], regs.scales[1], byte_shift);
     const uint32_t v1 = __funnelshift_r(regs.scales[1], regs.scales[2], byte_shift);
-    const int scale[4] = {int(static_cast<int8_t>(v0 & 0xFFu)),
-                          int(static_cast<int8_t>((v0 >> 16) & 0xFFu)),
-                          int(static_cast<int8_t>(v1 & 0xFFu)),
-                          int(static_cast<int8_t>((v1 >> 16) & 0xFFu))};
-    BlockQ6_K::terms<kRows>(half_bits_to_float(regs.d_shift), low, high, hbits, scale, h, g, xv,
-                            n, acc);
+    const int scale[4] = {
+        int(static_cast<int8_t>(v0 & 0xFFu)), int(static_cast<int8_t>((v0 >> 16) & 0xFFu)),
+        int(static_cast<int8_t>(v1 & 0xFFu)), int(static_cast<int8_t>((v1 >> 16) & 0xFFu))};
+    BlockQ6_K::terms<kRows>(half_bits_to_float(regs.d_shift), low, high, hbits, scale, h, g, xv, n,
+                            acc);
   }
 };
 
@@ -1153,8 +1152,8 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
           launch_direct<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
         } else {
           with_kernel_rows(rows, [&](auto kernel_rows) {
-            launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out,
-                                                                 y_stride, fr, stream);
+            launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
+                                                                 fr, stream);
           });
         }
         continue;

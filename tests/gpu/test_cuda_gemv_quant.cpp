@@ -524,8 +524,8 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
 TEST_CASE("quantized GEMV: the direct kernel (every type) gives the staged bits") {
   std::mt19937 rng(11);
   for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
-    for (const Shape shape : {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576},
-                              Shape{256, 7}, Shape{512, 5}}) {
+    for (const Shape shape :
+         {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576}, Shape{256, 7}, Shape{512, 5}}) {
       check_direct_against_staged(type, shape, rng);
     }
   }
