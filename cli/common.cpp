@@ -58,7 +58,7 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
   cmd->add_option("--quantize", flags.quantize,
                   "quantize a preset's or safetensors model's linear layers at load (a GGUF keeps "
                   "its own types); the GPU keeps them in ggml blocks, the CPU dequantizes them")
-      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k"}));
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k"}));
 }
 
 void add_tensor_parallel_flag(CLI::App* cmd, ModelFlags& flags) {

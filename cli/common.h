@@ -34,7 +34,7 @@ struct ModelFlags {
   std::string device = "auto";
   std::string dtype = "bf16";
   bool dtype_given = false;   // --dtype on the command line: a GGUF's blocks are then dequantized
-  std::string quantize;       // --quantize q8_0|q4_0|q4_k ("": the checkpoint's own types)
+  std::string quantize;       // --quantize q8_0|q4_0|q4_k|q6_k ("": the checkpoint's own types)
   std::string chat_template;  // --chat-template FILE: overrides the model's own template
   int tensor_parallel = 1;    // --tensor-parallel N: the model split over N GPUs (or CPU threads)
 };

@@ -1,7 +1,7 @@
 // fp32 -> ggml blocks (rose::quantize, engine/model/quant.cpp): Q8_0 and Q4_0 against the bytes the
 // Python gguf package writes for the same matrix (tests/fixtures/gguf/quantize_ref.gguf, written
 // by scripts/make_quantize_fixture.py; gguf.quants follows ggml's reference quantizers), and all
-// three types round-tripped through the reference dequantizer within the error bounds quant.h
+// four types round-tripped through the reference dequantizer within the error bounds quant.h
 // states.
 #include <doctest/doctest.h>
 
@@ -179,18 +179,81 @@ TEST_CASE("Q4_K round trip: within half a coded step of each sub-block") {
   check_q4_k(std::vector<float>(256, 0.0f));
 }
 
+namespace {
+
+// Q6_K: every element within half its sub-block's coded step d sc_j (sc_j the int8 at byte 192 +
+// j, d the fp16 at 208), and that step a little over the sub-block's amax / 31 (never below it, so
+// nothing clips): half of amax / 31 plus the rounding of sc_j up, plus fp32 rounding.
+void check_q6_k(const std::vector<float>& x) {
+  const std::vector<uint8_t> bytes = quantized(GgmlType::kQ6_K, x);
+  std::vector<float> y(x.size());
+  dequantize(GgmlType::kQ6_K, bytes.data(), y);
+  for (size_t b = 0; b < x.size() / 256; ++b) {
+    const uint8_t* block = bytes.data() + 210 * b;
+    const float d = half_field(block + 208);
+    float block_amax = 0.0f;
+    for (size_t e = 0; e < 256; ++e) block_amax = std::max(block_amax, std::fabs(x[256 * b + e]));
+    for (size_t j = 0; j < 16; ++j) {
+      const float dl = d * float(int8_t(block[192 + j]));
+      float amax = 0.0f;
+      for (size_t l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[256 * b + 16 * j + l]));
+      INFO("block " << b << " sub-block " << j << " amax " << amax << " dl " << dl);
+      REQUIRE(dl >= 0.0f);
+      REQUIRE(dl * 31 >= amax * 0.9999f);  // no element clips
+      // sc_j rounded up from a step of at least 1/127 of the largest: under 1/127 of it more, plus
+      // half the smallest fp16 step for subnormal scales.
+      REQUIRE(dl <= amax / 31 + d + std::ldexp(1.0f, -24) * 128);
+      for (size_t l = 0; l < 16; ++l) {
+        const size_t i = 256 * b + 16 * j + l;
+        INFO("element " << i << " x " << x[i] << " y " << y[i]);
+        REQUIRE(std::isfinite(y[i]));
+        REQUIRE(std::fabs(x[i] - y[i]) <= 0.5f * dl * 1.0001f + 1e-6f * block_amax);
+      }
+    }
+  }
+}
+
+}  // namespace
+
+TEST_CASE("Q6_K round trip: within half a coded step of each sub-block") {
+  check_q6_k(normal_rows(8192, 5));
+  // Sub-blocks of very different ranges in one block, one-signed, constant and zero sub-blocks,
+  // and values small enough for subnormal fp16 scales.
+  std::vector<float> x(256 * 4);
+  std::mt19937 rng(6);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t sub = i / 16;
+    const float scale = sub % 16 == 0 ? 1000.0f : sub % 16 == 1 ? 1e-3f : 1.0f;
+    x[i] = uniform(rng) * scale;
+    if (sub % 16 == 2) x[i] = -std::fabs(x[i]) - 0.5f;
+    if (sub % 16 == 3) x[i] = std::fabs(x[i]) + 2.0f;
+    if (sub % 16 == 4) x[i] = 0.25f;
+    if (sub % 16 == 5) x[i] = 0.0f;
+    if (sub >= 48) x[i] = uniform(rng) * 1e-7f;
+  }
+  check_q6_k(x);
+  check_q6_k(std::vector<float>(256, 0.0f));
+  // The layout: neighbouring elements 1 apart and each 64-element quarter at another scale, so an
+  // element read back from another's bits or another sub-block's scale misses by far more than
+  // half a step.
+  std::vector<float> ramp(256);
+  for (size_t e = 0; e < 256; ++e) ramp[e] = float(int(e % 64) - 32) * float(1 + e / 64);
+  check_q6_k(ramp);
+}
+
 TEST_CASE("quantize: non-finite inputs give some blocks without undefined behaviour") {
   std::vector<float> x(256, 1.0f);
   x[3] = std::numeric_limits<float>::quiet_NaN();
   x[40] = std::numeric_limits<float>::infinity();
   x[77] = -std::numeric_limits<float>::infinity();
   x[200] = 3e38f;
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     CAPTURE(ggml_type_traits(type).name);
     CHECK(quantize_supported(type));
     CHECK(quantized(type, x).size() == 256 / size_t(ggml_type_traits(type).block_elems) *
                                            size_t(ggml_type_traits(type).block_bytes));
   }
   CHECK_FALSE(quantize_supported(GgmlType::kQ4_1));
-  CHECK_FALSE(quantize_supported(GgmlType::kQ6_K));
+  CHECK_FALSE(quantize_supported(GgmlType::kQ5_K));
 }

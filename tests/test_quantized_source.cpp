@@ -43,16 +43,17 @@ TEST_CASE("is_linear_matrix: projections and the lm_head; tok_emb only when tied
   CHECK_FALSE(is_linear_matrix(config, "tok_emb"));
 }
 
-TEST_CASE("parse_quantize_type: the three --quantize spellings") {
+TEST_CASE("parse_quantize_type: the four --quantize spellings") {
   CHECK(parse_quantize_type("q8_0") == GgmlType::kQ8_0);
   CHECK(parse_quantize_type("q4_0") == GgmlType::kQ4_0);
   CHECK(parse_quantize_type("q4_k") == GgmlType::kQ4_K);
+  CHECK(parse_quantize_type("q6_k") == GgmlType::kQ6_K);
   CHECK_FALSE(parse_quantize_type("Q4_K"));
-  CHECK_FALSE(parse_quantize_type("q6_k"));
+  CHECK_FALSE(parse_quantize_type("q4_1"));
 }
 
 TEST_CASE("quantize_weights: blocks are quantize() of the preset's values, read_f32 decodes them") {
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     const GgmlTypeTraits& traits = ggml_type_traits(type);
     const std::string type_name = traits.name;
     CAPTURE(type_name);
@@ -122,7 +123,7 @@ TEST_CASE("quantize_weights: a GGUF keeps its own types; unsupported types are r
       quantize_weights(open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf"),
                        GgmlType::kQ8_0),
       doctest::Contains("a GGUF keeps its own types"), Error);
-  CHECK_THROWS_WITH_AS(quantize_weights(open_model("tiny"), GgmlType::kQ6_K),
+  CHECK_THROWS_WITH_AS(quantize_weights(open_model("tiny"), GgmlType::kQ5_K),
                        doctest::Contains("no quantizer"), Error);
 }
 

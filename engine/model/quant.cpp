@@ -317,10 +317,51 @@ void quantize_q4_k(const float* x, uint8_t* block) {
   }
 }
 
+// Q6_K, our own fit (quant.h): each 16-element sub-block j is coded symmetrically, q in [-32, 31];
+// its step, at least amax_j / 31 so no element clips, is sc_j d with sc_j an int8 rounded up and d
+// the smallest fp16 that lets the largest step fit in 127. Stored as q + 32 in 6 bits.
+void quantize_q6_k(const float* x, uint8_t* block) {
+  float step[16];
+  for (int j = 0; j < 16; ++j) {
+    float amax = 0.0f;
+    for (int l = 0; l < 16; ++l) amax = std::max(amax, std::fabs(x[16 * j + l]));  // NaN skipped
+    step[j] = amax / 31;
+  }
+  const uint16_t d_bits = half_at_least(*std::max_element(step, step + 16) / 127);
+  const float d = half_value(d_bits);
+  uint8_t q[256];  // q + 32, 0..63
+  for (int j = 0; j < 16; ++j) {
+    const float ratio = d > 0.0f ? std::ceil(step[j] / d) : 0.0f;
+    const int scale_code = int(std::fmin(std::fmax(ratio, 0.0f), 127.0f));  // NaN -> 0
+    block[192 + j] = uint8_t(int8_t(scale_code));
+    const float dl = d * float(scale_code);
+    for (int l = 0; l < 16; ++l) {
+      const float t = dl > 0.0f ? x[16 * j + l] / dl : 0.0f;
+      q[16 * j + l] = uint8_t(int(std::round(std::fmin(std::fmax(t, -32.0f), 31.0f))) + 32);
+    }
+  }
+  // The layout dequantize_q6_k reads: in half h, for l < 32, elements 128h + l + 32k (k = 0..3)
+  // keep their low nibbles in ql[64h + l] (k = 0, 2) and ql[64h + l + 32] (k = 1, 3) and their top
+  // 2 bits in qh[32h + l] at bits 2k; sub-block j's scale is byte 192 + j; d is bytes 208-209.
+  uint8_t* ql = block;
+  uint8_t* qh = block + 128;
+  for (int h = 0; h < 2; ++h) {
+    for (int l = 0; l < 32; ++l) {
+      const uint8_t* e = q + 128 * h + l;
+      ql[64 * h + l] = uint8_t((e[0] & 0x0F) | (e[64] & 0x0F) << 4);
+      ql[64 * h + l + 32] = uint8_t((e[32] & 0x0F) | (e[96] & 0x0F) << 4);
+      qh[32 * h + l] =
+          uint8_t(e[0] >> 4 | (e[32] >> 4) << 2 | (e[64] >> 4) << 4 | (e[96] >> 4) << 6);
+    }
+  }
+  put_half(block + 208, d_bits);
+}
+
 }  // namespace
 
 bool quantize_supported(GgmlType type) {
-  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K;
+  return type == GgmlType::kQ8_0 || type == GgmlType::kQ4_0 || type == GgmlType::kQ4_K ||
+         type == GgmlType::kQ6_K;
 }
 
 void quantize(GgmlType type, std::span<const float> src, uint8_t* dst) {
@@ -335,8 +376,10 @@ void quantize(GgmlType type, std::span<const float> src, uint8_t* dst) {
       quantize_q8_0(x, block);
     } else if (type == GgmlType::kQ4_0) {
       quantize_q4_0(x, block);
-    } else {
+    } else if (type == GgmlType::kQ4_K) {
       quantize_q4_k(x, block);
+    } else {
+      quantize_q6_k(x, block);
     }
   }
 }

@@ -26,7 +26,7 @@ const char* ggml_type_name(uint32_t type_id);
 // dst.size() / block_elems blocks of `type`.
 void dequantize(GgmlType type, const uint8_t* src, std::span<float> dst);
 
-// Whether `quantize` writes this type: Q8_0, Q4_0 and Q4_K.
+// Whether `quantize` writes this type: Q8_0, Q4_0, Q4_K and Q6_K.
 bool quantize_supported(GgmlType type);
 
 // Quantizes src.size() elements (a multiple of the block size) into src.size() / block_elems
@@ -42,6 +42,9 @@ bool quantize_supported(GgmlType type);
 //     multiples of fp16 dmin and d chosen so the largest fits (rounded up), mins to nearest and
 //     steps up, so no element clips beyond rounding. |error| <= max(dl/2, dmin/2) per element, dl =
 //     d sc the sub-block's coded step (a little over range/15).
+//   Q6_K: our own fit, symmetric: per 16-element sub-block the step is amax / 31 (so q = round(x /
+//     step) stays in [-32, 31]), coded as an int8 multiple (rounded up) of the fp16 d that lets the
+//     largest fit in 127. |error| <= dl/2 per element, dl = d sc (a little over amax/31).
 // Non-finite inputs give blocks with unspecified but finite-or-not values; no UB.
 void quantize(GgmlType type, std::span<const float> src, uint8_t* dst);
 

@@ -139,12 +139,13 @@ std::optional<GgmlType> parse_quantize_type(const std::string& text) {
   if (text == "q8_0") return GgmlType::kQ8_0;
   if (text == "q4_0") return GgmlType::kQ4_0;
   if (text == "q4_k") return GgmlType::kQ4_K;
+  if (text == "q6_k") return GgmlType::kQ6_K;
   return std::nullopt;
 }
 
 std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner, GgmlType type) {
   if (!quantize_supported(type)) {
-    usage_fail("--quantize {}: no quantizer for this type (q8_0, q4_0 or q4_k)",
+    usage_fail("--quantize {}: no quantizer for this type (q8_0, q4_0, q4_k or q6_k)",
                ggml_type_traits(type).name);
   }
   for (const TensorSpec& spec : canonical_tensors(inner->config())) {

@@ -15,7 +15,8 @@ namespace rose {
 // embedding of an untied model and the norms and biases are not (a gather and per-element ops).
 bool is_linear_matrix(const ModelConfig& config, const std::string& canonical_name);
 
-// The --quantize spelling of a type ("q8_0", "q4_0", "q4_k") or nullopt for any other text.
+// The --quantize spelling of a type ("q8_0", "q4_0", "q4_k", "q6_k") or nullopt for any other
+// text.
 std::optional<GgmlType> parse_quantize_type(const std::string& text);
 
 // `inner` with every linear matrix whose rows are a whole number of `type` blocks stored as

@@ -279,7 +279,7 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
   // one: tiny's gate | up is one Q range); tiny's down (in 688) stays dense. --batch-invariant
   // decodes the blocks for the pinned GEMM, or with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 runs
   // every product in the tile-decoding GEMM.
-  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K}) {
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_K, GgmlType::kQ6_K}) {
     CAPTURE(int(type));
     const std::unique_ptr<WeightSource> weights = quantize_weights(open_model("tiny"), type);
     BackendOptions options;
