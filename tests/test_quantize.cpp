@@ -156,26 +156,31 @@ void check_q4_k(const std::vector<float>& x) {
   }
 }
 
+// Four 256-element blocks of sub-blocks (sub_elems each, per_block to a block) of very different
+// ranges in one block, all-negative, all-positive, constant and zero; the last block's values are
+// small enough for subnormal fp16 steps.
+std::vector<float> hard_sub_blocks(size_t sub_elems, size_t per_block, uint32_t seed) {
+  std::vector<float> x(256 * 4);
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
+  for (size_t i = 0; i < x.size(); ++i) {
+    const size_t sub = i / sub_elems, kind = sub % per_block;
+    const float scale = kind == 0 ? 1000.0f : kind == 1 ? 1e-3f : 1.0f;
+    x[i] = uniform(rng) * scale;
+    if (kind == 2) x[i] = -std::fabs(x[i]) - 0.5f;
+    if (kind == 3) x[i] = std::fabs(x[i]) + 2.0f;
+    if (kind == 4) x[i] = 0.25f;
+    if (kind == 5) x[i] = 0.0f;
+    if (sub >= 3 * per_block) x[i] = uniform(rng) * 1e-7f;
+  }
+  return x;
+}
+
 }  // namespace
 
 TEST_CASE("Q4_K round trip: within half a coded step of each sub-block") {
   check_q4_k(normal_rows(8192, 3));
-  // Sub-blocks of very different ranges in one block, all-negative, all-positive, constant and
-  // zero sub-blocks, and values small enough for subnormal fp16 steps.
-  std::vector<float> x(256 * 4);
-  std::mt19937 rng(4);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t sub = i / 32;
-    const float scale = sub % 8 == 0 ? 1000.0f : sub % 8 == 1 ? 1e-3f : 1.0f;
-    x[i] = uniform(rng) * scale;
-    if (sub % 8 == 2) x[i] = -std::fabs(x[i]) - 0.5f;
-    if (sub % 8 == 3) x[i] = std::fabs(x[i]) + 2.0f;
-    if (sub % 8 == 4) x[i] = 0.25f;
-    if (sub % 8 == 5) x[i] = 0.0f;
-    if (sub >= 24) x[i] = uniform(rng) * 1e-7f;
-  }
-  check_q4_k(x);
+  check_q4_k(hard_sub_blocks(32, 8, 4));
   check_q4_k(std::vector<float>(256, 0.0f));
 }
 
@@ -217,22 +222,7 @@ void check_q6_k(const std::vector<float>& x) {
 
 TEST_CASE("Q6_K round trip: within half a coded step of each sub-block") {
   check_q6_k(normal_rows(8192, 5));
-  // Sub-blocks of very different ranges in one block, one-signed, constant and zero sub-blocks,
-  // and values small enough for subnormal fp16 scales.
-  std::vector<float> x(256 * 4);
-  std::mt19937 rng(6);
-  std::uniform_real_distribution<float> uniform(-1.0f, 1.0f);
-  for (size_t i = 0; i < x.size(); ++i) {
-    const size_t sub = i / 16;
-    const float scale = sub % 16 == 0 ? 1000.0f : sub % 16 == 1 ? 1e-3f : 1.0f;
-    x[i] = uniform(rng) * scale;
-    if (sub % 16 == 2) x[i] = -std::fabs(x[i]) - 0.5f;
-    if (sub % 16 == 3) x[i] = std::fabs(x[i]) + 2.0f;
-    if (sub % 16 == 4) x[i] = 0.25f;
-    if (sub % 16 == 5) x[i] = 0.0f;
-    if (sub >= 48) x[i] = uniform(rng) * 1e-7f;
-  }
-  check_q6_k(x);
+  check_q6_k(hard_sub_blocks(16, 16, 6));
   check_q6_k(std::vector<float>(256, 0.0f));
   // The layout: neighbouring elements 1 apart and each 64-element quarter at another scale, so an
   // element read back from another's bits or another sub-block's scale misses by far more than
