@@ -31,6 +31,7 @@
 #include <tuple>
 #include <type_traits>
 
+#include "kernels/common/error.h"
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
@@ -636,7 +637,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 // staged kernel's operations: the same unit-to-lane map, the same fp32 sequence (the 32-element
 // types call the staged unit's own terms()) and the same xor tree, so a row's bits equal the
 // staged kernel's for any n (gpu_test_cuda_gemv_quant runs both for every type with a direct
-// kernel, n = 1..8, and compares them bit for bit).
+// kernel, at every row count it takes, and compares them bit for bit).
 //
 // Direct<B> describes B's units to the direct kernel (kExists false: B has none):
 //   Regs                                 one unit's bytes as loaded into registers
@@ -644,10 +645,13 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
 //                                        B's blocks are in a 16-byte aligned matrix)
 //   compute<kRows>(regs, c, xv, n, acc)  B::unit's terms from Regs, in B::unit's order
 //   kMaxRows                             the most rows it takes (more: the staged kernel)
+//   kMaxRowsAt256                        the most rows ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256
+//                                        runs at 256 threads without spilling (more: 512)
 template <typename B>
 struct Direct {
   static constexpr bool kExists = false;
   static constexpr int kMaxRows = 0;
+  static constexpr int kMaxRowsAt256 = 0;
 };
 
 struct Q4KUnitRegs {
@@ -678,6 +682,7 @@ template <>
 struct Direct<BlockQ4_K> {
   static constexpr bool kExists = true;
   static constexpr int kMaxRows = kGemvQuantMaxRows;
+  static constexpr int kMaxRowsAt256 = 4;
   using Regs = Q4KUnitRegs;
 
   // Unit c of the Q4_K block at `block` (16-byte aligned).
@@ -766,6 +771,7 @@ template <bool kHasMin>
 struct Direct<BlockQ4<kHasMin>> {
   static constexpr bool kExists = true;
   static constexpr int kMaxRows = kGemvQuantMaxRows;
+  static constexpr int kMaxRowsAt256 = 4;
   using Regs = std::conditional_t<kHasMin, Q4_1Regs, HalfAlignedRegs<4>>;
 
   // The block at `block` (Q4_1: 4-byte aligned; Q4_0: 2-byte aligned).
@@ -802,6 +808,7 @@ template <>
 struct Direct<BlockQ8_0> {
   static constexpr bool kExists = true;
   static constexpr int kMaxRows = kGemvQuantMaxRows;
+  static constexpr int kMaxRowsAt256 = 4;
   using Regs = HalfAlignedRegs<8>;
 
   // The block at `block` (2-byte aligned).
@@ -842,6 +849,8 @@ struct Direct<BlockQ6_K> {
   // projections still gained 11-35% but the lm_head lost 5-14% and gate|up up to 5%
   // (results/2026-11-28-q6k-direct, H200).
   static constexpr int kMaxRows = 1;
+  // Its 19-word units spill under 256 threads' bound at every row count (ptxas: 192-348 bytes).
+  static constexpr int kMaxRowsAt256 = 0;
   using Regs = Q6KUnitRegs;
 
   // Unit c of the Q6_K block at `block` (2-byte aligned).
@@ -1095,9 +1104,9 @@ int direct_threads() {
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                    const GemvFusion& fusion, cudaStream_t stream) {
-  // The 8-row gated Q4_K kernel would spill under 256 threads' bound, and Q6_K's 19-word units at
-  // every row count (ptxas: 192-348 bytes of spill stores), so those stay at 512.
-  if constexpr (kRows <= 4 && !std::is_same_v<B, BlockQ6_K>) {
+  // Above Direct<B>::kMaxRowsAt256 the kernel would spill under 256 threads' bound (the 8-row gated
+  // Q4_K kernel; Q6_K's at every row count), so those stay at 512.
+  if constexpr (kRows <= Direct<B>::kMaxRowsAt256) {
     if (direct_threads() == 256) {
       return launch_direct_as<B, T, E, kRows, 256>(x, w, y, n, in, out, y_stride, fusion, stream);
     }
@@ -1106,17 +1115,23 @@ void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out
 }
 
 // Calls f(std::integral_constant<int, kRows>{}) with the accumulator count the kernels are
-// compiled for (1, 2, 4 or 8) that holds `rows` (1..8).
-template <typename F>
+// compiled for (1, 2, 4 or 8) that holds `rows` (1..kMaxRows); counts above kMaxRows are never
+// instantiated.
+template <int kMaxRows = kGemvQuantMaxRows, typename F>
 void with_kernel_rows(int rows, F&& f) {
+  ROSE_ASSERT(rows >= 1 && rows <= kMaxRows);
   if (rows == 1) {
     f(std::integral_constant<int, 1>{});
-  } else if (rows == 2) {
-    f(std::integral_constant<int, 2>{});
-  } else if (rows <= 4) {
-    f(std::integral_constant<int, 4>{});
-  } else {
-    f(std::integral_constant<int, 8>{});
+  } else if constexpr (kMaxRows >= 2) {
+    if (rows == 2) {
+      f(std::integral_constant<int, 2>{});
+    } else if constexpr (kMaxRows >= 4) {
+      if (rows <= 4) {
+        f(std::integral_constant<int, 4>{});
+      } else if constexpr (kMaxRows >= 8) {
+        f(std::integral_constant<int, 8>{});
+      }
+    }
   }
 }
 
@@ -1148,14 +1163,10 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     if constexpr (Direct<B>::kExists) {
       const int cap = std::min(direct_max_rows(), Direct<B>::kMaxRows);
       if (rows <= cap && direct_enabled() && !staged_only_for_tests) {
-        if constexpr (Direct<B>::kMaxRows == 1) {  // only the 1-row kernel is built
-          launch_direct<B, T, E, 1>(xr, w, yr, rows, in, out, y_stride, fr, stream);
-        } else {
-          with_kernel_rows(rows, [&](auto kernel_rows) {
-            launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
-                                                                 fr, stream);
-          });
-        }
+        with_kernel_rows<Direct<B>::kMaxRows>(rows, [&](auto kernel_rows) {
+          launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
+                                                               fr, stream);
+        });
         continue;
       }
     }
