@@ -1,0 +1,1 @@
+mpirun --allow-run-as-root -np 2 -x LD_LIBRARY_PATH -x NCCL_NVLS_ENABLE /work/main/bundle/roseinfer bench --model llama-1b --device cuda --dataset-name nano256 --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline --data-parallel 2 --router round_robin --json /tmp/gpu2_work/nano256__mpi2_round_robin.json

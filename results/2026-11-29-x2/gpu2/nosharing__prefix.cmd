@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model llama-1b --device cuda --dataset-name random --num-prompts 512 --random-input-len 512 --random-output-len 64 --num-kv-blocks 2048 --block-size 16 --max-num-seqs 256 --max-num-batched-tokens 16384 --seed 1 --data-parallel 2 --router prefix --mode offline --json /tmp/gpu2_work/nosharing__prefix.json

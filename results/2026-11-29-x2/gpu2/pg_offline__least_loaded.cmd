@@ -1,0 +1,1 @@
+/work/main/bundle/roseinfer bench --model llama-1b --device cuda --dataset-name prefix-groups:16:16:x2:64 --random-output-len 32 --num-kv-blocks 2048 --block-size 16 --max-num-seqs 256 --max-num-batched-tokens 16384 --seed 1 --data-parallel 2 --router least_loaded --mode offline --json /tmp/gpu2_work/pg_offline__least_loaded.json

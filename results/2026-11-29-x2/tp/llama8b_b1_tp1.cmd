@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --model llama-8b --dataset-name grid:1:512:128 --tensor-parallel 1 --max-num-seqs 64 --max-num-batched-tokens 8192 --mode offline --json /tmp/tp_work/llama8b_b1_tp1.json

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --model llama-8b --dataset-name grid:64:512:128 --tensor-parallel 2 --max-num-seqs 64 --max-num-batched-tokens 8192 --mode offline --json /tmp/tp_work/llama8b_b64_tp2.json
