@@ -4,7 +4,9 @@
 
 #include "kernels/cuda/all_reduce_peer.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/norm_row.cuh"
 
 namespace rose {
 namespace {
@@ -94,6 +96,92 @@ __global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64
   }
 }
 
+// An element of T (bf16 or fp16: dispatch_dtype's types) read past L1 (another GPU wrote it this
+// epoch; L1 may hold epoch - 2's value).
+template <typename T>
+__device__ __forceinline__ float load_cg(const T* p) {
+  static_assert(sizeof(T) == 2);
+  const unsigned short bits = __ldcg(reinterpret_cast<const unsigned short*>(p));
+  T value;
+  memcpy(&value, &bits, 2);
+  return to_float(value);
+}
+
+// grid (min(num_rows, kPeerAllReduceBlocks),), block (kNormThreads,): block b handles rows b,
+// b + kPeerAllReduceBlocks, ... The sum and add-norm are add_norm_kernel's (norm_row.cuh) with
+// delta's element replaced by the rounded rank-order sum peer_all_reduce_kernel computes.
+template <typename T, int kPerThread>
+__global__ void __launch_bounds__(kNormThreads)
+    peer_all_reduce_add_norm_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
+  float w[kPerThread], b[kPerThread];
+  load_norm_params<T>(norm, w, b);
+  pdl_wait();
+  __shared__ uint32_t epoch_shared;
+  __shared__ float scratch[32];
+  if (threadIdx.x == 0) {
+    epoch_shared = a.epochs[blockIdx.x] + 1;
+    a.epochs[blockIdx.x] = epoch_shared;
+  }
+  __syncthreads();
+  const uint32_t epoch = epoch_shared;
+  const int hidden = norm.hidden;
+  const int64_t region_bytes = a.slot_bytes / a.size / 16 * 16;
+  // (num_rows, hidden) of T: rank `source`'s rows as held in rank `holder`'s staging this epoch.
+  auto region = [&](int holder, int source) {
+    return reinterpret_cast<T*>(static_cast<char*>(a.stages[holder]) +
+                                int64_t(epoch & 1) * a.slot_bytes + source * region_bytes);
+  };
+  const T* delta = static_cast<const T*>(norm.delta);  // (num_rows, hidden) this rank's partial
+  const int vectors = hidden * int(sizeof(T)) / 16;
+  for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
+    const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(row) * hidden);
+    for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
+      const uint4 x = mine[v];
+      for (int peer = 0; peer < a.size; ++peer) {
+        if (peer == a.rank) continue;
+        reinterpret_cast<uint4*>(region(peer, a.rank) + int64_t(row) * hidden)[v] = x;
+      }
+    }
+  }
+  __syncthreads();  // the block's stores, then the release by its flag-writing threads
+  exchange_flags(a, epoch);
+  pdl_launch_dependents();
+  const T* delta_bias = static_cast<const T*>(norm.delta_bias);
+  for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
+    float* res = norm.residual + int64_t(row) * hidden;
+    const int64_t offset = int64_t(row) * hidden;
+    // The ranks' partials summed in rank order, each rank's kPerThread loads issued together (a
+    // loop over ranks inside the element loop would wait for each load in turn).
+    float reduced[kPerThread] = {};
+    for (int source = 0; source < a.size; ++source) {
+      const T* partial = (source == a.rank ? delta : region(a.rank, source)) + offset;
+      float value[kPerThread];
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = threadIdx.x + j * kNormThreads;
+        value[j] = i < hidden ? load_cg(partial + i) : 0.0f;
+      }
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) reduced[j] += value[j];
+    }
+    float x[kPerThread];
+    float sum = 0.0f;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      x[j] = 0.0f;
+      if (i < hidden) {
+        float v = res[i] + to_float(from_float<T>(reduced[j]));
+        if (delta_bias) v += to_float(delta_bias[i]);
+        if (norm.write_residual) res[i] = v;
+        x[j] = v;
+        sum += v;
+      }
+    }
+    store_norm_row<T>(norm, x, sum, w, b, static_cast<T*>(norm.out) + offset, scratch);
+  }
+}
+
 }  // namespace
 
 void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t count,
@@ -114,6 +202,29 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
       launch_kernel(peer_all_reduce_kernel<__half>, grid, block, 0, stream, args, data, vectors);
       break;
   }
+}
+
+void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
+                                     cudaStream_t stream) {
+  if (norm.num_rows <= 0) return;
+  const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
+  const int per_thread = (norm.hidden + kNormThreads - 1) / kNormThreads;
+  dispatch_dtype(norm.dtype, [&](auto tag) {
+    using T = typename decltype(tag)::type;
+    if (per_thread <= 4) {
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, 4>, grid, kNormThreads, 0, stream, args,
+                    norm);
+    } else if (per_thread <= 8) {
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, 8>, grid, kNormThreads, 0, stream, args,
+                    norm);
+    } else if (per_thread <= 16) {
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, 16>, grid, kNormThreads, 0, stream, args,
+                    norm);
+    } else {
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, 32>, grid, kNormThreads, 0, stream, args,
+                    norm);
+    }
+  });
 }
 
 }  // namespace rose

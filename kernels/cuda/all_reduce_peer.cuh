@@ -20,6 +20,8 @@
 
 #include <cstdint>
 
+#include "kernels/cuda/norm.cuh"
+
 namespace rose {
 
 constexpr int kPeerAllReduceMaxRanks = 8;
@@ -45,5 +47,24 @@ struct PeerAllReduceArgs {
 // multiple of 16 bytes and at most slot_bytes (peer_all_reduce.h checks).
 void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t count,
                             PeerReduceType type, cudaStream_t stream);
+
+// A tensor-parallel sub-layer's all-reduce fused with the add-norm that consumes it, one kernel
+// instead of two (a batch-1 llama-8b step at TP=2 has 64 of each). norm.delta (num_rows, hidden)
+// holds this rank's partial; every rank ends with launch_add_norm's result for delta = the ranks'
+// partials summed in rank order in fp32 and rounded to the dtype: the bits of
+// launch_peer_all_reduce followed by launch_add_norm.
+//
+// Unlike launch_peer_all_reduce it pushes: each rank stores its rows into every peer's staging
+// (NVLink writes are posted; a read waits a round trip), announces them, and sums from its own
+// memory. The group's slot of slot_bytes holds one region of slot_bytes / size bytes per source
+// rank. Row r always belongs to block r % kPeerAllReduceBlocks, which alone writes and reads its
+// regions, so the epochs' argument above holds row by row; use a group of its own (its own
+// epochs), never one launch_peer_all_reduce also uses.
+//
+// Needs: norm.row_index and norm.tok_emb null, hidden * element size a multiple of 16 and hidden
+// at most kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down
+// to 16 (PeerAllReduce::fuses_add_norm checks).
+void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
+                                     cudaStream_t stream);
 
 }  // namespace rose

@@ -13,7 +13,7 @@ namespace {
 // The fused GEMV prologues reproduce this tree (norm_row.cuh).
 constexpr int kThreads = kNormThreads;
 // Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
-constexpr int kMaxPerThread = 32;
+constexpr int kMaxPerThread = kAddNormMaxHidden / kThreads;
 
 // kPerThread: elements of the row each thread keeps (ceil(hidden / kThreads), rounded up to 4, 8,
 // 16 or 32): a function of the model only, so the reduction order never depends on the batch.
@@ -21,15 +21,8 @@ template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
   // memory trip overlaps the previous kernel's end instead of following the row's reduction.
-  const T* weight = static_cast<const T*>(args.weight);
-  const T* bias = static_cast<const T*>(args.bias);
   float w[kPerThread], b[kPerThread];
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = threadIdx.x + j * kThreads;
-    w[j] = i < args.hidden ? to_float(weight[i]) : 0.0f;
-    b[j] = bias && i < args.hidden ? to_float(bias[i]) : 0.0f;
-  }
+  load_norm_params<T>(args, w, b);
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float scratch[32];
@@ -72,32 +65,14 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
       sum += v;
     }
   }
-  float mean = 0.0f;
-  if (args.kind == NormKind::kLayerNorm) mean = block_sum(sum, scratch) / hidden;
-  float sq = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = threadIdx.x + j * kThreads;
-    if (i < hidden) sq = norm_square_step(x[j], mean, sq);
-  }
-  const float inv = norm_inverse(block_sum(sq, scratch), hidden, args.eps);
-  T* out = static_cast<T*>(args.out) + int64_t(row) * hidden;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = threadIdx.x + j * kThreads;
-    if (i < hidden) {
-      float y = norm_scaled(x[j], mean, inv, w[j]);
-      if (bias) y += b[j];
-      out[i] = from_float<T>(y);
-    }
-  }
+  store_norm_row<T>(args, x, sum, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, scratch);
 }
 
 }  // namespace
 
 void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
   if (args.num_rows <= 0) return;
-  if (args.hidden > kThreads * kMaxPerThread) {
+  if (args.hidden > kAddNormMaxHidden) {
     cuda_fail("hidden size above 8192 is not supported by the norm kernel", "launch_add_norm",
               __FILE__, __LINE__);
   }

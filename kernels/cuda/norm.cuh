@@ -9,6 +9,9 @@
 
 namespace rose {
 
+// The widest row launch_add_norm takes: 256 threads keeping at most 32 elements each (norm.cu).
+constexpr int kAddNormMaxHidden = 8192;
+
 struct AddNormArgs {
   float* residual = nullptr;         // (rows_in, hidden) fp32 stream
   const void* delta = nullptr;       // (rows_in, hidden) sub-layer output to add first, or nullptr

@@ -4,6 +4,7 @@
 // so a fused kernel reads exactly the bits launch_add_norm would have written (included from .cu
 // files only).
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/norm.cuh"
 
 namespace rose {
 
@@ -27,6 +28,51 @@ __device__ __forceinline__ float norm_inverse(float sum_squares, int hidden, flo
 // One normalized element before the dtype rounding (and before LayerNorm's bias).
 __device__ __forceinline__ float norm_scaled(float x, float mean, float inv, float weight) {
   return __fmul_rn(__fmul_rn(x - mean, inv), weight);
+}
+
+// A thread of add_norm_kernel's block keeps elements threadIdx.x + j * kNormThreads (j <
+// kPerThread) of its row. The norm's weight and bias (0 without one) of those elements, as fp32.
+template <typename T, int kPerThread>
+__device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float (&w)[kPerThread],
+                                                 float (&b)[kPerThread]) {
+  const T* weight = static_cast<const T*>(args.weight);
+  const T* bias = static_cast<const T*>(args.bias);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    w[j] = i < args.hidden ? to_float(weight[i]) : 0.0f;
+    b[j] = bias && i < args.hidden ? to_float(bias[i]) : 0.0f;
+  }
+}
+
+// The end of add_norm_kernel's row, once the row after its residual add is known: x, this thread's
+// elements of it (0 past hidden), and sum, their sum in order of j. out_row (hidden,) = norm(x) *
+// w (+ b) in T. scratch: shared, 32 floats. Every thread of the block must call it.
+template <typename T, int kPerThread>
+__device__ __forceinline__ void store_norm_row(const AddNormArgs& args,
+                                               const float (&x)[kPerThread], float sum,
+                                               const float (&w)[kPerThread],
+                                               const float (&b)[kPerThread], T* out_row,
+                                               float* scratch) {
+  const int hidden = args.hidden;
+  float mean = 0.0f;
+  if (args.kind == NormKind::kLayerNorm) mean = block_sum(sum, scratch) / hidden;
+  float sq = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    if (i < hidden) sq = norm_square_step(x[j], mean, sq);
+  }
+  const float inv = norm_inverse(block_sum(sq, scratch), hidden, args.eps);
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    if (i < hidden) {
+      float y = norm_scaled(x[j], mean, inv, w[j]);
+      if (args.bias) y += b[j];
+      out_row[i] = from_float<T>(y);
+    }
+  }
 }
 
 // RMSNorm's inverse scale of rows 0..n-1 of `rows` (n, hidden) fp32, into inv[0..n-1] (shared

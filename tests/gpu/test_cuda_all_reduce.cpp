@@ -4,6 +4,9 @@
 // one vector to the staging's limit; back to back with changing sizes (the epochs and the
 // double-buffered staging) and replayed from CUDA graphs. Ranks sharing one GPU run everywhere
 // (a GPU's own memory needs no peer access); the case over two GPUs says skipped with one.
+// The all-reduce fused with the add-norm after it (all_reduce_add_norm) is checked against the
+// two kernels it replaces (all_reduce_sum, itself checked against the host above, then
+// launch_add_norm) on the same inputs: every rank's residual and normalized rows, bit for bit.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -18,6 +21,7 @@
 #include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/parallel/rank_threads.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
@@ -221,7 +225,190 @@ void check_graph_replays(Ranks& ranks) {
   });
 }
 
+// One add-norm shape: rows of hidden, the dtype, the norm, whether the norm has a bias and the
+// summed sub-layer output one (AddNormArgs::bias, delta_bias).
+struct AddNormCase {
+  int rows = 1;
+  int hidden = 0;
+  DType dtype = DType::kBF16;
+  NormKind kind = NormKind::kRmsNorm;
+  bool biases = false;
+};
+
+// A rank's device buffers for one case, freed when it goes (on the rank's device and thread).
+struct AddNormBuffers {
+  AddNormBuffers(const AddNormCase& c, const std::vector<uint16_t>& partial,
+                 const std::vector<float>& residual, const std::vector<uint16_t>& params) {
+    const size_t elements = size_t(c.rows) * size_t(c.hidden);
+    for (int k = 0; k < 2; ++k) {
+      ROSE_CUDA_CHECK(cudaMalloc(&delta[k], elements * 2));
+      ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&res[k]), elements * 4));
+      ROSE_CUDA_CHECK(cudaMalloc(&out[k], elements * 2));
+      ROSE_CUDA_CHECK(cudaMemcpy(delta[k], partial.data(), elements * 2, cudaMemcpyHostToDevice));
+      ROSE_CUDA_CHECK(cudaMemcpy(res[k], residual.data(), elements * 4, cudaMemcpyHostToDevice));
+    }
+    ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&weights),
+                               params.size() * 2));  // weight, bias, delta_bias
+    ROSE_CUDA_CHECK(cudaMemcpy(weights, params.data(), params.size() * 2, cudaMemcpyHostToDevice));
+  }
+  ~AddNormBuffers() {
+    for (int k = 0; k < 2; ++k) {
+      cudaFree(delta[k]);
+      cudaFree(res[k]);
+      cudaFree(out[k]);
+    }
+    cudaFree(weights);
+  }
+  // [0]: the two kernels' run, [1]: the fused one's.
+  void* delta[2] = {};          // (rows, hidden) this rank's partial in dtype
+  float* res[2] = {};           // (rows, hidden) the residual stream, the same on every rank
+  void* out[2] = {};            // (rows, hidden) normalized rows in dtype
+  uint16_t* weights = nullptr;  // (3, hidden): norm weight, norm bias, delta bias
+};
+
+// Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
+// whose residual or normalized rows differ.
+int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases) {
+  const int n = int(devices.size());
+  const auto sums = PeerAllReduce::make_group(devices, kMaxBytes);
+  const auto fused = PeerAllReduce::make_group(devices, kMaxBytes, PeerAllReduce::Use::kAddNorm);
+  REQUIRE(int(sums.size()) == n);
+  REQUIRE(int(fused.size()) == n);
+  RankThreads threads(n);
+  std::vector<cudaStream_t> streams(size_t(n), nullptr);
+  threads.run([&](int r) {
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[size_t(r)], cudaStreamNonBlocking));
+  });
+  std::mt19937 rng(23);
+  int wrong = 0;
+  for (const AddNormCase& c : cases) {
+    CAPTURE(c.rows);
+    CAPTURE(c.hidden);
+    const size_t elements = size_t(c.rows) * size_t(c.hidden);
+    std::vector<std::vector<uint16_t>> partials;
+    for (int r = 0; r < n; ++r) {
+      partials.push_back(gputest::random_operand(elements, 2.0f, c.dtype, rng).bits);
+    }
+    std::vector<float> residual = gputest::random_operand(elements, 3.0f, c.dtype, rng).f32;
+    std::vector<uint16_t> params =
+        gputest::random_operand(3 * size_t(c.hidden), 1.0f, c.dtype, rng).bits;
+    // Three rounds over the ranks: no rank copies from or to the host while another's kernels
+    // wait for it (such a copy can block in the driver; see Ranks).
+    std::vector<std::unique_ptr<AddNormBuffers>> buffers;
+    buffers.resize(size_t(n));
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      buffers[i] = std::make_unique<AddNormBuffers>(c, partials[i], residual, params);
+    });
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      const AddNormBuffers& b = *buffers[i];
+      AddNormArgs norm;
+      norm.weight = b.weights;
+      norm.bias = c.biases ? b.weights + c.hidden : nullptr;
+      norm.delta_bias = c.biases ? b.weights + 2 * c.hidden : nullptr;
+      norm.num_rows = c.rows;
+      norm.hidden = c.hidden;
+      norm.kind = c.kind;
+      norm.dtype = c.dtype;
+      const CollectiveType type =
+          c.dtype == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
+      AddNormArgs twice = norm;
+      twice.residual = b.res[0];
+      twice.delta = b.delta[0];
+      twice.out = b.out[0];
+      sums[i]->all_reduce_sum(b.delta[0], int64_t(elements), type, streams[i]);
+      launch_add_norm(twice, streams[i]);
+      AddNormArgs once = norm;
+      once.residual = b.res[1];
+      once.delta = b.delta[1];
+      once.out = b.out[1];
+      REQUIRE(fused[i]->fuses_add_norm(once));
+      fused[i]->all_reduce_add_norm(once, streams[i]);
+      ROSE_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
+    });
+    std::vector<int> rank_wrong(size_t(n), 0);
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      std::vector<uint8_t> res[2], out[2];
+      for (int k = 0; k < 2; ++k) {
+        res[k].resize(elements * 4);
+        out[k].resize(elements * 2);
+        ROSE_CUDA_CHECK(
+            cudaMemcpy(res[k].data(), buffers[i]->res[k], elements * 4, cudaMemcpyDeviceToHost));
+        ROSE_CUDA_CHECK(
+            cudaMemcpy(out[k].data(), buffers[i]->out[k], elements * 2, cudaMemcpyDeviceToHost));
+      }
+      rank_wrong[i] = res[0] != res[1] || out[0] != out[1];
+      buffers[i].reset();
+    });
+    for (int w : rank_wrong) wrong += w;
+  }
+  threads.run([&](int r) {
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    ROSE_CUDA_CHECK(cudaStreamDestroy(streams[size_t(r)]));
+  });
+  return wrong;
+}
+
+// llama-8b's rows, SmolLM2's, rows past the 32 blocks (a block takes two), the staging's limit,
+// the widest row, and fp16 LayerNorm with both biases (gpt2's kind), back to back.
+const std::vector<AddNormCase> kAddNormCases = {
+    {1, 4096, DType::kBF16, NormKind::kRmsNorm, false},
+    {3, 576, DType::kBF16, NormKind::kRmsNorm, true},
+    {33, 2048, DType::kFP16, NormKind::kLayerNorm, true},
+    {64, 2048, DType::kBF16, NormKind::kRmsNorm, false},
+    {2, 8192, DType::kBF16, NormKind::kRmsNorm, false},
+    {1, 4096, DType::kBF16, NormKind::kRmsNorm, false},
+    {5, 768, DType::kFP16, NormKind::kLayerNorm, true},
+};
+
 }  // namespace
+
+TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only its own groups") {
+  REQUIRE(cuda_device_count() >= 1);
+  const auto fused = PeerAllReduce::make_group({0, 0}, kMaxBytes, PeerAllReduce::Use::kAddNorm);
+  const auto sums = PeerAllReduce::make_group({0, 0}, kMaxBytes);
+  REQUIRE(fused.size() == 2);
+  int dummy = 0;
+  AddNormArgs norm;
+  norm.delta = &dummy;  // never dereferenced: only the shapes are asked
+  norm.hidden = 2048;
+  norm.num_rows = 64;  // 256 KiB of bf16: the limit
+  CHECK(fused[0]->fuses_add_norm(norm));
+  CHECK_FALSE(sums[0]->fuses_add_norm(norm));  // a kSum group's epochs serve all_reduce_sum
+  CHECK_FALSE(fused[0]->handles(8, CollectiveType::kBF16));
+  norm.num_rows = 65;
+  CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  norm.num_rows = 1;
+  norm.hidden = 100;  // 200 bytes: not whole vectors
+  CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  norm.hidden = 2 * kAddNormMaxHidden;
+  CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  norm.hidden = 2048;
+  int32_t rows[1] = {0};
+  norm.row_index = rows;  // the final norm's gathered rows
+  CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  norm.row_index = nullptr;
+  norm.delta = nullptr;
+  CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+}
+
+TEST_CASE("the fused all-reduce add-norm over 2 GPUs: the two kernels' bits" *
+          doctest::skip(cuda_device_count() < 2)) {
+  CHECK(check_add_norm_cases({0, 1}, kAddNormCases) == 0);
+}
+
+TEST_CASE("the fused all-reduce add-norm, 2 and 4 ranks on one GPU: the two kernels' bits") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    CHECK(check_add_norm_cases(std::vector<int>(size_t(n), 0), kAddNormCases) == 0);
+  }
+}
 
 TEST_CASE("peer all-reduce takes whole 16-byte vectors up to its staging, and only groups of 2+") {
   REQUIRE(cuda_device_count() >= 1);

@@ -10,6 +10,7 @@
 #include <barrier>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <memory>
 #include <optional>
 #include <random>
@@ -341,6 +342,35 @@ TEST_CASE("llama-1b split over 2 GPUs matches one GPU, CUDA graphs" * doctest::s
 
 TEST_CASE("llama-8b split over 2 GPUs matches one GPU, CUDA graphs" * doctest::skip(!two_gpus())) {
   check_split_matches_one_gpu("llama-8b", true, 0.0f);
+}
+
+// Over 2 GPUs each o and down all-reduce of a small step runs fused with the add-norm after it
+// (AddNormReducer); ROSEINFER_CUDA_FUSED_ALL_REDUCE=0 keeps the two kernels. The same logits bit
+// for bit. The fused run raises the row cap to 64 so the prefill step (62 rows: blocks of two
+// rows) fuses too; graphed decode, and the final norm (gathered rows: never fused), included.
+TEST_CASE("over 2 GPUs the fused all-reduce add-norm gives the two kernels' logits bit for bit" *
+          doctest::skip(!two_gpus())) {
+  for (const char* preset : {"tiny", "gpt2", "llama-1b"}) {
+    CAPTURE(preset);
+    const auto weights = open_preset(preset);
+    const int vocab = weights->config().vocab_size;
+    const BackendOptions options = tptest::small_options();
+    setenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE", "0", 1);
+    auto two_kernels = make_cuda_tensor_parallel_backend(*weights, options, {0, 1});
+    unsetenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE");
+    const tptest::Run want = tptest::greedy_run(*two_kernels, vocab, 8);
+    two_kernels.reset();
+    setenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE", "64", 1);
+    const auto fused = make_cuda_tensor_parallel_backend(*weights, options, {0, 1});
+    unsetenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE");
+    const tptest::Run got = tptest::greedy_run(*fused, vocab, 8, &want);
+    REQUIRE(got.logits.size() == want.logits.size());
+    for (size_t step = 0; step < want.logits.size(); ++step) {
+      CAPTURE(step);
+      CHECK(got.logits[step] == want.logits[step]);
+      CHECK(got.ids[step] == want.ids[step]);
+    }
+  }
 }
 
 TEST_CASE("greedy ids over 2 GPUs do not depend on CUDA graphs" * doctest::skip(!two_gpus())) {

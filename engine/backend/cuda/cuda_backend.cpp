@@ -38,6 +38,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       // A one-rank collective (--tensor-parallel 1 through the wrapper) has nothing to combine.
       collective_(options.collective && options.collective->size() > 1 ? options.collective
                                                                        : nullptr),
+      add_norm_reducer_(dynamic_cast<AddNormReducer*>(collective_)),
       graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "engine/backend/cuda/add_norm_reducer.h"
 #include "engine/backend/cuda/device_arena.h"
 #include "engine/backend/cuda/device_weights.h"
 #include "engine/backend/cuda/graph_cache.h"
@@ -151,6 +152,10 @@ class CudaBackend final : public Backend {
   void project_out(const void* x, const DeviceMatrix& w, const StepFields& step);
   // Tensor parallel: a row-parallel layer's output proj_ (n, H) summed over the ranks, in place.
   void all_reduce_proj(int n);
+  // A sub-layer's add-norm (`run_norm` false: ROSEINFER_CUDA_SKIP=norm leaves it out). First
+  // completes the all-reduce of proj_ that project_out left pending, in the same kernel where the
+  // collective fuses them (AddNormReducer), else as an all-reduce before the add-norm.
+  void add_norm(const AddNormArgs& norm, bool run_norm = true);
   // The lm_head's logits into logits_ (num_seqs, V): this rank's vocab rows, gathered from every
   // rank under tensor parallel.
   void lm_head_logits(int num_seqs);
@@ -267,6 +272,11 @@ class CudaBackend final : public Backend {
   cublasHandle_t cublas_ = nullptr;
   // Tensor parallel: this rank's NCCL collective (config_ is its shard); null for a whole model.
   Collective* collective_ = nullptr;
+  // The same collective where it fuses an all-reduce with the add-norm after it; else null.
+  AddNormReducer* add_norm_reducer_ = nullptr;
+  // Rows of proj_ that still hold this rank's partial: project_out leaves the all-reduce to the
+  // next add_norm() when add_norm_reducer_ is set (0: nothing pending).
+  int unreduced_rows_ = 0;
   // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
   std::unique_ptr<InvariantGemm> invariant_gemm_;
   // Otherwise, above the GEMV's rows: cuBLASLt algorithms per row bucket chosen at start, so a new

@@ -3,6 +3,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdlib>
+#include <utility>
 
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/parallel/shard_plan.h"
@@ -169,7 +170,8 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
     final_norm.delta = nullptr;
     final_norm.delta_bias = nullptr;
   }
-  launch_add_norm(final_norm, stream_);
+  add_norm(final_norm);
+  ROSE_ASSERT(unreduced_rows_ == 0);
   lm_head_logits(num_seqs);
   launch_sample(sample_target_, logits_, step.sample_params, num_seqs, c.vocab_size,
                 sample_scratch_, stream_);
@@ -187,7 +189,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   if (step.fused_norms && norm.delta) {
     gemm(nullptr, w.qkv, qkv_, n, false, norm_input(norm));
   } else {
-    if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
+    add_norm(norm, !skipped(kSkipNorm));
     gemm(normed_, w.qkv, qkv_, n, false);
   }
 
@@ -250,7 +252,11 @@ void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFi
     return;
   }
   gemm(x, w, proj_, n, false);
-  all_reduce_proj(n);
+  if (add_norm_reducer_ && !skipped(kSkipCollective)) {
+    unreduced_rows_ = n;  // summed by the next add_norm(), fused with it where it can be
+  } else {
+    all_reduce_proj(n);
+  }
 }
 
 // Add-norm, up (or gate|up) with its activation, down; down's output stays in proj_ for the next
@@ -267,7 +273,7 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   if (step.fused_norms) {  // the norm in the up projection (fused_norm_max_rows: fused up here)
     gemv_act(nullptr, w.up, w.up_b, hidden_act, n, act, norm_input(norm));
   } else {
-    if (!skipped(kSkipNorm)) launch_add_norm(norm, stream_);
+    add_norm(norm, !skipped(kSkipNorm));
     if (use_fused_up(w.up, n)) {  // small batch: activation fused
       gemv_act(normed_, w.up, w.up_b, hidden_act, n, act);
     } else {
@@ -288,6 +294,17 @@ void CudaBackend::all_reduce_proj(int n) {
   if (!collective_ || skipped(kSkipCollective)) return;
   const CollectiveType type = dtype_ == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
   collective_->all_reduce_sum(proj_, int64_t(n) * config_.hidden_size, type, stream_);
+}
+
+void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
+  const int pending = std::exchange(unreduced_rows_, 0);
+  if (pending > 0 && run_norm && norm.delta == proj_ && norm.num_rows == pending &&
+      add_norm_reducer_->fuses_add_norm(norm)) {
+    add_norm_reducer_->all_reduce_add_norm(norm, stream_);
+    return;
+  }
+  if (pending > 0) all_reduce_proj(pending);
+  if (run_norm) launch_add_norm(norm, stream_);
 }
 
 // Under tensor parallel each rank computes its vocab rows' logits (num_seqs, its rows), sends a

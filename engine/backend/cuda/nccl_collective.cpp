@@ -9,6 +9,7 @@
 #include <cstdlib>
 #include <mutex>
 
+#include "engine/backend/cuda/add_norm_reducer.h"
 #include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/common/error.h"
 #include "engine/parallel/shard_plan.h"
@@ -38,11 +39,18 @@ ncclDataType_t nccl_type(CollectiveType type) {
   return ncclFloat32;
 }
 
-// NCCL, with the small all-reduces sent through peer memory when `peer` is given.
-class NcclCollective final : public Collective {
+// NCCL, with the small all-reduces sent through peer memory when `peer` is given, and the
+// add-norms of up to fused_all_reduce_max_rows() rows fused with theirs when `peer_add_norm` is.
+class NcclCollective final : public Collective, public AddNormReducer {
  public:
-  NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer)
-      : comm_(comm), rank_(rank), size_(size), peer_(std::move(peer)) {}
+  NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer,
+                 std::unique_ptr<PeerAllReduce> peer_add_norm)
+      : comm_(comm),
+        rank_(rank),
+        size_(size),
+        peer_(std::move(peer)),
+        peer_add_norm_(std::move(peer_add_norm)),
+        fused_max_rows_(fused_all_reduce_max_rows()) {}
   ~NcclCollective() override {              // errors ignored: destructors never throw
     if (!aborted_) ncclCommDestroy(comm_);  // an aborted communicator is gone already
   }
@@ -59,6 +67,15 @@ class NcclCollective final : public Collective {
     }
     ROSE_NCCL_CHECK(ncclAllReduce(buffer, buffer, size_t(count), nccl_type(type), ncclSum, comm_,
                                   static_cast<cudaStream_t>(stream)));
+  }
+  bool fuses_add_norm(const AddNormArgs& norm) const override {
+    return peer_add_norm_ && norm.num_rows <= fused_max_rows_ &&
+           peer_add_norm_->fuses_add_norm(norm);
+  }
+  void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) override {
+    check_not_aborted();
+    if (!peer_add_norm_) fail("tensor parallel: no fused all-reduce add-norm on these GPUs");
+    peer_add_norm_->all_reduce_add_norm(norm, stream);
   }
   void all_gather(const void* send, void* recv, int64_t count, CollectiveType type,
                   void* stream) override {
@@ -87,7 +104,9 @@ class NcclCollective final : public Collective {
 
   ncclComm_t comm_;
   int rank_, size_;
-  std::unique_ptr<PeerAllReduce> peer_;  // null: every all-reduce through NCCL
+  std::unique_ptr<PeerAllReduce> peer_;           // null: every all-reduce through NCCL
+  std::unique_ptr<PeerAllReduce> peer_add_norm_;  // null: no fused add-norms
+  int fused_max_rows_;
   std::once_flag abort_once_;
   std::atomic<bool> aborted_ = false;
 };
@@ -102,14 +121,21 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
   ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
-  std::vector<std::unique_ptr<PeerAllReduce>> peers;
+  std::vector<std::unique_ptr<PeerAllReduce>> peers, add_norm_peers;
   if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
     peers = PeerAllReduce::make_group(devices, max_bytes);
+    if (!peers.empty() && fused_all_reduce_max_rows() > 0) {
+      add_norm_peers = PeerAllReduce::make_group(devices, max_bytes, PeerAllReduce::Use::kAddNorm);
+    }
   }
+  const auto rank_of = [](std::vector<std::unique_ptr<PeerAllReduce>>& group,
+                          int r) -> std::unique_ptr<PeerAllReduce> {
+    return group.empty() ? nullptr : std::move(group[size_t(r)]);
+  };
   std::vector<std::unique_ptr<Collective>> ranks;
   for (int r = 0; r < n; ++r) {
-    ranks.push_back(std::make_unique<NcclCollective>(
-        comms[size_t(r)], r, n, peers.empty() ? nullptr : std::move(peers[size_t(r)])));
+    ranks.push_back(std::make_unique<NcclCollective>(comms[size_t(r)], r, n, rank_of(peers, r),
+                                                     rank_of(add_norm_peers, r)));
   }
   return ranks;
 }

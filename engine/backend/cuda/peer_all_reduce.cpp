@@ -20,9 +20,22 @@ int64_t peer_all_reduce_max_bytes() {
   return value;
 }
 
+int fused_all_reduce_max_rows() {
+  const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE");
+  if (env == nullptr || *env == '\0') return kPeerAllReduceBlocks;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || value < 0 || value > 1 << 20) {
+    fail("ROSEINFER_CUDA_FUSED_ALL_REDUCE={}: expected a row count (0 turns it off)", env);
+  }
+  return int(value);
+}
+
 struct PeerAllReduce::Group {
   std::vector<int> devices;
-  int64_t slot_bytes = 0;
+  Use use = Use::kSum;
+  int64_t max_bytes = 0;   // per rank and call
+  int64_t slot_bytes = 0;  // kSum: max_bytes; kAddNorm: a max_bytes region per rank
   // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,).
   std::vector<void*> stages;
   std::vector<uint32_t*> flags, epochs;
@@ -79,7 +92,7 @@ PeerReduceType reduce_type(CollectiveType type) {
 }  // namespace
 
 std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
-    const std::vector<int>& devices, int64_t max_bytes) {
+    const std::vector<int>& devices, int64_t max_bytes, Use use) {
   const int n = int(devices.size());
   if (n < 2 || n > kPeerAllReduceMaxRanks || max_bytes < 16) return {};
   int previous = 0;
@@ -90,7 +103,9 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
   }
   auto group = std::make_shared<Group>();
   group->devices = devices;
-  group->slot_bytes = max_bytes / 16 * 16;
+  group->use = use;
+  group->max_bytes = max_bytes / 16 * 16;
+  group->slot_bytes = use == Use::kSum ? group->max_bytes : n * group->max_bytes;
   const size_t flag_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks * kPeerAllReduceMaxRanks;
   const size_t epoch_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks;
   for (int r = 0; r < n; ++r) {
@@ -129,13 +144,28 @@ PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
 
 bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
   const int64_t bytes = count * (type == CollectiveType::kF32 ? 4 : 2);
-  return count > 0 && bytes % 16 == 0 && bytes <= group_->slot_bytes;
+  return group_->use == Use::kSum && count > 0 && bytes % 16 == 0 && bytes <= group_->max_bytes;
 }
 
 void PeerAllReduce::all_reduce_sum(void* buffer, int64_t count, CollectiveType type,
                                    cudaStream_t stream) const {
   if (!handles(count, type)) fail("peer all-reduce: {} elements do not fit its staging", count);
   launch_peer_all_reduce(args_, buffer, count, reduce_type(type), stream);
+}
+
+bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
+  const int64_t row_bytes = int64_t(norm.hidden) * int64_t(dtype_size(norm.dtype));
+  return group_->use == Use::kAddNorm && norm.num_rows > 0 && norm.hidden > 0 &&
+         norm.hidden <= kAddNormMaxHidden && row_bytes % 16 == 0 &&
+         norm.num_rows * row_bytes <= group_->max_bytes && norm.delta && !norm.row_index &&
+         !norm.tok_emb;
+}
+
+void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const {
+  if (!fuses_add_norm(norm)) {
+    fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
+  }
+  launch_peer_all_reduce_add_norm(args_, norm, stream);
 }
 
 }  // namespace rose

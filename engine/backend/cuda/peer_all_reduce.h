@@ -12,21 +12,34 @@
 
 #include "engine/parallel/collective.h"
 #include "kernels/cuda/all_reduce_peer.cuh"
+#include "kernels/cuda/norm.cuh"
 
 namespace rose {
 
 // The largest all-reduce (bytes per rank) sent through peer memory:
 // ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES, default 512 KiB; 0 sends every call to NCCL.
 int64_t peer_all_reduce_max_bytes();
+// The most rows for which tensor parallel fuses a peer-memory all-reduce with the add-norm after
+// it (PeerAllReduce::Use::kAddNorm): ROSEINFER_CUDA_FUSED_ALL_REDUCE=N, 0 keeping two kernels (for
+// comparison). Default 32, one row per block of the fused kernel: on two H200s it won 7% of a
+// llama-8b batch-1 step and 3-4% at 16 rows, and lost 1% at 64, where a block takes two rows
+// (results/2026-11-29-tp-fused-norm).
+int fused_all_reduce_max_rows();
 
 class PeerAllReduce {
  public:
+  // What a group's calls are: its epochs and staging serve one kernel's layout, never both.
+  enum class Use {
+    kSum,      // all_reduce_sum
+    kAddNorm,  // all_reduce_add_norm (a region per source rank in each slot)
+  };
   struct Group;  // every rank's staging, flags and epochs, freed when the last rank goes
-  // One per rank, rank r on devices[r], each with staging for max_bytes. A device may repeat
-  // (ranks sharing one GPU, for tests). Empty when two of the devices cannot reach each other's
-  // memory (no peer access): the caller keeps NCCL for everything.
+  // One per rank, rank r on devices[r], each taking calls of up to max_bytes per rank. A device may
+  // repeat (ranks sharing one GPU, for tests). Empty when two of the devices cannot reach each
+  // other's memory (no peer access): the caller keeps NCCL for everything.
   static std::vector<std::unique_ptr<PeerAllReduce>> make_group(const std::vector<int>& devices,
-                                                                int64_t max_bytes);
+                                                                int64_t max_bytes,
+                                                                Use use = Use::kSum);
   PeerAllReduce(std::shared_ptr<Group> group, int rank);
 
   // Whether all_reduce_sum takes (count, type): whole 16-byte vectors, at most max_bytes.
@@ -34,6 +47,13 @@ class PeerAllReduce {
   // buffer (count,) summed over the ranks in place, in rank order in fp32 (every rank gets the
   // same bits), enqueued on `stream` (capturable). Every rank must make the same calls.
   void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, cudaStream_t stream) const;
+
+  // Whether all_reduce_add_norm takes `norm` (a kAddNorm group; launch_peer_all_reduce_add_norm's
+  // needs: its rows of whole 16-byte vectors, at most max_bytes, no gathered rows or embedding).
+  bool fuses_add_norm(const AddNormArgs& norm) const;
+  // norm.delta (num_rows, hidden), this rank's partial, all-reduced and consumed by the add-norm
+  // in one kernel: the bits of all_reduce_sum(delta) followed by launch_add_norm(norm).
+  void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const;
 
  private:
   std::shared_ptr<Group> group_;
