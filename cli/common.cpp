@@ -57,8 +57,9 @@ void add_model_flags(CLI::App* cmd, ModelFlags& flags) {
       ->capture_default_str();
   cmd->add_option("--quantize", flags.quantize,
                   "quantize a preset's or safetensors model's linear layers at load (a GGUF keeps "
-                  "its own types); the GPU keeps them in ggml blocks, the CPU dequantizes them")
-      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k"}));
+                  "its own types) to one type, or to q4_k_m, llama.cpp's mix of Q4_K and Q6_K; "
+                  "the GPU keeps them in ggml blocks, the CPU dequantizes them")
+      ->check(CLI::IsMember({"q8_0", "q4_0", "q4_k", "q6_k", "q4_k_m"}));
 }
 
 void add_tensor_parallel_flag(CLI::App* cmd, ModelFlags& flags) {
@@ -137,7 +138,7 @@ LoadedModel open_model(ModelFlags& flags) {
   }
   static_cast<ModelBundle&>(m) = open_model_bundle(flags.model, {flags.chat_template});
   if (!flags.quantize.empty()) {
-    m.weights = quantize_weights(std::move(m.weights), *parse_quantize_type(flags.quantize));
+    m.weights = quantize_weights(std::move(m.weights), *QuantizeScheme::parse(flags.quantize));
   }
   if (m.config().synthetic_weights) {
     notice("'{}' has synthetic weights: output text is meaningless; speed is real", m.name);

@@ -3,8 +3,11 @@
 // backend computes with exactly what the GPU keeps), and the usage errors.
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cstring>
+#include <span>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "engine/backend/backend.h"
@@ -125,6 +128,103 @@ TEST_CASE("quantize_weights: a GGUF keeps its own types; unsupported types are r
       doctest::Contains("a GGUF keeps its own types"), Error);
   CHECK_THROWS_WITH_AS(quantize_weights(open_model("tiny"), GgmlType::kQ5_K),
                        doctest::Contains("no quantizer"), Error);
+}
+
+TEST_CASE("use_more_bits: llama.cpp's layers for 4, 16 and 32 layers, counted by hand") {
+  const auto picked = [](int num_layers) {
+    std::vector<int> layers;
+    for (int i = 0; i < num_layers; ++i) {
+      if (use_more_bits(i, num_layers)) layers.push_back(i);
+    }
+    return layers;
+  };
+  // 4: n/8 = 0, so only i >= 3 and (i - 0) % 3 == 2.
+  CHECK(picked(4) == std::vector<int>{2, 3});
+  // 16: i < 2, i >= 14, and (i - 2) % 3 == 2: 4, 7, 10, 13.
+  CHECK(picked(16) == std::vector<int>{0, 1, 4, 7, 10, 13, 14, 15});
+  // 32 (llama-8b): i < 4, i >= 28, and (i - 4) % 3 == 2: 6, 9, ..., 27.
+  CHECK(picked(32) == std::vector<int>{0, 1, 2, 3, 6, 9, 12, 15, 18, 21, 24, 27, 28, 29, 30, 31});
+}
+
+TEST_CASE("QuantizeScheme: the spellings, and q4_k_m's type for each matrix and qkv row") {
+  CHECK(QuantizeScheme::parse("q4_k")->name() == "q4_k");
+  CHECK(QuantizeScheme::parse("q4_k_m")->name() == "q4_k_m");
+  CHECK(QuantizeScheme::single(GgmlType::kQ6_K).name() == "q6_k");
+  CHECK_FALSE(QuantizeScheme::parse("q4_k_s"));
+  CHECK_FALSE(QuantizeScheme::parse("Q4_K_M"));
+  const QuantizeScheme mix = *QuantizeScheme::parse("q4_k_m");
+  const ModelConfig config = open_model("llama-1b")->config();  // 16 layers, q 2048, kv 512
+  const int64_t H = config.hidden_size, qkv = config.qkv_dim(), kv = config.kv_dim();
+  using Runs = std::vector<std::pair<int64_t, GgmlType>>;
+  const auto runs = [&](const std::string& name, int64_t rows, int64_t cols) {
+    Runs out;
+    for (const QuantizedRun& run : mix.runs(config, name, rows, cols)) {
+      out.emplace_back(run.rows, run.type);
+    }
+    return out;
+  };
+  CHECK(runs("tok_emb", config.vocab_size, H) == Runs{{config.vocab_size, GgmlType::kQ6_K}});
+  // Layer 0 gets more bits: v's rows in Q6_K, after q and k's in Q4_K; layer 2 does not.
+  CHECK(runs("layers.0.qkv.weight", qkv, H) ==
+        Runs{{qkv - kv, GgmlType::kQ4_K}, {kv, GgmlType::kQ6_K}});
+  CHECK(runs("layers.2.qkv.weight", qkv, H) == Runs{{qkv, GgmlType::kQ4_K}});
+  CHECK(runs("layers.13.qkv.weight", qkv, H) ==
+        Runs{{qkv - kv, GgmlType::kQ4_K}, {kv, GgmlType::kQ6_K}});
+  CHECK(runs("layers.4.down.weight", H, 8192) == Runs{{H, GgmlType::kQ6_K}});
+  CHECK(runs("layers.5.down.weight", H, 8192) == Runs{{H, GgmlType::kQ4_K}});
+  CHECK(runs("layers.0.o.weight", H, H) == Runs{{H, GgmlType::kQ4_K}});
+  CHECK(runs("layers.15.up.weight", 2 * 8192, H) == Runs{{2 * 8192, GgmlType::kQ4_K}});
+  // Rows that are not whole 256-element blocks (SmolLM2's 576): the lm_head falls back to Q8_0,
+  // as llama.cpp's does; the rest stay dense.
+  CHECK(runs("lm_head.weight", 49152, 576) == Runs{{49152, GgmlType::kQ8_0}});
+  CHECK(runs("layers.0.qkv.weight", 960, 576).empty());
+  CHECK(runs("layers.0.attn_norm.weight", 1, H).empty());
+  // A single type stores every matrix with whole blocks in it.
+  CHECK(
+      QuantizeScheme::single(GgmlType::kQ8_0).runs(config, "layers.0.qkv.weight", qkv, H).size() ==
+      1);
+}
+
+TEST_CASE("quantize_weights q4_k_m: each run's blocks are quantize() of its rows") {
+  const std::unique_ptr<WeightSource> plain = open_model("tiny");
+  const std::unique_ptr<WeightSource> mixed =
+      quantize_weights(open_model("tiny"), *QuantizeScheme::parse("q4_k_m"));
+  const ModelConfig& config = mixed->config();
+  REQUIRE(config.num_layers == 4);  // layers 2 and 3 get more bits
+  CHECK(linear_weight_types(*mixed) == "Q4_K x 12, Q6_K x 3, dense x 4");
+  for (const char* name : {"layers.3.qkv.weight", "layers.1.qkv.weight", "tok_emb"}) {
+    CAPTURE(name);
+    const std::vector<TensorSpec> specs = canonical_tensors(config);
+    const TensorSpec spec = *std::find_if(specs.begin(), specs.end(),
+                                          [&](const TensorSpec& t) { return t.name == name; });
+    const std::vector<float> original = read_all(*plain, spec);
+    const std::vector<float> got = read_all(*mixed, spec);
+    const std::vector<StoredPart> parts = *mixed->stored_parts(name);
+    const bool split = std::string(name) == "layers.3.qkv.weight";
+    REQUIRE(parts.size() == (split ? 2u : 1u));
+    int64_t row = 0;
+    for (const StoredPart& part : parts) {
+      const GgmlTypeTraits& traits = ggml_type_traits(part.type);
+      const size_t first = size_t(row * part.cols), count = size_t(part.rows * part.cols);
+      const std::span<const float> rows = std::span<const float>(original).subspan(first, count);
+      std::vector<uint8_t> want(count / size_t(traits.block_elems) * size_t(traits.block_bytes));
+      quantize(part.type, rows, want.data());
+      REQUIRE(part.bytes.size() == want.size());
+      CHECK(std::memcmp(part.bytes.data(), want.data(), want.size()) == 0);
+      std::vector<float> decoded(count);
+      dequantize(part.type, want.data(), decoded);
+      CHECK(std::memcmp(got.data() + first, decoded.data(), count * 4) == 0);
+      row += part.rows;
+    }
+    CHECK(row == spec.shape[0]);
+    if (split) {
+      CHECK(parts[0].type == GgmlType::kQ4_K);
+      CHECK(parts[1].type == GgmlType::kQ6_K);
+      CHECK(parts[1].rows == config.kv_dim());
+    } else {
+      CHECK(parts[0].type == (std::string(name) == "tok_emb" ? GgmlType::kQ6_K : GgmlType::kQ4_K));
+    }
+  }
 }
 
 TEST_CASE("CPU backend on --quantize weights: says what it dequantized") {

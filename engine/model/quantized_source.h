@@ -1,8 +1,10 @@
 #pragma once
-// --quantize: a WeightSource whose linear-layer matrices are quantized to one ggml type at load
-// (presets and safetensors models), so their quantized speed can be measured like a GGUF's.
+// --quantize: a WeightSource whose linear-layer matrices are quantized at load (presets and
+// safetensors models), to one ggml type or to llama.cpp's Q4_K_M mix, so their quantized speed can
+// be measured like a GGUF's.
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -19,12 +21,50 @@ bool is_linear_matrix(const ModelConfig& config, const std::string& canonical_na
 // text.
 std::optional<GgmlType> parse_quantize_type(const std::string& text);
 
-// `inner` with every linear matrix whose rows are a whole number of `type` blocks stored as
-// quantize(type) of its values (engine/model/quant.h): stored_parts() gives those blocks and
-// read_f32() their dequantization, so the CPU backend computes with exactly the weights the GPU
-// keeps quantized. The blocks are made on first use (several threads per tensor) and kept.
-// Throws rose::UsageError when `type` has no quantizer or `inner` already has stored ggml blocks (a
-// GGUF keeps its own types).
+// Consecutive rows of a matrix stored in one type.
+struct QuantizedRun {
+  int64_t rows = 0;
+  GgmlType type = GgmlType::kF32;
+};
+
+// What --quantize stores each linear matrix as. A single type ("q8_0", "q4_0", "q4_k", "q6_k"):
+// every matrix whose rows are whole blocks of it. "q4_k_m": llama.cpp's Q4_K_M mix, by its rules
+// for llama-style models (llama_tensor_get_type): Q4_K throughout, except Q6_K for the lm_head
+// (Q8_0 when its rows are not whole 256-element blocks), and in the layers use_more_bits picks
+// (the first and last eighth, and every third between) for the v rows of qkv and the down
+// projection. Not followed: Q5_K, which we cannot quantize to (llama.cpp's 70B v rows, and a
+// checkpoint's own fused qkv), and its fallbacks for other matrices whose rows are not whole
+// blocks: those stay dense here.
+class QuantizeScheme {
+ public:
+  static QuantizeScheme single(GgmlType type);
+  // nullopt for text that is not one of the spellings above.
+  static std::optional<QuantizeScheme> parse(const std::string& text);
+  const std::string& name() const { return name_; }
+  // Every type runs() may return.
+  std::vector<GgmlType> types() const;
+  // The row runs `name` (a canonical tensor of shape (rows, cols)) is stored in, in order; empty
+  // when it stays dense.
+  std::vector<QuantizedRun> runs(const ModelConfig& config, const std::string& name, int64_t rows,
+                                 int64_t cols) const;
+
+ private:
+  std::string name_;
+  GgmlType type_ = GgmlType::kF32;  // the single type; unused by the mix
+  bool q4_k_m_ = false;
+};
+
+// llama.cpp's choice of the layers that get more bits in its _M mixes.
+bool use_more_bits(int layer, int num_layers);
+
+// `inner` with every linear matrix the scheme quantizes stored as quantize(type) of its values
+// (engine/model/quant.h), a part per run of rows: stored_parts() gives those blocks and read_f32()
+// their dequantization, so the CPU backend computes with exactly the weights the GPU keeps
+// quantized. The blocks are made on first use (several threads per tensor) and kept. Throws
+// rose::UsageError when a type has no quantizer or `inner` already has stored ggml blocks (a GGUF
+// keeps its own types).
+std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner,
+                                               const QuantizeScheme& scheme);
 std::unique_ptr<WeightSource> quantize_weights(std::unique_ptr<WeightSource> inner, GgmlType type);
 
 // What a model's linear matrices are stored as, e.g. "Q4_1 x 120, Q8_0 x 1" (SmolLM2: 30 layers

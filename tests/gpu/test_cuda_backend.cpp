@@ -294,6 +294,16 @@ TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same 
     compare_backends(*weights, {9, 30}, 16, 4, false, 0.06, true);
     unsetenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT");
   }
+  // --quantize q4_k_m: layers 2 and 3's qkv are two ranges (q and k in Q4_K, v in Q6_K), each read
+  // by its own GEMV launch with the fused norm, and the tied lm_head is Q6_K.
+  const std::unique_ptr<WeightSource> mixed =
+      quantize_weights(open_model("tiny"), *QuantizeScheme::parse("q4_k_m"));
+  BackendOptions options;
+  options.num_kv_blocks = 64;
+  CHECK(make_cuda_backend(*mixed, options)->weight_types() == "Q4_K x 12, Q6_K x 3, bf16 x 4");
+  compare_backends(*mixed, {5, 17, 33, 64, 1, 12, 3, 20, 7, 40}, 24, 6, true, 0.06);
+  compare_backends(*mixed, {5, 17, 33, 64, 1}, 24, 6, true, 0.06);
+  compare_backends(*mixed, {9, 30}, 16, 8, true, 0.06);
 }
 
 TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks, same as decoded") {
