@@ -89,6 +89,25 @@ peer_b1() {  # MODELS...
   done
 }
 
+# One `roseinfer bench --device cuda ARGS... --json $OUT/NAME.json` as step NAME (200 s limit),
+# or a "skipped" line once the script has run past $DEADLINE seconds. The VAR=VALUE words before
+# `--` are the run's environment.
+deadline_bench() {  # NAME [VAR=VALUE...] -- ARGS...
+  local name=$1
+  shift
+  local envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  if ((SECONDS > ${DEADLINE:-540})); then
+    echo "$name: skipped (past ${DEADLINE:-540}s)" | tee -a "$SUMMARY"
+    return 0
+  fi
+  step "$name" 200 env "${envs[@]}" "$B/roseinfer" bench --device cuda "$@" --json "$OUT/$name.json"
+}
+
 # Packs every file of $OUT except summary.txt into $OUT/outputs.tgz (and removes them), so a call
 # with many steps stays under the number of files a device call brings back.
 device_pack() {

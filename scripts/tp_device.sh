@@ -23,15 +23,6 @@ echo "GPUs: $NGPU; NCCL_NVLS_ENABLE=${NCCL_NVLS_ENABLE:-unset}" | tee -a "$OUT/d
 DEADLINE=${DEADLINE:-540}
 for t in ${TESTS-tensor_parallel}; do step "gpu_test_cuda_$t" 300 "$B/gpu_test_cuda_$t"; done
 
-bench() {  # NAME ENV-ASSIGNMENTS... -- ARGS...: one roseinfer bench, its JSON kept
-  local name=$1
-  shift
-  local envs=()
-  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
-  if ((SECONDS > DEADLINE)); then echo "$name: skipped (past ${DEADLINE}s)" | tee -a "$SUMMARY"; return 0; fi
-  step "$name" 200 env "${envs[@]}" "$B/roseinfer" bench --device cuda "$@" --json "$OUT/$name.json"
-}
 PHASES=${PHASES:-collectives bench8b equivalence bench70b}
 has_phase() { [[ " $PHASES " == *" $1 "* ]]; }
 equivalence() {  # MODEL: TP=1 vs TP=2 token ids on the invariance workload
@@ -65,14 +56,14 @@ if ((NGPU >= 2)); then
   G=(--max-num-seqs 64 --max-num-batched-tokens 8192 --mode offline)
   if has_phase bench8b; then
     for tp in 1 2; do
-      bench "llama8b_b1_tp$tp" -- --model llama-8b --dataset-name grid:1:512:128 --tensor-parallel "$tp" "${G[@]}"
-      bench "llama8b_b64_tp$tp" -- --model llama-8b --dataset-name grid:64:512:128 --tensor-parallel "$tp" "${G[@]}"
+      deadline_bench "llama8b_b1_tp$tp" -- --model llama-8b --dataset-name grid:1:512:128 --tensor-parallel "$tp" "${G[@]}"
+      deadline_bench "llama8b_b64_tp$tp" -- --model llama-8b --dataset-name grid:64:512:128 --tensor-parallel "$tp" "${G[@]}"
     done
-    bench llama8b_b1_tp2_no_collectives ROSEINFER_CUDA_SKIP=collective -- --model llama-8b \
+    deadline_bench llama8b_b1_tp2_no_collectives ROSEINFER_CUDA_SKIP=collective -- --model llama-8b \
       --dataset-name grid:1:512:128 --tensor-parallel 2 "${G[@]}"
     # Every all-reduce through NCCL (the peer-memory one-shot off): what the one-shot saves.
     for b in 1 64; do
-      bench "llama8b_b${b}_tp2_nccl_only" ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-8b \
+      deadline_bench "llama8b_b${b}_tp2_nccl_only" ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-8b \
         --dataset-name "grid:$b:512:128" --tensor-parallel 2 "${G[@]}"
     done
   fi
@@ -81,11 +72,11 @@ if ((NGPU >= 2)); then
   fi
   if has_phase bench70b; then
     for b in 1 16 64; do
-      bench "llama70b_b${b}_tp2" -- --model llama-70b --dataset-name "grid:$b:512:128" --tensor-parallel 2 "${G[@]}"
+      deadline_bench "llama70b_b${b}_tp2" -- --model llama-70b --dataset-name "grid:$b:512:128" --tensor-parallel 2 "${G[@]}"
     done
-    bench llama70b_b1_tp2_nccl_only ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-70b \
+    deadline_bench llama70b_b1_tp2_nccl_only ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES=0 -- --model llama-70b \
       --dataset-name grid:1:512:128 --tensor-parallel 2 "${G[@]}"
-    bench llama70b_nano256_tp2 -- --model llama-70b --dataset-name nano256 --tensor-parallel 2 \
+    deadline_bench llama70b_nano256_tp2 -- --model llama-70b --dataset-name nano256 --tensor-parallel 2 \
       --max-num-seqs 256 --max-num-batched-tokens 16384 --mode offline
   fi
 else

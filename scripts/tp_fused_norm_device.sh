@@ -18,36 +18,27 @@ step gpu_test_cuda_all_reduce 120 "$B/gpu_test_cuda_all_reduce"
 step gpu_test_cuda_tensor_parallel 300 "$B/gpu_test_cuda_tensor_parallel"
 step memcheck_fused_add_norm 200 compute-sanitizer --tool memcheck --report-api-errors no --error-exitcode 1 \
   "$B/gpu_test_cuda_all_reduce" -tc='*fused*'
-bench() {  # NAME ENV-ASSIGNMENTS... -- ARGS...: one roseinfer bench, its JSON kept
-  local name=$1
-  shift
-  local envs=()
-  while [[ $# -gt 0 && $1 != -- ]]; do envs+=("$1"); shift; done
-  shift
-  if ((SECONDS > DEADLINE)); then echo "$name: skipped (past ${DEADLINE}s)" | tee -a "$SUMMARY"; return 0; fi
-  step "$name" 200 env "${envs[@]}" "$B/roseinfer" bench --device cuda --mode offline \
-    --max-num-seqs 64 --max-num-batched-tokens 8192 "$@" --json "$OUT/$name.json"
-}
+RUN=(--mode offline --max-num-seqs 64 --max-num-batched-tokens 8192)
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for b in ${BATCHES:-1 16 32 64}; do
-    G=(--model llama-8b --dataset-name "grid:$b:512:128")
-    bench "llama8b_b${b}_tp1_r$round" -- "${G[@]}" --tensor-parallel 1
-    bench "llama8b_b${b}_tp2_fused_r$round" -- "${G[@]}" --tensor-parallel 2
-    bench "llama8b_b${b}_tp2_two_kernels_r$round" ROSEINFER_CUDA_FUSED_ALL_REDUCE=0 -- "${G[@]}" \
+    G=(--model llama-8b --dataset-name "grid:$b:512:128" "${RUN[@]}")
+    deadline_bench "llama8b_b${b}_tp1_r$round" -- "${G[@]}" --tensor-parallel 1
+    deadline_bench "llama8b_b${b}_tp2_fused_r$round" -- "${G[@]}" --tensor-parallel 2
+    deadline_bench "llama8b_b${b}_tp2_two_kernels_r$round" ROSEINFER_CUDA_FUSED_ALL_REDUCE=0 -- "${G[@]}" \
       --tensor-parallel 2
   done
 done
-bench llama8b_b1_tp2_no_collectives ROSEINFER_CUDA_SKIP=collective -- --model llama-8b \
-  --dataset-name grid:1:512:128 --tensor-parallel 2
+deadline_bench llama8b_b1_tp2_no_collectives ROSEINFER_CUDA_SKIP=collective -- --model llama-8b \
+  --dataset-name grid:1:512:128 --tensor-parallel 2 "${RUN[@]}"
 for way in fused two_kernels; do
   env=()
   [[ $way == two_kernels ]] && env=(ROSEINFER_CUDA_FUSED_ALL_REDUCE=0)
-  bench "llama70b_b1_tp2_$way" "${env[@]}" -- --model llama-70b --dataset-name grid:1:512:128 \
-    --tensor-parallel 2
+  deadline_bench "llama70b_b1_tp2_$way" "${env[@]}" -- --model llama-70b --dataset-name grid:1:512:128 \
+    --tensor-parallel 2 "${RUN[@]}"
 done
 for b in 16 64; do
-  bench "llama70b_b${b}_tp2_fused" -- --model llama-70b --dataset-name "grid:$b:512:128" \
-    --tensor-parallel 2
+  deadline_bench "llama70b_b${b}_tp2_fused" -- --model llama-70b --dataset-name "grid:$b:512:128" \
+    --tensor-parallel 2 "${RUN[@]}"
 done
 if ((SECONDS <= DEADLINE)); then
   step llama70b_nano256_tp2_fused 240 "$B/roseinfer" bench --device cuda --mode offline \
