@@ -13,6 +13,7 @@
 
 #include <cstdint>
 #include <cstring>
+#include <functional>
 #include <memory>
 #include <random>
 #include <vector>
@@ -293,8 +294,13 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     std::vector<float> residual = gputest::random_operand(elements, 3.0f, c.dtype, rng).f32;
     std::vector<uint16_t> params =
         gputest::random_operand(3 * size_t(c.hidden), 1.0f, c.dtype, rng).bits;
-    // Three rounds over the ranks: no rank copies from or to the host while another's kernels
-    // wait for it (such a copy can block in the driver; see Ranks).
+    // Rounds over the ranks, each ending with every rank's stream idle. No rank copies from or to
+    // the host while another's kernels wait for it (such a copy can block in the driver; see
+    // Ranks). And each round launches one kernel that waits for the other ranks: with CUDA's lazy
+    // loading, a rank's first launch of a kernel can wait for its GPU to go idle while the rank's
+    // own all-reduce, launched before it, spins until the other ranks launch theirs, which the
+    // loading can hold back: with ranks sharing one GPU, a deadlock (seen on a one-GPU H200, where
+    // no earlier case had loaded these kernels, as the two-GPU case does).
     std::vector<std::unique_ptr<AddNormBuffers>> buffers;
     buffers.resize(size_t(n));
     threads.run([&](int r) {
@@ -302,33 +308,40 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
       buffers[i] = std::make_unique<AddNormBuffers>(c, partials[i], residual, params);
     });
-    threads.run([&](int r) {
-      const size_t i = size_t(r);
-      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      const AddNormBuffers& b = *buffers[i];
-      AddNormArgs norm;
-      norm.weight = b.weights;
-      norm.bias = c.biases ? b.weights + c.hidden : nullptr;
-      norm.delta_bias = c.biases ? b.weights + 2 * c.hidden : nullptr;
-      norm.num_rows = c.rows;
-      norm.hidden = c.hidden;
-      norm.kind = c.kind;
-      norm.dtype = c.dtype;
-      const CollectiveType type =
-          c.dtype == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
-      AddNormArgs twice = norm;
-      twice.residual = b.res[0];
-      twice.delta = b.delta[0];
-      twice.out = b.out[0];
-      sums[i]->all_reduce_sum(b.delta[0], int64_t(elements), type, streams[i]);
-      launch_add_norm(twice, streams[i]);
-      AddNormArgs once = norm;
-      once.residual = b.res[1];
-      once.delta = b.delta[1];
-      once.out = b.out[1];
-      REQUIRE(fused[i]->fuses_add_norm(once));
-      fused[i]->all_reduce_add_norm(once, streams[i]);
-      ROSE_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
+    AddNormArgs norm;
+    norm.num_rows = c.rows;
+    norm.hidden = c.hidden;
+    norm.kind = c.kind;
+    norm.dtype = c.dtype;
+    // [0]: the two kernels' run, [1]: the fused one's, on rank r's buffers.
+    const auto args = [&](int r, int k) {
+      const AddNormBuffers& b = *buffers[size_t(r)];
+      AddNormArgs a = norm;
+      a.weight = b.weights;
+      a.bias = c.biases ? b.weights + c.hidden : nullptr;
+      a.delta_bias = c.biases ? b.weights + 2 * c.hidden : nullptr;
+      a.residual = b.res[k];
+      a.delta = b.delta[k];
+      a.out = b.out[k];
+      return a;
+    };
+    const CollectiveType type =
+        c.dtype == DType::kBF16 ? CollectiveType::kBF16 : CollectiveType::kF16;
+    const auto round = [&](const std::function<void(int)>& launch) {
+      threads.run([&](int r) {
+        ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+        launch(r);
+        ROSE_CUDA_CHECK(cudaStreamSynchronize(streams[size_t(r)]));
+      });
+    };
+    round([&](int r) {
+      sums[size_t(r)]->all_reduce_sum(buffers[size_t(r)]->delta[0], int64_t(elements), type,
+                                      streams[size_t(r)]);
+    });
+    round([&](int r) { launch_add_norm(args(r, 0), streams[size_t(r)]); });
+    round([&](int r) {
+      REQUIRE(fused[size_t(r)]->fuses_add_norm(args(r, 1)));
+      fused[size_t(r)]->all_reduce_add_norm(args(r, 1), streams[size_t(r)]);
     });
     std::vector<int> rank_wrong(size_t(n), 0);
     threads.run([&](int r) {
