@@ -3,8 +3,9 @@
 # non-GEMV part down), on the H100 (bundle-pack/ carried): for llama-8b and llama-1b in Q4_K and
 # bf16, the offline grid:1:512:128 bench with each kernel class left out of the graphed step
 # (ROSEINFER_CUDA_SKIP: outputs wrong, step time real), then ncu's per-kernel duration and DRAM bytes
-# of one graph-less Q4_K step of each model. MODELS (default "llama-8b llama-1b") and SKIPS
-# (default "norm attention gemv norm,attention") choose the runs. $OUT gets summary.txt (one line
+# of one graph-less Q4_K step of each model. MODELS (default "llama-8b llama-1b"), WEIGHTS (default
+# "q4_k bf16"), NCU_WEIGHTS (the one ncu profiles, default q4_k) and SKIPS (default "norm attention
+# gemv norm,attention") choose the runs. $OUT gets summary.txt (one line
 # per run, then the ncu per-kernel tables) and outputs.tgz.
 set -uo pipefail
 OUT=${OUT:-/tmp/b1_breakdown}
@@ -15,7 +16,7 @@ device_begin
 MODELS=${MODELS:-"llama-8b llama-1b"}
 SKIPS=${SKIPS:-"norm attention gemv norm,attention"}
 for model in $MODELS; do
-  for weights in q4_k bf16; do
+  for weights in ${WEIGHTS:-q4_k bf16}; do
     q=()
     [[ $weights != bf16 ]] && q=(--quantize "$weights")
     offline_bench "${model}_${weights}" 1 --model "$model" "${q[@]}"
@@ -26,12 +27,16 @@ for model in $MODELS; do
   done
 done
 METRICS=gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__block_size,launch__registers_per_thread
+NCU_WEIGHTS=${NCU_WEIGHTS:-q4_k}
+q=()
+[[ $NCU_WEIGHTS != bf16 ]] && q=(--quantize "$NCU_WEIGHTS")
 for model in $MODELS; do
-  step "ncu_${model}_q4_k" 300 env ROSEINFER_CUDA_PROFILE_STEP=40 ncu --clock-control none --csv \
+  name="ncu_${model}_$NCU_WEIGHTS"
+  step "$name" 300 env ROSEINFER_CUDA_PROFILE_STEP=40 ncu --clock-control none --csv \
     --page details --profile-from-start off --metrics "$METRICS" "$B/roseinfer" bench --device cuda \
-    --mode offline --dataset-name grid:1:512:128 --model "$model" --quantize q4_k --no-cuda-graph
-  grep '^"' "$OUT/ncu_${model}_q4_k.txt" >"$OUT/ncu_${model}_q4_k.csv"
-  python3 scripts/ncu_summary.py "$OUT/ncu_${model}_q4_k.csv" 25 | tee -a "$SUMMARY"
+    --mode offline --dataset-name grid:1:512:128 --model "$model" "${q[@]}" --no-cuda-graph
+  grep '^"' "$OUT/$name.txt" >"$OUT/$name.csv"
+  python3 scripts/ncu_summary.py "$OUT/$name.csv" 25 | tee -a "$SUMMARY"
 done
 device_pack
 cat "$SUMMARY"

@@ -97,11 +97,16 @@ __global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64
 }
 
 // An element of T (bf16 or fp16: dispatch_dtype's types) read past L1 (another GPU wrote it this
-// epoch; L1 may hold epoch - 2's value).
+// epoch; L1 may hold epoch - 2's value), as its raw bits: callers convert later, so a thread's
+// loads are all in flight before the first value is used.
 template <typename T>
-__device__ __forceinline__ float load_cg(const T* p) {
+__device__ __forceinline__ unsigned short load_bits_cg(const T* p) {
   static_assert(sizeof(T) == 2);
-  const unsigned short bits = __ldcg(reinterpret_cast<const unsigned short*>(p));
+  return __ldcg(reinterpret_cast<const unsigned short*>(p));
+}
+
+template <typename T>
+__device__ __forceinline__ float bits_to_float(unsigned short bits) {
   T value;
   memcpy(&value, &bits, 2);
   return to_float(value);
@@ -150,33 +155,52 @@ __global__ void __launch_bounds__(kNormThreads)
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
     float* res = norm.residual + int64_t(row) * hidden;
     const int64_t offset = int64_t(row) * hidden;
+    // The residual's loads first, in flight while the partials are summed; then the sums, then the
+    // stores, as in add_norm_kernel (a load used at once, or behind a store, costs a memory round
+    // trip per element).
+    float x[kPerThread];
+    T bias_value[kPerThread];  // raw: converted where used, so no load waits for the one before
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      if (i < hidden) {
+        x[j] = res[i];
+        if (delta_bias) bias_value[j] = delta_bias[i];
+      }
+    }
     // The ranks' partials summed in rank order, each rank's kPerThread loads issued together (a
     // loop over ranks inside the element loop would wait for each load in turn).
     float reduced[kPerThread] = {};
     for (int source = 0; source < a.size; ++source) {
       const T* partial = (source == a.rank ? delta : region(a.rank, source)) + offset;
-      float value[kPerThread];
+      unsigned short bits[kPerThread];  // raw, converted in the sum (see load_bits_cg)
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
         const int i = threadIdx.x + j * kNormThreads;
-        value[j] = i < hidden ? load_cg(partial + i) : 0.0f;
+        if (i < hidden) bits[j] = load_bits_cg(partial + i);
       }
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) reduced[j] += value[j];
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = threadIdx.x + j * kNormThreads;
+        if (i < hidden) reduced[j] += bits_to_float<T>(bits[j]);
+      }
     }
-    float x[kPerThread];
     float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
-      x[j] = 0.0f;
+      x[j] = i < hidden ? x[j] : 0.0f;
       if (i < hidden) {
-        float v = res[i] + to_float(from_float<T>(reduced[j]));
-        if (delta_bias) v += to_float(delta_bias[i]);
-        if (norm.write_residual) res[i] = v;
+        float v = x[j] + to_float(from_float<T>(reduced[j]));
+        if (delta_bias) v += to_float(bias_value[j]);
         x[j] = v;
         sum += v;
       }
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      if (i < hidden && norm.write_residual) res[i] = x[j];
     }
     store_norm_row<T>(norm, x, sum, w, b, static_cast<T*>(norm.out) + offset, scratch);
   }

@@ -45,24 +45,55 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   }
 
   float x[kPerThread];
+  if (tok_row) {
+    // The embedding (layer 0's norm, once a step): x = tok_emb (+ pos_emb) (+ delta ...).
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      x[j] = 0.0f;
+      if (i < hidden) {
+        float v = to_float(tok_row[i]);
+        if (pos_row) v += to_float(pos_row[i]);
+        if (delta) v += to_float(delta[i]);
+        if (delta_bias) v += to_float(delta_bias[i]);
+        x[j] = v;
+      }
+    }
+  } else {
+    // Every element's loads are issued before any value is used: the raw values, converted in the
+    // next loop. Converting at the load, or storing the residual in the same loop (nothing tells
+    // the compiler res and delta are apart), made each element wait for the previous element's
+    // round trip to memory: 7.5 us a norm of llama-8b's 4,096 in a batch-1 graph on an H200.
+    float r[kPerThread];
+    T dv[kPerThread], bv[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      if (i < hidden) {
+        r[j] = res[i];
+        if (delta) dv[j] = delta[i];
+        if (delta_bias) bv[j] = delta_bias[i];
+      }
+    }
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kThreads;
+      x[j] = 0.0f;
+      if (i < hidden) {
+        float v = r[j];
+        if (delta) v += to_float(dv[j]);
+        if (delta_bias) v += to_float(bv[j]);
+        x[j] = v;
+      }
+    }
+  }
   float sum = 0.0f;
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = threadIdx.x + j * kThreads;
-    x[j] = 0.0f;
     if (i < hidden) {
-      float v;
-      if (tok_row) {
-        v = to_float(tok_row[i]);
-        if (pos_row) v += to_float(pos_row[i]);
-      } else {
-        v = res[i];
-      }
-      if (delta) v += to_float(delta[i]);
-      if (delta_bias) v += to_float(delta_bias[i]);
-      if (args.write_residual) res[i] = v;
-      x[j] = v;
-      sum += v;
+      if (args.write_residual) res[i] = x[j];
+      sum += x[j];
     }
   }
   store_norm_row<T>(args, x, sum, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, scratch);

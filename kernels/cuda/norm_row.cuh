@@ -37,11 +37,22 @@ __device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float 
                                                  float (&b)[kPerThread]) {
   const T* weight = static_cast<const T*>(args.weight);
   const T* bias = static_cast<const T*>(args.bias);
+  // The raw values first, converted after: a conversion next to its load would hold every later
+  // load behind that one's round trip to memory.
+  T weight_raw[kPerThread], bias_raw[kPerThread];
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kNormThreads;
-    w[j] = i < args.hidden ? to_float(weight[i]) : 0.0f;
-    b[j] = bias && i < args.hidden ? to_float(bias[i]) : 0.0f;
+    if (i < args.hidden) {
+      weight_raw[j] = weight[i];
+      if (bias) bias_raw[j] = bias[i];
+    }
+  }
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    w[j] = i < args.hidden ? to_float(weight_raw[j]) : 0.0f;
+    b[j] = bias && i < args.hidden ? to_float(bias_raw[j]) : 0.0f;
   }
 }
 
