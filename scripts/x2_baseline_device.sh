@@ -22,7 +22,7 @@ if command -v nsys >/dev/null; then
       --model llama-8b --device cuda --dataset-name grid:1:512:128 --tensor-parallel "$tp" \
       --max-num-seqs 64 --max-num-batched-tokens 8192 --mode offline >"$FINAL/nsys_tp${tp}_log.txt" 2>&1
     timeout 100 nsys stats -r cuda_gpu_kern_sum -f csv -o "$FINAL/nsys_tp$tp" "/tmp/nsys_tp$tp.nsys-rep" >>"$FINAL/nsys_tp${tp}_log.txt" 2>&1
-    ls "$FINAL" | grep "nsys_tp$tp"
+    ls "$FINAL"/nsys_tp"$tp"* 2>/dev/null
   done
 else
   echo "no nsys on this machine"
