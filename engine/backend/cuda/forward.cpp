@@ -153,6 +153,7 @@ StepFields CudaBackend::step_fields(int n, int num_seqs) const {
 void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   const ModelConfig& c = config_;
   const StepFields step = step_fields(n, num_seqs);
+  unreduced_rows_ = 0;  // a step that threw part-way may have left one pending
   const bool embedding_in_norm =
       !layer_args_.empty() && layer_args_[0].attn_norm.tok_emb && !skipped(kSkipNorm);
   if (!embedding_in_norm) {
