@@ -128,6 +128,13 @@ TEST_CASE("quantize_weights: a GGUF keeps its own types; unsupported types are r
       doctest::Contains("a GGUF keeps its own types"), Error);
   CHECK_THROWS_WITH_AS(quantize_weights(open_model("tiny"), GgmlType::kQ5_K),
                        doctest::Contains("no quantizer"), Error);
+  CHECK_THROWS_WITH_AS(
+      quantize_weights(open_gguf_weights("tests/fixtures/gguf/tiny_llama_quant.gguf"),
+                       *QuantizeScheme::parse("q4_k_m")),
+      doctest::Contains("a GGUF keeps its own types"), Error);
+  CHECK(QuantizeScheme::parse("q4_k_m")->types() ==
+        std::vector<GgmlType>{GgmlType::kQ4_K, GgmlType::kQ6_K, GgmlType::kQ8_0});
+  CHECK(QuantizeScheme::single(GgmlType::kQ8_0).types() == std::vector<GgmlType>{GgmlType::kQ8_0});
 }
 
 TEST_CASE("use_more_bits: llama.cpp's layers for 4, 16 and 32 layers, counted by hand") {
