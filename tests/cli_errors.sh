@@ -46,6 +46,7 @@ expect 2 "--temperature" run datasets/sample.jsonl --temperature -1
 expect 2 "--top-p" run datasets/sample.jsonl --top-p 1.5
 expect 2 "--max-tokens" run datasets/sample.jsonl --max-tokens 0
 expect 2 "--mode" run datasets/sample.jsonl --mode fastest
+expect 2 "--quantize" run datasets/sample.jsonl --quantize q4_k_s "${COMMON[@]}"
 # Scale-out: an unknown router or a negative load factor, more replicas than GPUs, a sim backend without its model.
 expect 2 "--router" bench datasets/sample.jsonl --data-parallel 2 --router random "${COMMON[@]}"
 expect 2 "--router-load-factor" bench datasets/sample.jsonl --data-parallel 2 --router prefix \

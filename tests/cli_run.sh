@@ -49,4 +49,12 @@ count_ids() { grep "\"id\":\"$1\"" "$TMP/two.out" | sed 's/.*"token_ids":\[\([^]
 check "--max-tokens applies to lines without max_tokens" [ "$(count_ids a)" -eq 5 ]
 check "a line's max_tokens overrides --max-tokens" [ "$(count_ids b)" -eq 2 ]
 
+# 6. --quantize q4_k_m: info names the mix (tiny: layers 2 and 3 get Q6_K v rows, the tied lm_head
+# Q6_K, the down projections stay dense), and the CPU runs on its dequantized values.
+"$BIN" info --quantize q4_k_m "${COMMON[@]}" >"$TMP/info_q4km.txt" 2>/dev/null
+check "info --quantize q4_k_m lists the mix" grep -q "Q4_K x 12, Q6_K x 3, dense x 4" "$TMP/info_q4km.txt"
+"$BIN" run "$TMP/two.jsonl" --quantize q4_k_m "${COMMON[@]}" >"$TMP/q4km.out" 2>/dev/null
+check "run --quantize q4_k_m exits 0" [ $? -eq 0 ]
+check "run --quantize q4_k_m answers both lines" [ "$(wc -l <"$TMP/q4km.out")" -eq 2 ]
+
 finish cli_run
