@@ -155,14 +155,15 @@ __global__ void __launch_bounds__(kNormThreads)
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
     float* res = norm.residual + int64_t(row) * hidden;
     const int64_t offset = int64_t(row) * hidden;
-    // The residual's loads first, in flight while the partials are summed; then the sums, then the
-    // stores, as in add_norm_kernel (a load used at once, or behind a store, costs a memory round
-    // trip per element).
+    // The residual's loads first, in flight while the partials are summed; then the sums. The
+    // stores come last (finish_add_norm_row), as in add_norm_kernel: a load used at once, or
+    // behind a store, costs a memory round trip per element.
     float x[kPerThread];
     T bias_value[kPerThread];  // raw: converted where used, so no load waits for the one before
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
+      x[j] = 0.0f;
       if (i < hidden) {
         x[j] = res[i];
         if (delta_bias) bias_value[j] = delta_bias[i];
@@ -185,24 +186,15 @@ __global__ void __launch_bounds__(kNormThreads)
         if (i < hidden) reduced[j] += bits_to_float<T>(bits[j]);
       }
     }
-    float sum = 0.0f;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
-      x[j] = i < hidden ? x[j] : 0.0f;
       if (i < hidden) {
-        float v = x[j] + to_float(from_float<T>(reduced[j]));
-        if (delta_bias) v += to_float(bias_value[j]);
-        x[j] = v;
-        sum += v;
+        x[j] += to_float(from_float<T>(reduced[j]));
+        if (delta_bias) x[j] += to_float(bias_value[j]);
       }
     }
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kNormThreads;
-      if (i < hidden && norm.write_residual) res[i] = x[j];
-    }
-    store_norm_row<T>(norm, x, sum, w, b, static_cast<T*>(norm.out) + offset, scratch);
+    finish_add_norm_row<T>(norm, x, res, w, b, static_cast<T*>(norm.out) + offset, scratch);
   }
 }
 
@@ -232,22 +224,12 @@ void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNor
                                      cudaStream_t stream) {
   if (norm.num_rows <= 0) return;
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
-  const int per_thread = (norm.hidden + kNormThreads - 1) / kNormThreads;
   dispatch_dtype(norm.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    if (per_thread <= 4) {
-      launch_kernel(peer_all_reduce_add_norm_kernel<T, 4>, grid, kNormThreads, 0, stream, args,
-                    norm);
-    } else if (per_thread <= 8) {
-      launch_kernel(peer_all_reduce_add_norm_kernel<T, 8>, grid, kNormThreads, 0, stream, args,
-                    norm);
-    } else if (per_thread <= 16) {
-      launch_kernel(peer_all_reduce_add_norm_kernel<T, 16>, grid, kNormThreads, 0, stream, args,
-                    norm);
-    } else {
-      launch_kernel(peer_all_reduce_add_norm_kernel<T, 32>, grid, kNormThreads, 0, stream, args,
-                    norm);
-    }
+    with_norm_per_thread(norm.hidden, [&](auto per_thread) {
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value>, grid,
+                    kNormThreads, 0, stream, args, norm);
+    });
   });
 }
 

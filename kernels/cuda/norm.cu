@@ -12,11 +12,7 @@ namespace {
 // change with the batch (--batch-invariant; vLLM's RMSNorm lost invariance exactly so, #48271).
 // The fused GEMV prologues reproduce this tree (norm_row.cuh).
 constexpr int kThreads = kNormThreads;
-// Each thread keeps its share of the row in registers: hidden <= kThreads * kMaxPerThread.
-constexpr int kMaxPerThread = kAddNormMaxHidden / kThreads;
-
-// kPerThread: elements of the row each thread keeps (ceil(hidden / kThreads), rounded up to 4, 8,
-// 16 or 32): a function of the model only, so the reduction order never depends on the batch.
+// kPerThread: elements of the row each thread keeps in registers (with_norm_per_thread).
 template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
@@ -87,16 +83,8 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
       }
     }
   }
-  float sum = 0.0f;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = threadIdx.x + j * kThreads;
-    if (i < hidden) {
-      if (args.write_residual) res[i] = x[j];
-      sum += x[j];
-    }
-  }
-  store_norm_row<T>(args, x, sum, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, scratch);
+  finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden,
+                         scratch);
 }
 
 }  // namespace
@@ -109,16 +97,10 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
   }
   dispatch_dtype(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    const int per_thread = (args.hidden + kThreads - 1) / kThreads;
-    if (per_thread <= 4) {
-      launch_kernel(add_norm_kernel<T, 4>, args.num_rows, kThreads, 0, stream, args);
-    } else if (per_thread <= 8) {
-      launch_kernel(add_norm_kernel<T, 8>, args.num_rows, kThreads, 0, stream, args);
-    } else if (per_thread <= 16) {
-      launch_kernel(add_norm_kernel<T, 16>, args.num_rows, kThreads, 0, stream, args);
-    } else {
-      launch_kernel(add_norm_kernel<T, kMaxPerThread>, args.num_rows, kThreads, 0, stream, args);
-    }
+    with_norm_per_thread(args.hidden, [&](auto per_thread) {
+      launch_kernel(add_norm_kernel<T, decltype(per_thread)::value>, args.num_rows, kThreads, 0,
+                    stream, args);
+    });
   });
   ROSE_CUDA_CHECK_LAUNCH();
 }

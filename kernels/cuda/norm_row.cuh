@@ -3,6 +3,8 @@
 // GEMV's prologue, gemv.cuh and gemv_quant.cuh): the same operations in the same reduction tree,
 // so a fused kernel reads exactly the bits launch_add_norm would have written (included from .cu
 // files only).
+#include <type_traits>
+
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/norm.cuh"
 
@@ -57,15 +59,26 @@ __device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float 
 }
 
 // The end of add_norm_kernel's row, once the row after its residual add is known: x, this thread's
-// elements of it (0 past hidden), and sum, their sum in order of j. out_row (hidden,) = norm(x) *
-// w (+ b) in T. scratch: shared, 32 floats. Every thread of the block must call it.
+// elements of it (0 past hidden). Stores them to res_row (hidden,) fp32 when args.write_residual
+// (after every load of the row: a store among them would hold the later loads back), sums them in
+// order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T. scratch: shared, 32 floats.
+// Every thread of the block must call it.
 template <typename T, int kPerThread>
-__device__ __forceinline__ void store_norm_row(const AddNormArgs& args,
-                                               const float (&x)[kPerThread], float sum,
-                                               const float (&w)[kPerThread],
-                                               const float (&b)[kPerThread], T* out_row,
-                                               float* scratch) {
+__device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
+                                                    const float (&x)[kPerThread], float* res_row,
+                                                    const float (&w)[kPerThread],
+                                                    const float (&b)[kPerThread], T* out_row,
+                                                    float* scratch) {
   const int hidden = args.hidden;
+  float sum = 0.0f;
+#pragma unroll
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    if (i < hidden) {
+      if (args.write_residual) res_row[i] = x[j];
+      sum += x[j];
+    }
+  }
   float mean = 0.0f;
   if (args.kind == NormKind::kLayerNorm) mean = block_sum(sum, scratch) / hidden;
   float sq = 0.0f;
@@ -83,6 +96,25 @@ __device__ __forceinline__ void store_norm_row(const AddNormArgs& args,
       if (args.bias) y += b[j];
       out_row[i] = from_float<T>(y);
     }
+  }
+}
+
+// Calls fn(std::integral_constant<int, K>{}) with K, the elements of a row each of a norm block's
+// kNormThreads threads keeps: ceil(hidden / kNormThreads) rounded up to 4, 8, 16 or 32 (a function
+// of the model only, so the reduction order never depends on the batch). hidden <=
+// kAddNormMaxHidden.
+template <typename Fn>
+void with_norm_per_thread(int hidden, Fn&& fn) {
+  static_assert(kAddNormMaxHidden == 32 * kNormThreads);
+  const int per_thread = (hidden + kNormThreads - 1) / kNormThreads;
+  if (per_thread <= 4) {
+    fn(std::integral_constant<int, 4>{});
+  } else if (per_thread <= 8) {
+    fn(std::integral_constant<int, 8>{});
+  } else if (per_thread <= 16) {
+    fn(std::integral_constant<int, 16>{});
+  } else {
+    fn(std::integral_constant<int, 32>{});
   }
 }
 
