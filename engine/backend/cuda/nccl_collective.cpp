@@ -40,17 +40,17 @@ ncclDataType_t nccl_type(CollectiveType type) {
 }
 
 // NCCL, with the small all-reduces sent through peer memory when `peer` is given, and the
-// add-norms of up to fused_all_reduce_max_rows() rows fused with theirs when `peer_add_norm` is.
+// add-norms of up to fused_max_rows rows fused with theirs when `peer_add_norm` is.
 class NcclCollective final : public Collective, public AddNormReducer {
  public:
   NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer,
-                 std::unique_ptr<PeerAllReduce> peer_add_norm)
+                 std::unique_ptr<PeerAllReduce> peer_add_norm, int fused_max_rows)
       : comm_(comm),
         rank_(rank),
         size_(size),
         peer_(std::move(peer)),
         peer_add_norm_(std::move(peer_add_norm)),
-        fused_max_rows_(fused_all_reduce_max_rows()) {}
+        fused_max_rows_(fused_max_rows) {}
   ~NcclCollective() override {              // errors ignored: destructors never throw
     if (!aborted_) ncclCommDestroy(comm_);  // an aborted communicator is gone already
   }
@@ -122,9 +122,10 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
   ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
   std::vector<std::unique_ptr<PeerAllReduce>> peers, add_norm_peers;
+  const int fused_max_rows = fused_all_reduce_max_rows();
   if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
     peers = PeerAllReduce::make_group(devices, max_bytes);
-    if (!peers.empty() && fused_all_reduce_max_rows() > 0) {
+    if (!peers.empty() && fused_max_rows > 0) {
       add_norm_peers = PeerAllReduce::make_group(devices, max_bytes, PeerAllReduce::Use::kAddNorm);
     }
   }
@@ -135,7 +136,7 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   std::vector<std::unique_ptr<Collective>> ranks;
   for (int r = 0; r < n; ++r) {
     ranks.push_back(std::make_unique<NcclCollective>(comms[size_t(r)], r, n, rank_of(peers, r),
-                                                     rank_of(add_norm_peers, r)));
+                                                     rank_of(add_norm_peers, r), fused_max_rows));
   }
   return ranks;
 }
