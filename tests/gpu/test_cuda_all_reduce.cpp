@@ -236,35 +236,23 @@ struct AddNormCase {
   bool biases = false;
 };
 
-// A rank's device buffers for one case, freed when it goes (on the rank's device and thread).
+// One way's buffers on a rank (gputest::DeviceArray: the output starts poisoned, so a row the
+// kernel fails to write shows in the comparison).
+struct AddNormWay {
+  AddNormWay(const std::vector<uint16_t>& partial, const std::vector<float>& residual)
+      : delta(partial), res(residual), out(partial.size()) {}
+  gputest::DeviceArray<uint16_t> delta;  // (rows, hidden) this rank's partial in dtype
+  gputest::DeviceArray<float> res;       // (rows, hidden) the residual stream, alike on every rank
+  gputest::DeviceArray<uint16_t> out;    // (rows, hidden) normalized rows in dtype
+};
+
+// A rank's buffers for one case, made and freed on the rank's device and thread.
 struct AddNormBuffers {
-  AddNormBuffers(const AddNormCase& c, const std::vector<uint16_t>& partial,
-                 const std::vector<float>& residual, const std::vector<uint16_t>& params) {
-    const size_t elements = size_t(c.rows) * size_t(c.hidden);
-    for (int k = 0; k < 2; ++k) {
-      ROSE_CUDA_CHECK(cudaMalloc(&delta[k], elements * 2));
-      ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&res[k]), elements * 4));
-      ROSE_CUDA_CHECK(cudaMalloc(&out[k], elements * 2));
-      ROSE_CUDA_CHECK(cudaMemcpy(delta[k], partial.data(), elements * 2, cudaMemcpyHostToDevice));
-      ROSE_CUDA_CHECK(cudaMemcpy(res[k], residual.data(), elements * 4, cudaMemcpyHostToDevice));
-    }
-    ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&weights),
-                               params.size() * 2));  // weight, bias, delta_bias
-    ROSE_CUDA_CHECK(cudaMemcpy(weights, params.data(), params.size() * 2, cudaMemcpyHostToDevice));
-  }
-  ~AddNormBuffers() {
-    for (int k = 0; k < 2; ++k) {
-      cudaFree(delta[k]);
-      cudaFree(res[k]);
-      cudaFree(out[k]);
-    }
-    cudaFree(weights);
-  }
-  // [0]: the two kernels' run, [1]: the fused one's.
-  void* delta[2] = {};          // (rows, hidden) this rank's partial in dtype
-  float* res[2] = {};           // (rows, hidden) the residual stream, the same on every rank
-  void* out[2] = {};            // (rows, hidden) normalized rows in dtype
-  uint16_t* weights = nullptr;  // (3, hidden): norm weight, norm bias, delta bias
+  AddNormBuffers(const std::vector<uint16_t>& partial, const std::vector<float>& residual,
+                 const std::vector<uint16_t>& params)
+      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual)}, weights(params) {}
+  AddNormWay ways[2];                      // [0]: the two kernels' run, [1]: the fused one's
+  gputest::DeviceArray<uint16_t> weights;  // (3, hidden): norm weight, norm bias, delta bias
 };
 
 // Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
@@ -306,7 +294,7 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      buffers[i] = std::make_unique<AddNormBuffers>(c, partials[i], residual, params);
+      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params);
     });
     AddNormArgs norm;
     norm.num_rows = c.rows;
@@ -317,12 +305,12 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     const auto args = [&](int r, int k) {
       const AddNormBuffers& b = *buffers[size_t(r)];
       AddNormArgs a = norm;
-      a.weight = b.weights;
-      a.bias = c.biases ? b.weights + c.hidden : nullptr;
-      a.delta_bias = c.biases ? b.weights + 2 * c.hidden : nullptr;
-      a.residual = b.res[k];
-      a.delta = b.delta[k];
-      a.out = b.out[k];
+      a.weight = b.weights.get();
+      a.bias = c.biases ? b.weights.get() + c.hidden : nullptr;
+      a.delta_bias = c.biases ? b.weights.get() + 2 * c.hidden : nullptr;
+      a.residual = b.ways[k].res.get();
+      a.delta = b.ways[k].delta.get();
+      a.out = b.ways[k].out.get();
       return a;
     };
     const CollectiveType type =
@@ -335,8 +323,8 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
       });
     };
     round([&](int r) {
-      sums[size_t(r)]->all_reduce_sum(buffers[size_t(r)]->delta[0], int64_t(elements), type,
-                                      streams[size_t(r)]);
+      sums[size_t(r)]->all_reduce_sum(buffers[size_t(r)]->ways[0].delta.get(), int64_t(elements),
+                                      type, streams[size_t(r)]);
     });
     round([&](int r) { launch_add_norm(args(r, 0), streams[size_t(r)]); });
     round([&](int r) {
@@ -347,16 +335,10 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      std::vector<uint8_t> res[2], out[2];
-      for (int k = 0; k < 2; ++k) {
-        res[k].resize(elements * 4);
-        out[k].resize(elements * 2);
-        ROSE_CUDA_CHECK(
-            cudaMemcpy(res[k].data(), buffers[i]->res[k], elements * 4, cudaMemcpyDeviceToHost));
-        ROSE_CUDA_CHECK(
-            cudaMemcpy(out[k].data(), buffers[i]->out[k], elements * 2, cudaMemcpyDeviceToHost));
-      }
-      rank_wrong[i] = res[0] != res[1] || out[0] != out[1];
+      const AddNormWay* ways = buffers[i]->ways;
+      const std::vector<float> res0 = ways[0].res.download(), res1 = ways[1].res.download();
+      const bool same_res = std::memcmp(res0.data(), res1.data(), res0.size() * 4) == 0;
+      rank_wrong[i] = !same_res || ways[0].out.download() != ways[1].out.download();
       buffers[i].reset();
     });
     for (int w : rank_wrong) wrong += w;
