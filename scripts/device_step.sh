@@ -17,10 +17,15 @@ step() {  # NAME LIMIT_S COMMAND...
   return 0
 }
 
-# The start every such script shares, once $OUT exists: unpack the carried bundle unless bundle/ is
-# there, set B (the bundle) and LD_LIBRARY_PATH, start an empty $SUMMARY, and record the device,
-# driver and the bundle's binaries' versions in $OUT/device.txt.
-device_begin() {
+# The start every such script shares: with DEFAULT_OUT given, $OUT defaults to it and is made
+# (else $OUT must exist); unpack the carried bundle unless bundle/ is there, set B (the bundle) and
+# LD_LIBRARY_PATH, start an empty $SUMMARY, and record the device, driver and the bundle's
+# binaries' versions in $OUT/device.txt.
+device_begin() {  # [DEFAULT_OUT]
+  if [[ $# -gt 0 ]]; then
+    OUT=${OUT:-$1}
+    mkdir -p "$OUT"
+  fi
   if [[ ! -x bundle/roseinfer && -f bundle-pack/bundle.tar.xz ]]; then tar xJf bundle-pack/bundle.tar.xz; fi
   B=$PWD/bundle
   export LD_LIBRARY_PATH="$B:/usr/local/cuda/lib64:${LD_LIBRARY_PATH:-}"
@@ -60,6 +65,13 @@ offline_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
 }
 base_offline_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
   bench_with "$B/roseinfer-base" "$@"
+}
+# The previous commit's build, then this one, on the same bench: NAME_base and NAME_new.
+base_and_new_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
+  local name=$1
+  shift
+  base_offline_bench "${name}_base" "$@"
+  offline_bench "${name}_new" "$@"
 }
 bench_with() {  # BINARY NAME BATCH [VAR=VALUE...] ARGS...
   local bin=$1 name=$2 batch=$3

@@ -5,21 +5,13 @@
 # decode, base and new in turn: --quantize q4_k at batch 1 (two rounds) and 2, q4_k_m and q8_0 at
 # batch 1. $OUT: summary.txt, outputs.tgz.
 set -uo pipefail
-OUT=${OUT:-/tmp/gemv_ahead}
-mkdir -p "$OUT"
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-device_begin
+device_begin /tmp/gemv_ahead
 step gpu_test_cuda_gemv_quant 120 "$B/gpu_test_cuda_gemv_quant"
-pair() {  # NAME BATCH ARGS...: base, then new
-  local name=$1 batch=$2
-  shift 2
-  base_offline_bench "${name}_base" "$batch" "$@"
-  offline_bench "${name}_new" "$batch" "$@"
-}
-pair llama-1b_q4_k_b1_r1 1 --model llama-1b --quantize q4_k
-pair llama-1b_q4_k_b1_r2 1 --model llama-1b --quantize q4_k
-pair llama-1b_q4_k_b2 2 --model llama-1b --quantize q4_k
-pair llama-1b_q4_k_m_b1 1 --model llama-1b --quantize q4_k_m
-pair llama-1b_q8_0_b1 1 --model llama-1b --quantize q8_0
+base_and_new_bench llama-1b_q4_k_b1_r1 1 --model llama-1b --quantize q4_k
+base_and_new_bench llama-1b_q4_k_b1_r2 1 --model llama-1b --quantize q4_k
+base_and_new_bench llama-1b_q4_k_b2 2 --model llama-1b --quantize q4_k
+base_and_new_bench llama-1b_q4_k_m_b1 1 --model llama-1b --quantize q4_k_m
+base_and_new_bench llama-1b_q8_0_b1 1 --model llama-1b --quantize q8_0
 device_pack

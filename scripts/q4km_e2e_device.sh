@@ -6,11 +6,9 @@
 # and transformers' batch-1 generate on a random llama-1b checkpoint. $OUT: summary.txt,
 # outputs.tgz.
 set -uo pipefail
-OUT=${OUT:-/tmp/q4km_e2e}
-mkdir -p "$OUT"
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-device_begin
+device_begin /tmp/q4km_e2e
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
 for r in 1 2; do
   for model in llama-1b llama-8b; do

@@ -8,11 +8,9 @@
 #   - then, while time is left, llama-70b TP=2: batch 1 both ways, batch 16 and 64, and nano256.
 # Each run's JSON, output and command land in $OUT/outputs.tgz; summary.txt has the table.
 set -uo pipefail
-OUT=${OUT:-/tmp/tp_fused_out}
-mkdir -p "$OUT"
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-device_begin
+device_begin /tmp/tp_fused_out
 DEADLINE=${DEADLINE:-480}
 step gpu_test_cuda_all_reduce 120 "$B/gpu_test_cuda_all_reduce"
 step gpu_test_cuda_tensor_parallel 300 "$B/gpu_test_cuda_tensor_parallel"
