@@ -544,6 +544,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t slot = fused ? args.rope.slot_mapping[token] : -1;
   pdl_wait();
   pdl_launch_dependents();
+  if (args.probe == 1) return;
   if (!fused && first_chunk < num_chunks) {
     fetch_chunk<D>(
         args, locate_chunk<D>(args, table, kv_head, first_chunk, lane, first_new_key, num_keys),
@@ -669,6 +670,7 @@ __global__ void __launch_bounds__(kThreads)
     value_s[i / D][i % D] = value;
     if (i % D == 0) lse_s[i / D] = lse;
   }
+  if (args.probe == 2) return;
   merge_cluster_blocks<T, D>(cluster, args, &value_s[0][0], lse_s, token, head_begin, heads, split);
 }
 
@@ -719,10 +721,16 @@ void launch_dim(const AttentionArgs& args, cudaStream_t stream) {
 }  // namespace
 
 void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t stream) {
+  static const int probe = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_ATTENTION_PROBE");
+    return env ? std::atoi(env) : 0;
+  }();
+  AttentionArgs probed = args;
+  probed.probe = probe;
   if (args.dtype == DType::kBF16) {
-    launch_dim<__nv_bfloat16>(args, stream);
+    launch_dim<__nv_bfloat16>(probed, stream);
   } else {
-    launch_dim<__half>(args, stream);
+    launch_dim<__half>(probed, stream);
   }
 }
 

@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
@@ -15,6 +17,93 @@ constexpr int kWarps = 4;
 constexpr int kChunk = 32 * 8;  // elements a warp covers with one 16-byte load per lane
 
 enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
+
+// Lane 0's store of feature o's sums (acc: the warp sums of each weight row and input row) through
+// epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream.
+template <typename T, Epilogue E, int kRows, int kWeightRows>
+__device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kRows], int n,
+                                              int out, int o, const T* bias, void* y,
+                                              bool residual_add) {
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) {
+    if (row < n) {
+      const int64_t at = int64_t(row) * out + o;
+      if constexpr (E == Epilogue::kStoreF32) {
+        static_cast<float*>(y)[at] = acc[0][row];
+      } else if constexpr (E == Epilogue::kStore) {
+        const T value = from_float<T>(acc[0][row]);
+        if (residual_add) {  // y is the fp32 residual stream (gemv_fusion.cuh)
+          float* residual = static_cast<float*>(y);
+          residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
+        } else {
+          static_cast<T*>(y)[at] = value;
+        }
+      } else if constexpr (E == Epilogue::kGeluBias) {
+        float v = acc[0][row];
+        if (bias) v += to_float(bias[o]);
+        static_cast<T*>(y)[at] = from_float<T>(gelu_tanh(v));
+      } else {
+        const float g = acc[0][row];
+        static_cast<T*>(y)[at] = from_float<T>(silu(g) * acc[kWeightRows - 1][row]);
+      }
+    }
+  }
+}
+
+// acc[r][row] += the 8 products of weight row r's chunk wf[r] with x row `row` at elements
+// at .. at + 7, for the rows r < n (x (n, in), every row reused from L1).
+template <typename T, int kRows, int kWeightRows>
+__device__ __forceinline__ void fold_chunk(const T* x, int n, int in, int at,
+                                           const float (&wf)[kWeightRows][8],
+                                           float (&acc)[kWeightRows][kRows]) {
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) {
+    if (row < n) {
+      float xv[8];
+      load_as_float<T, 8>(x + int64_t(row) * in + at, xv);
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) {
+#pragma unroll
+        for (int e = 0; e < 8; ++e) acc[r][row] += wf[r][e] * xv[e];
+      }
+    }
+  }
+}
+
+// Each lane's sums into the feature's: the warp's (a fixed xor tree), then, with kSplit warps a
+// feature, the warps' in order through `partial` (kWarps, kWeightRows, kRows), after which the
+// feature's first warp (part 0) holds them. Every thread of the block must call it (a barrier).
+template <int kSplit, int kRows, int kWeightRows>
+__device__ __forceinline__ void sum_feature(float (&acc)[kWeightRows][kRows],
+                                            float (&partial)[kWarps][kWeightRows][kRows], int warp,
+                                            int lane, int part) {
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) {
+#pragma unroll
+    for (int r = 0; r < kWeightRows; ++r) acc[r][row] = warp_sum(acc[r][row]);
+  }
+  if constexpr (kSplit > 1) {
+    if (lane == 0) {
+#pragma unroll
+      for (int row = 0; row < kRows; ++row) {
+#pragma unroll
+        for (int r = 0; r < kWeightRows; ++r) partial[warp][r][row] = acc[r][row];
+      }
+    }
+    __syncthreads();
+    if (part != 0) return;
+#pragma unroll
+    for (int row = 0; row < kRows; ++row) {
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) {
+        float total = 0.0f;
+#pragma unroll
+        for (int s = 0; s < kSplit; ++s) total += partial[warp + s][r][row];
+        acc[r][row] = total;
+      }
+    }
+  }
+}
 
 // kSplit warps per output feature o (kWarps / kSplit features per block), each taking every
 // kSplit-th 512-byte chunk of the dot product; kWeightRows weight rows per feature (2 for
@@ -49,70 +138,117 @@ __global__ void __launch_bounds__(kWarps * 32)
     float wf[kWeightRows][8];
 #pragma unroll
     for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
-#pragma unroll
-    for (int row = 0; row < kRows; ++row) {
-      if (row < n) {
-        float xv[8];
-        load_as_float<T, 8>(x + int64_t(row) * in + c, xv);
-#pragma unroll
-        for (int r = 0; r < kWeightRows; ++r) {
-#pragma unroll
-          for (int e = 0; e < 8; ++e) acc[r][row] += wf[r][e] * xv[e];
-        }
-      }
-    }
+    fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
   }
+  sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
+  if (part != 0 || !active || lane != 0) return;
+  store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
+}
+
+// The same products in one resident wave (the small products, wave_for): the grid holds
+// only as many blocks as are resident at once, each takes feature groups blockIdx.x, + gridDim.x,
+// ..., and its first group's first kPreChunks chunks of each weight row are loaded before the PDL
+// wait, so they stream while the previous kernel finishes. Every feature's sum is the same
+// sequence of operations as in gemv_kernel (the same chunks in the same order), so the bits match.
+constexpr int kPreChunks = 2;
+
+template <typename T, Epilogue E, int kSplit, int kRows>
+__global__ void __launch_bounds__(kWarps * 32)
+    gemv_wave_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
+                     bool residual_add) {
+  constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
+  constexpr int kFeaturesPerBlock = kWarps / kSplit;
+  constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
+  __shared__ float partial[kWarps][kWeightRows][kRows];
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int local = warp / kSplit, part = warp % kSplit;
+  const int first_c = (part * 32 + lane) * 8;  // this lane's first element of every row
+  const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
+  // The first group's first chunks: weights are constants of the run, safe before the wait.
+  uint4 pre[kWeightRows][kPreChunks];
+  {
+    const int o = blockIdx.x * kFeaturesPerBlock + local;
 #pragma unroll
-  for (int row = 0; row < kRows; ++row) {
-#pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) acc[r][row] = warp_sum(acc[r][row]);
-  }
-  if constexpr (kSplit > 1) {
-    if (lane == 0) {
-#pragma unroll
-      for (int row = 0; row < kRows; ++row) {
-#pragma unroll
-        for (int r = 0; r < kWeightRows; ++r) partial[warp][r][row] = acc[r][row];
-      }
-    }
-    __syncthreads();
-    if (part != 0) return;
-#pragma unroll
-    for (int row = 0; row < kRows; ++row) {
+    for (int i = 0; i < kPreChunks; ++i) {
+      const int c = first_c + i * kStride;
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
-        float total = 0.0f;
-#pragma unroll
-        for (int s = 0; s < kSplit; ++s) total += partial[warp + s][r][row];
-        acc[r][row] = total;
+        pre[r][i] =
+            o < out && c < in
+                ? *reinterpret_cast<const uint4*>(w + (int64_t(o) + int64_t(r) * out) * in + c)
+                : make_uint4(0, 0, 0, 0);
       }
     }
   }
-  if (!active || lane != 0) return;
+  pdl_wait();
+  pdl_launch_dependents();
+  for (int group = blockIdx.x; group < groups; group += gridDim.x) {
+    const int o = group * kFeaturesPerBlock + local;
+    const bool active = o < out;  // no early exit: the block meets at barriers below
+    const T* w_row[kWeightRows];
 #pragma unroll
-  for (int row = 0; row < kRows; ++row) {
-    if (row < n) {
-      const int64_t at = int64_t(row) * out + o;
-      if constexpr (E == Epilogue::kStoreF32) {
-        static_cast<float*>(y)[at] = acc[0][row];
-      } else if constexpr (E == Epilogue::kStore) {
-        const T value = from_float<T>(acc[0][row]);
-        if (residual_add) {  // y is the fp32 residual stream (gemv_fusion.cuh)
-          float* residual = static_cast<float*>(y);
-          residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
-        } else {
-          static_cast<T*>(y)[at] = value;
+    for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
+    float acc[kWeightRows][kRows] = {};
+    int c = first_c;
+    if (group == int(blockIdx.x)) {  // the chunks loaded before the wait
+#pragma unroll
+      for (int i = 0; i < kPreChunks; ++i, c += kStride) {
+        if (active && c < in) {
+          float wf[kWeightRows][8];
+#pragma unroll
+          for (int r = 0; r < kWeightRows; ++r) {
+            const T* elems = reinterpret_cast<const T*>(&pre[r][i]);
+#pragma unroll
+            for (int e = 0; e < 8; ++e) wf[r][e] = to_float(elems[e]);
+          }
+          fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
         }
-      } else if constexpr (E == Epilogue::kGeluBias) {
-        float v = acc[0][row];
-        if (bias) v += to_float(bias[o]);
-        static_cast<T*>(y)[at] = from_float<T>(gelu_tanh(v));
-      } else {
-        const float g = acc[0][row];
-        static_cast<T*>(y)[at] = from_float<T>(silu(g) * acc[kWeightRows - 1][row]);
       }
     }
+#pragma unroll 4
+    for (; active && c < in; c += kStride) {
+      float wf[kWeightRows][8];
+#pragma unroll
+      for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
+      fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
+    }
+    sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
+    if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
+    if (part == 0 && active && lane == 0) {
+      store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
+    }
   }
+}
+
+// Which products take gemv_wave_kernel: by default those whose rows the chunks it loads before the
+// wait cover whole (in <= kPreChunks * kChunk * split), so a block holds all its first group's
+// weights before it waits. That sped up the small-model decode (SmolLM2-135M's shape +7-8% at batch
+// 1, gpt2 even) where every matrix qualified; taken for all matrices it cost llama-1b 6% and
+// llama-8b 8% (its registers, 46-70 against 24-32, leave fewer warps streaming), and rows only
+// partly preloaded (matrices up to 16 MiB) gained nothing measurable
+// (results/2026-11-29-b1-overlap). ROSEINFER_CUDA_GEMV_WAVE=0: never, =1: always (comparisons);
+// set_gemv_wave_for_tests overrides.
+int wave_mode_for_tests = -1;  // -1: the environment's choice
+
+bool wave_for(int in, int split) {
+  static const int env_mode = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_WAVE");
+    if (env && env[0] == '0') return 0;
+    return env && env[0] == '1' ? 1 : -1;
+  }();
+  const int mode = wave_mode_for_tests >= 0 ? wave_mode_for_tests : env_mode;
+  if (mode >= 0) return mode == 1;
+  return in <= kPreChunks * kChunk * split;
+}
+
+// Blocks of `kernel` (128 threads, no dynamic shared memory) resident on the current device at
+// once.
+int resident_blocks(const void* kernel) {
+  int device = 0, sms = 0, per_sm = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
+  return std::max(1, sms * per_sm);
 }
 
 // ROSEINFER_CUDA_GEMV_SPLIT=1 forces one warp per feature (the layout before run 11), for
@@ -139,6 +275,26 @@ template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
                  bool residual_add, cudaStream_t stream) {
   const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
+  if (wave_for(in, kSplit)) {
+    auto* kernel = gemv_wave_kernel<T, E, kSplit, kGemvMaxRows>;
+    if (n == 1 && rows_specialized()) kernel = gemv_wave_kernel<T, E, kSplit, 1>;
+    if (n == 2 && rows_specialized()) kernel = gemv_wave_kernel<T, E, kSplit, 2>;
+    // One resident wave in which every block takes the same number of groups. Cached per kernel
+    // (every GPU of a process is of one kind here).
+    static std::map<const void*, int> resident;
+    static std::mutex mutex;
+    int capacity = 0;
+    {
+      const std::lock_guard<std::mutex> lock(mutex);
+      int& cached = resident[reinterpret_cast<const void*>(kernel)];
+      if (cached == 0) cached = resident_blocks(reinterpret_cast<const void*>(kernel));
+      capacity = cached;
+    }
+    const int per_block = (blocks + capacity - 1) / capacity;
+    const int grid = (blocks + per_block - 1) / per_block;
+    launch_kernel(kernel, grid, kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
+    return;
+  }
   auto* kernel = gemv_kernel<T, E, kSplit, kGemvMaxRows>;
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
@@ -182,6 +338,8 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
 }
 
 }  // namespace
+
+void set_gemv_wave_for_tests(int mode) { wave_mode_for_tests = mode; }
 
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream, const GemvFusion& fusion) {

@@ -2,7 +2,9 @@
 // y = x W^T for a handful of rows (decode at small batch), where cuBLAS launches too few thread
 // blocks to stream the weights at full bandwidth: one warp per output feature, 16-byte weight
 // loads, every input row reused from L1. Optional epilogues fuse the MLP activation so no separate
-// activation kernel runs.
+// activation kernel runs. Small matrices (a block's first two chunks cover its rows whole, as in
+// SmolLM2-135M) run in one resident wave with those weights loaded before the PDL wait, so they
+// stream while the previous kernel finishes; the others, one block per feature group.
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/dtype.cuh"
@@ -30,6 +32,11 @@ inline int gemv_split(int in, int out) {
 // quantized (CudaBackend::fused_norm_max_rows).
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream, const GemvFusion& fusion = {});
+
+// Which kernel runs a product: -1 the default (the one-wave kernel where a block's first chunks
+// cover its rows whole, gemv.cu), 0 never the one-wave kernel, 1 always. Tests compare the two;
+// the bits are the same.
+void set_gemv_wave_for_tests(int mode);
 
 enum class GemvActivation {
   kGeluTanhBias,  // y = gelu_tanh(x W^T + bias), W (out, in), bias (out,)

@@ -829,6 +829,64 @@ TEST_CASE("gemv: row r of an n-row product has the bits of the 1-row product of 
   }
 }
 
+TEST_CASE("gemv: the one-wave kernel (weights loaded before the wait) gives gemv_kernel's bits") {
+  // gemv.cu runs a product whose rows its first chunks cover whole on gemv_wave_kernel, the rest on
+  // gemv_kernel; each feature's sum is the same sequence of operations on both. Shapes: SmolLM2's
+  // qkv, o, down (rows covered whole), gpt2's qkv, llama-1b's qkv and a ragged one (partly
+  // preloaded), a grid of more groups than are resident (8200 features: blocks take several), and
+  // every epilogue: fp32 and bf16 stores, the residual add, gelu with bias, silu(gate) * up.
+  std::mt19937 rng(41);
+  struct Shape {
+    int in, out;
+  };
+  for (Shape sh : {Shape{576, 960}, Shape{576, 576}, Shape{1536, 576}, Shape{768, 2304},
+                   Shape{2048, 3072}, Shape{1288, 37}, Shape{512, 8200}}) {
+    for (int n = 1; n <= kGemvMaxRows; ++n) {
+      CAPTURE(sh.in);
+      CAPTURE(sh.out);
+      CAPTURE(n);
+      const Bf16Data x = random_bf16(size_t(n) * sh.in, rng);
+      const Bf16Data w = random_bf16(size_t(2) * sh.out * sh.in, rng, -0.1f, 0.1f);  // gate | up
+      const Bf16Data b = random_bf16(size_t(sh.out), rng);
+      std::vector<float> residual(size_t(n) * sh.out);
+      for (size_t i = 0; i < residual.size(); ++i) residual[i] = float(i % 13) - 6.0f;
+      DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_b(b.bits);
+      // kind 0: fp32 out, 1: bf16 out, 2: residual add, 3: gelu(x W^T + b), 4: silu * up.
+      const auto product = [&](int kind, int wave) {
+        set_gemv_wave_for_tests(wave);
+        DeviceArray<float> y32(residual);
+        DeviceArray<uint16_t> y16(size_t(n) * sh.out);
+        if (kind <= 2) {
+          GemvFusion add;
+          add.residual_add = kind == 2;
+          void* y = kind == 1 ? static_cast<void*>(y16.get()) : static_cast<void*>(y32.get());
+          launch_gemv(d_x.get(), d_w.get(), y, n, sh.in, sh.out, kind == 0, DType::kBF16, nullptr,
+                      add);
+        } else {
+          launch_gemv_act(d_x.get(), d_w.get(), d_b.get(), y16.get(), n, sh.in, sh.out,
+                          kind == 3 ? GemvActivation::kGeluTanhBias : GemvActivation::kSiluMul,
+                          DType::kBF16, nullptr);
+        }
+        set_gemv_wave_for_tests(-1);
+        if (kind == 1 || kind >= 3) {
+          const std::vector<uint16_t> v = y16.download();
+          return std::vector<uint32_t>(v.begin(), v.end());
+        }
+        const std::vector<float> v = y32.download();
+        std::vector<uint32_t> bits(v.size());
+        std::memcpy(bits.data(), v.data(), v.size() * sizeof(float));
+        return bits;
+      };
+      for (int kind = 0; kind < 5; ++kind) {
+        CAPTURE(kind);
+        const std::vector<uint32_t> plain = product(kind, 0), wave = product(kind, 1);
+        CHECK(plain == wave);
+        CHECK(std::any_of(plain.begin(), plain.end(), [](uint32_t v) { return v != 0; }));
+      }
+    }
+  }
+}
+
 TEST_CASE("gemv with fused activation: gelu(x W^T + b) and silu(x G^T) * (x U^T) vs cpu ops") {
   std::mt19937 rng(11);
   for (int n : {1, 3, 4}) {
