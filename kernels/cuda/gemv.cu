@@ -1,7 +1,5 @@
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 
 #include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
@@ -241,14 +239,31 @@ bool wave_for(int in, int split) {
   return in <= kPreChunks * kChunk * split;
 }
 
-// Blocks of `kernel` (128 threads, no dynamic shared memory) resident on the current device at
-// once.
-int resident_blocks(const void* kernel) {
-  int device = 0, sms = 0, per_sm = 0;
-  ROSE_CUDA_CHECK(cudaGetDevice(&device));
-  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWarps * 32, 0));
-  return std::max(1, sms * per_sm);
+// The blocks of gemv_wave_kernel<T, E, kSplit, kRows> resident at once on the first device that
+// asks (every GPU of a process is of one kind on our machines; on another kind the grid-stride
+// loop still covers every group, with a grid sized for the first).
+template <typename T, Epilogue E, int kSplit, int kRows>
+int wave_capacity() {
+  static const int blocks = [] {
+    int device = 0, sms = 0, per_sm = 0;
+    ROSE_CUDA_CHECK(cudaGetDevice(&device));
+    ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+    ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+        &per_sm, gemv_wave_kernel<T, E, kSplit, kRows>, kWarps * 32, 0));
+    return std::max(1, sms * per_sm);
+  }();
+  return blocks;
+}
+
+// groups feature groups on the one-wave kernel compiled for kRows rows: a grid of one resident
+// wave in which every block takes the same number of groups.
+template <typename T, Epilogue E, int kSplit, int kRows>
+void launch_wave(const T* x, const T* w, const T* bias, void* y, int n, int in, int out, int groups,
+                 bool residual_add, cudaStream_t stream) {
+  const int capacity = wave_capacity<T, E, kSplit, kRows>();
+  const int per_block = (groups + capacity - 1) / capacity;
+  launch_kernel(gemv_wave_kernel<T, E, kSplit, kRows>, (groups + per_block - 1) / per_block,
+                kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
 }
 
 // ROSEINFER_CUDA_GEMV_SPLIT=1 forces one warp per feature (the layout before run 11), for
@@ -276,23 +291,14 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
                  bool residual_add, cudaStream_t stream) {
   const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
   if (wave_for(in, kSplit)) {
-    auto* kernel = gemv_wave_kernel<T, E, kSplit, kGemvMaxRows>;
-    if (n == 1 && rows_specialized()) kernel = gemv_wave_kernel<T, E, kSplit, 1>;
-    if (n == 2 && rows_specialized()) kernel = gemv_wave_kernel<T, E, kSplit, 2>;
-    // One resident wave in which every block takes the same number of groups. Cached per kernel
-    // (every GPU of a process is of one kind here).
-    static std::map<const void*, int> resident;
-    static std::mutex mutex;
-    int capacity = 0;
-    {
-      const std::lock_guard<std::mutex> lock(mutex);
-      int& cached = resident[reinterpret_cast<const void*>(kernel)];
-      if (cached == 0) cached = resident_blocks(reinterpret_cast<const void*>(kernel));
-      capacity = cached;
+    if (n == 1 && rows_specialized()) {
+      launch_wave<T, E, kSplit, 1>(x, w, bias, y, n, in, out, blocks, residual_add, stream);
+    } else if (n == 2 && rows_specialized()) {
+      launch_wave<T, E, kSplit, 2>(x, w, bias, y, n, in, out, blocks, residual_add, stream);
+    } else {
+      launch_wave<T, E, kSplit, kGemvMaxRows>(x, w, bias, y, n, in, out, blocks, residual_add,
+                                              stream);
     }
-    const int per_block = (blocks + capacity - 1) / capacity;
-    const int grid = (blocks + per_block - 1) / per_block;
-    launch_kernel(kernel, grid, kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
     return;
   }
   auto* kernel = gemv_kernel<T, E, kSplit, kGemvMaxRows>;
