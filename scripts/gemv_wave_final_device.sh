@@ -3,23 +3,29 @@
 # (bundle-pack/ carried; $OUT: summary.txt and outputs.tgz): the kernel and backend GPU tests, then
 # ROUNDS rounds (default 2) of batch-1 decode with the wave kernel off (ROSEINFER_CUDA_GEMV_WAVE=0,
 # the previous code's path) and at the default, on a random SmolLM2-135M-shaped checkpoint, gpt2
-# and llama-1b in bf16, and transformers' batch-1 decode of the same SmolLM2-shaped checkpoint.
+# and llama-1b in bf16 (MODELS), and transformers' batch-1 decode of the same SmolLM2-shaped
+# checkpoint (PEER=0: not).
 set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/gemv_wave_final
 step gpu_test_cuda_kernels 300 "$B/gpu_test_cuda_kernels"
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
-step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
+MODELS=${MODELS:-/tmp/models/smollm2-shape gpt2 llama-1b}
+if [[ $MODELS == */tmp/models/smollm2-shape* ]]; then
+  step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
+fi
 for round in $(seq 1 "${ROUNDS:-2}"); do
-  for model in /tmp/models/smollm2-shape gpt2 llama-1b; do
+  for model in $MODELS; do
     name=$(basename "$model")
     offline_bench "${name}_wave0_r$round" 1 ROSEINFER_CUDA_GEMV_WAVE=0 --model "$model"
     offline_bench "${name}_default_r$round" 1 --model "$model"
   done
 done
-step peer_smollm2-shape_b1 200 python3 scripts/peer_decode_b1.py /tmp/models/smollm2-shape \
-  --json "$OUT/peer_smollm2-shape_b1.json"
-tail -n 1 "$OUT/peer_smollm2-shape_b1.txt" | sed 's/^/peer_smollm2-shape_b1: /' | tee -a "$SUMMARY"
+if [[ ${PEER:-1} == 1 && -d /tmp/models/smollm2-shape ]]; then
+  step peer_smollm2-shape_b1 200 python3 scripts/peer_decode_b1.py /tmp/models/smollm2-shape \
+    --json "$OUT/peer_smollm2-shape_b1.json"
+  tail -n 1 "$OUT/peer_smollm2-shape_b1.txt" | sed 's/^/peer_smollm2-shape_b1: /' | tee -a "$SUMMARY"
+fi
 device_pack
 cat "$SUMMARY"
