@@ -103,15 +103,65 @@ __device__ __forceinline__ void sum_feature(float (&acc)[kWeightRows][kRows],
   }
 }
 
-// kSplit warps per output feature o (kWarps / kSplit features per block), each taking every
-// kSplit-th 512-byte chunk of the dot product; kWeightRows weight rows per feature (2 for
-// gate | up). Splitting puts more warps, hence more 16-byte loads, in flight when `out` is small
-// (o/down projections: 2048 features = 15 warps per SM unsplit; docs/gpu-notes.md run 11).
-// residual_add: y is the fp32 residual stream, and each output, rounded to T, is added to it
-// (gemv_fusion.cuh). kRows (1, 2 or 4) is the most input rows the kernel is compiled for (n <=
-// kRows): a batch-1 kernel keeps one accumulator per weight row instead of four, so it needs fewer
-// registers and more blocks fit on an SM (results/2026-11-24-gemv-rows). A row's sum is the same
-// sequence of operations for every kRows and n, so row r of y does not depend on the other rows.
+// Feature group `group` of a product: kWarps / kSplit output features o, each shared by kSplit
+// warps that take every kSplit-th 512-byte chunk of its dot product, with kWeightRows weight rows
+// per feature (2 for gate | up). Splitting puts more warps, hence more 16-byte loads, in flight
+// when `out` is small (o/down projections: 2048 features = 15 warps per SM unsplit;
+// docs/gpu-notes.md run 11). With kPre > 0 and use_pre, each lane's first kPre chunks of each
+// weight row come from `pre` (loaded earlier, in the order loaded here) instead of memory. The
+// feature's first lane stores it (store_feature). Every thread of the block calls this (a
+// barrier when kSplit > 1).
+template <typename T, Epilogue E, int kSplit, int kRows, int kPre, int kWeightRows>
+__device__ __forceinline__ void product_group(const T* x, const T* w, const T* bias, void* y, int n,
+                                              int in, int out, bool residual_add, int group,
+                                              const uint4 (&pre)[kWeightRows][kPre > 0 ? kPre : 1],
+                                              bool use_pre,
+                                              float (&partial)[kWarps][kWeightRows][kRows]) {
+  constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int local = warp / kSplit, part = warp % kSplit;
+  const int o = group * (kWarps / kSplit) + local;
+  const bool active = o < out;  // no early exit: the block meets at a barrier below
+  const T* w_row[kWeightRows];
+#pragma unroll
+  for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
+  float acc[kWeightRows][kRows] = {};
+  int c = (part * 32 + lane) * 8;
+  if constexpr (kPre > 0) {
+    if (use_pre) {
+#pragma unroll
+      for (int i = 0; i < kPre; ++i, c += kStride) {
+        if (active && c < in) {
+          float wf[kWeightRows][8];
+#pragma unroll
+          for (int r = 0; r < kWeightRows; ++r)
+            load_as_float<T, 8>(reinterpret_cast<const T*>(&pre[r][i]), wf[r]);
+          fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
+        }
+      }
+    }
+  }
+  // Measured (docs/gpu-notes.md, run 4): issuing 8 weight loads before any use was slower than
+  // this plain loop, which the compiler unrolls and pipelines itself.
+#pragma unroll 4
+  for (; active && c < in; c += kStride) {
+    float wf[kWeightRows][8];
+#pragma unroll
+    for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
+    fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
+  }
+  sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
+  if (part == 0 && active && lane == 0) {
+    store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
+  }
+}
+
+// One block per feature group (product_group), after the PDL wait. residual_add: y is the fp32
+// residual stream, and each output, rounded to T, is added to it (gemv_fusion.cuh). kRows (1, 2 or
+// 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1 kernel keeps one
+// accumulator per weight row instead of four, so it needs fewer registers and more blocks fit on
+// an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of operations for every
+// kRows and n, so row r of y does not depend on the other rows.
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
@@ -119,35 +169,18 @@ __global__ void __launch_bounds__(kWarps * 32)
   pdl_wait();
   pdl_launch_dependents();
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
-  constexpr int kFeaturesPerBlock = kWarps / kSplit;
   __shared__ float partial[kWarps][kWeightRows][kRows];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int local = warp / kSplit, part = warp % kSplit;
-  const int o = blockIdx.x * kFeaturesPerBlock + local;
-  const bool active = o < out;  // no early return: the block meets at a barrier below
-  const T* w_row[kWeightRows];
-#pragma unroll
-  for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
-  float acc[kWeightRows][kRows] = {};
-  // Measured (docs/gpu-notes.md, run 4): issuing 8 weight loads before any use was slower than
-  // this plain loop, which the compiler unrolls and pipelines itself.
-#pragma unroll 4
-  for (int c = (part * 32 + lane) * 8; active && c < in; c += kChunk * kSplit) {
-    float wf[kWeightRows][8];
-#pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
-    fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
-  }
-  sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
-  if (part != 0 || !active || lane != 0) return;
-  store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
+  const uint4 none[kWeightRows][1] = {};
+  product_group<T, E, kSplit, kRows, 0>(x, w, bias, y, n, in, out, residual_add, int(blockIdx.x),
+                                        none, false, partial);
 }
 
-// The same products in one resident wave (the small products, wave_for): the grid holds
-// only as many blocks as are resident at once, each takes feature groups blockIdx.x, + gridDim.x,
-// ..., and its first group's first kPreChunks chunks of each weight row are loaded before the PDL
-// wait, so they stream while the previous kernel finishes. Every feature's sum is the same
-// sequence of operations as in gemv_kernel (the same chunks in the same order), so the bits match.
+// The same products in one resident wave (the small products, wave_for): the grid holds only as
+// many blocks as are resident at once, each takes feature groups blockIdx.x, + gridDim.x, ..., and
+// its first group's first kPreChunks chunks of each weight row are loaded before the PDL wait, so
+// they stream while the previous kernel finishes. Every feature's sum is the same sequence of
+// operations as in gemv_kernel (product_group: the same chunks in the same order), so the bits
+// match.
 constexpr int kPreChunks = 2;
 
 template <typename T, Epilogue E, int kSplit, int kRows>
@@ -156,19 +189,16 @@ __global__ void __launch_bounds__(kWarps * 32)
                      bool residual_add) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kFeaturesPerBlock = kWarps / kSplit;
-  constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
   __shared__ float partial[kWarps][kWeightRows][kRows];
-  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
-  const int local = warp / kSplit, part = warp % kSplit;
-  const int first_c = (part * 32 + lane) * 8;  // this lane's first element of every row
-  const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
-  // The first group's first chunks: weights are constants of the run, safe before the wait.
+  // The first group's first chunks, as product_group takes them: weights are constants of the
+  // run, safe to load before the wait.
   uint4 pre[kWeightRows][kPreChunks];
   {
-    const int o = blockIdx.x * kFeaturesPerBlock + local;
+    const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+    const int o = int(blockIdx.x) * kFeaturesPerBlock + warp / kSplit;
 #pragma unroll
     for (int i = 0; i < kPreChunks; ++i) {
-      const int c = first_c + i * kStride;
+      const int c = ((warp % kSplit) * 32 + lane) * 8 + i * kChunk * kSplit;
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
         pre[r][i] =
@@ -180,52 +210,22 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   pdl_wait();
   pdl_launch_dependents();
-  for (int group = blockIdx.x; group < groups; group += gridDim.x) {
-    const int o = group * kFeaturesPerBlock + local;
-    const bool active = o < out;  // no early exit: the block meets at barriers below
-    const T* w_row[kWeightRows];
-#pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) w_row[r] = w + (int64_t(o) + int64_t(r) * out) * in;
-    float acc[kWeightRows][kRows] = {};
-    int c = first_c;
-    if (group == int(blockIdx.x)) {  // the chunks loaded before the wait
-#pragma unroll
-      for (int i = 0; i < kPreChunks; ++i, c += kStride) {
-        if (active && c < in) {
-          float wf[kWeightRows][8];
-#pragma unroll
-          for (int r = 0; r < kWeightRows; ++r) {
-            const T* elems = reinterpret_cast<const T*>(&pre[r][i]);
-#pragma unroll
-            for (int e = 0; e < 8; ++e) wf[r][e] = to_float(elems[e]);
-          }
-          fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
-        }
-      }
-    }
-#pragma unroll 4
-    for (; active && c < in; c += kStride) {
-      float wf[kWeightRows][8];
-#pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
-      fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
-    }
-    sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
+  const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
+  for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
+    product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, residual_add, group,
+                                                   pre, group == int(blockIdx.x), partial);
     if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
-    if (part == 0 && active && lane == 0) {
-      store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
-    }
   }
 }
 
 // Which products take gemv_wave_kernel: by default those whose rows the chunks it loads before the
 // wait cover whole (in <= kPreChunks * kChunk * split), so a block holds all its first group's
-// weights before it waits. That sped up the small-model decode (SmolLM2-135M's shape +7-8% at batch
-// 1, gpt2 even) where every matrix qualified; taken for all matrices it cost llama-1b 6% and
-// llama-8b 8% (its registers, 46-70 against 24-32, leave fewer warps streaming), and rows only
-// partly preloaded (matrices up to 16 MiB) gained nothing measurable
-// (results/2026-11-29-b1-overlap). ROSEINFER_CUDA_GEMV_WAVE=0: never, =1: always (comparisons);
-// set_gemv_wave_for_tests overrides.
+// weights before it waits. Batch-1 decode on the H200: SmolLM2-135M's shape +8% (its four layer
+// products qualify), llama-1b +2.3% (qkv and o), gpt2 0.4-2% slower (qkv, o and up). Taken for
+// all matrices it cost llama-1b 6% and llama-8b 8% (its registers, 44-71 against 24-32 at one row,
+// leave fewer warps streaming), and rows only partly preloaded (matrices up to 16 MiB) gained
+// nothing measurable (results/2026-11-29-b1-overlap). ROSEINFER_CUDA_GEMV_WAVE=0: never, =1: always
+// (comparisons); set_gemv_wave_for_tests overrides.
 int wave_mode_for_tests = -1;  // -1: the environment's choice
 
 bool wave_for(int in, int split) {
