@@ -74,9 +74,9 @@ struct AttentionArgs {
   RopeKvArgs rope;
   float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
-  // Measurement only (ROSEINFER_CUDA_ATTENTION_PROBE, set by launch_cluster_decode_attention;
-  // outputs wrong, step time real): 1 the cluster kernel returns right after its PDL wait, 2 it
-  // skips the blocks' merge through distributed shared memory (and writes no output).
+  // Measurement only (CudaBackend's ROSEINFER_CUDA_ATTENTION_PROBE; outputs wrong, step time
+  // real): 1 the cluster kernel returns right after its PDL wait, 2 it skips the blocks' merge
+  // through distributed shared memory (and writes no output).
   int probe = 0;
 };
 

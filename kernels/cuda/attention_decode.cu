@@ -721,16 +721,10 @@ void launch_dim(const AttentionArgs& args, cudaStream_t stream) {
 }  // namespace
 
 void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t stream) {
-  static const int probe = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_ATTENTION_PROBE");
-    return env ? std::atoi(env) : 0;
-  }();
-  AttentionArgs probed = args;
-  probed.probe = probe;
   if (args.dtype == DType::kBF16) {
-    launch_dim<__nv_bfloat16>(probed, stream);
+    launch_dim<__nv_bfloat16>(args, stream);
   } else {
-    launch_dim<__half>(probed, stream);
+    launch_dim<__half>(args, stream);
   }
 }
 

@@ -173,6 +173,13 @@ void CudaBackend::read_measurement_switches() {
     std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_SKIP=%s: kernels left out, outputs are wrong\n",
                  list.c_str());
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_ATTENTION_PROBE"); env && *env) {
+    attention_probe_ = std::atoi(env);
+    std::fprintf(stderr,
+                 "roseinfer: ROSEINFER_CUDA_ATTENTION_PROBE=%d: the decode attention cut short, "
+                 "outputs are wrong\n",
+                 attention_probe_);
+  }
   // ROSEINFER_CUDA_REPLAY=K: every graphed step's graph replayed K times back to back (the same
   // inputs, so the same KV writes and ids). Replays after the first are queued while the GPU
   // runs, so (TPOT at K) - (TPOT at 1) is K - 1 steps of GPU time alone, and what is left of one

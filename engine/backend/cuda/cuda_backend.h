@@ -225,6 +225,9 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_SKIP=norm,rope,attention,gemv: leave those kernels out of every forward, so a
   // step's time without them shows what they cost inside the graph. The outputs are wrong.
   unsigned skip_kernels_ = 0;
+  // ROSEINFER_CUDA_ATTENTION_PROBE=1|2: the cluster decode attention returns right after its PDL
+  // wait, or skips its merge across the cluster (AttentionArgs::probe). The outputs are wrong.
+  int attention_probe_ = 0;
   // ROSEINFER_CUDA_SHARED_PREFIX=0: never the shared-prefix attention launch (for comparisons).
   bool shared_prefix_enabled_ = true;
   // --batch-invariant: every step's attention on the tensor-core kernel (attention_prefill.cuh),

@@ -222,6 +222,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
   at.cluster_decode = cluster;
+  at.probe = attention_probe_;
   at.fuse_rope = fuse_rope;
   at.rope = rope;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
