@@ -1,5 +1,7 @@
 #include <algorithm>
 #include <cstdlib>
+#include <map>
+#include <mutex>
 
 #include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
@@ -7,6 +9,7 @@
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/norm_row.cuh"
 
 namespace rose {
 namespace {
@@ -175,6 +178,23 @@ __global__ void __launch_bounds__(kWarps * 32)
                                         none, false, partial);
 }
 
+// The rows (n, in) RMSNorm(fusion.norm_residual) * fusion.norm_weight in T, launch_add_norm's
+// bits, written into the block's dynamic shared memory (n * in elements of T); returns them. Every
+// thread of the block must call it (barriers).
+template <typename T, int kRows>
+__device__ const T* normalize_rows(const GemvFusion& fusion, int n, int in) {
+  extern __shared__ __align__(16) uint8_t normalized_smem[];
+  __shared__ float scratch[kRows * kNormWarps];
+  __shared__ float inv[kRows];
+  rms_inverse_rows(fusion.norm_residual, n, in, fusion.norm_eps, scratch, inv);
+  T* rows = reinterpret_cast<T*>(normalized_smem);
+  for (int at = 8 * int(threadIdx.x); at < n * in; at += 8 * int(blockDim.x)) {
+    *reinterpret_cast<uint4*>(rows + at) = normalized_words<T>(fusion, at, in, inv);
+  }
+  __syncthreads();
+  return rows;
+}
+
 // The same products in one resident wave (the small products, wave_for): the grid holds only as
 // many blocks as are resident at once, each takes feature groups blockIdx.x, + gridDim.x, ..., and
 // its first group's first kPreChunks chunks of each weight row are loaded before the PDL wait, so
@@ -183,10 +203,14 @@ __global__ void __launch_bounds__(kWarps * 32)
 // match.
 constexpr int kPreChunks = 2;
 
+//
+// With a norm input (fusion.norm_residual) each block first writes x, the normalized rows, into its
+// shared memory (n, in), launch_add_norm's bits (norm_row.cuh): a block of the one wave does this
+// once for all its groups, where gemv_kernel would repeat it in every one of its ~2,000 blocks.
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_wave_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                     bool residual_add) {
+                     GemvFusion fusion) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kFeaturesPerBlock = kWarps / kSplit;
   __shared__ float partial[kWarps][kWeightRows][kRows];
@@ -210,10 +234,11 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   pdl_wait();
   pdl_launch_dependents();
+  if (fusion.norm_residual) x = normalize_rows<T, kRows>(fusion, n, in);
   const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
   for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
-    product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, residual_add, group,
-                                                   pre, group == int(blockIdx.x), partial);
+    product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, fusion.residual_add,
+                                                   group, pre, group == int(blockIdx.x), partial);
     if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
   }
 }
@@ -242,28 +267,33 @@ bool wave_for(int in, int split) {
 // The blocks of gemv_wave_kernel<T, E, kSplit, kRows> resident at once on the first device that
 // asks (every GPU of a process is of one kind on our machines; on another kind the grid-stride
 // loop still covers every group, with a grid sized for the first).
+// smem: the launch's dynamic shared memory (a norm input's rows), a function of the model, so
+// each kernel sees one or two sizes.
 template <typename T, Epilogue E, int kSplit, int kRows>
-int wave_capacity() {
-  static const int blocks = [] {
-    int device = 0, sms = 0, per_sm = 0;
-    ROSE_CUDA_CHECK(cudaGetDevice(&device));
-    ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-    ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
-        &per_sm, gemv_wave_kernel<T, E, kSplit, kRows>, kWarps * 32, 0));
-    return std::max(1, sms * per_sm);
-  }();
-  return blocks;
+int wave_capacity(size_t smem) {
+  static std::mutex mutex;
+  static std::map<size_t, int> capacity;
+  const std::lock_guard<std::mutex> lock(mutex);
+  const auto found = capacity.find(smem);
+  if (found != capacity.end()) return found->second;
+  int device = 0, sms = 0, per_sm = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(
+      &per_sm, gemv_wave_kernel<T, E, kSplit, kRows>, kWarps * 32, smem));
+  return capacity[smem] = std::max(1, sms * per_sm);
 }
 
 // groups feature groups on the one-wave kernel compiled for kRows rows: a grid of one resident
 // wave in which every block takes the same number of groups.
 template <typename T, Epilogue E, int kSplit, int kRows>
 void launch_wave(const T* x, const T* w, const T* bias, void* y, int n, int in, int out, int groups,
-                 bool residual_add, cudaStream_t stream) {
-  const int capacity = wave_capacity<T, E, kSplit, kRows>();
+                 const GemvFusion& fusion, cudaStream_t stream) {
+  const size_t smem = fusion.norm_residual ? size_t(n) * in * sizeof(T) : 0;
+  const int capacity = wave_capacity<T, E, kSplit, kRows>(smem);
   const int per_block = (groups + capacity - 1) / capacity;
   launch_kernel(gemv_wave_kernel<T, E, kSplit, kRows>, (groups + per_block - 1) / per_block,
-                kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
+                kWarps * 32, smem, stream, x, w, bias, y, n, in, out, fusion);
 }
 
 // ROSEINFER_CUDA_GEMV_SPLIT=1 forces one warp per feature (the layout before run 11), for
@@ -288,38 +318,41 @@ bool rows_specialized() {
 
 template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                 bool residual_add, cudaStream_t stream) {
+                 const GemvFusion& fusion, cudaStream_t stream) {
   const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
-  if (wave_for(in, kSplit)) {
+  if (fusion.norm_residual || wave_for(in, kSplit)) {  // a norm input: gemv_norm_input_supported
     if (n == 1 && rows_specialized()) {
-      launch_wave<T, E, kSplit, 1>(x, w, bias, y, n, in, out, blocks, residual_add, stream);
+      launch_wave<T, E, kSplit, 1>(x, w, bias, y, n, in, out, blocks, fusion, stream);
     } else if (n == 2 && rows_specialized()) {
-      launch_wave<T, E, kSplit, 2>(x, w, bias, y, n, in, out, blocks, residual_add, stream);
+      launch_wave<T, E, kSplit, 2>(x, w, bias, y, n, in, out, blocks, fusion, stream);
     } else {
-      launch_wave<T, E, kSplit, kGemvMaxRows>(x, w, bias, y, n, in, out, blocks, residual_add,
-                                              stream);
+      launch_wave<T, E, kSplit, kGemvMaxRows>(x, w, bias, y, n, in, out, blocks, fusion, stream);
     }
     return;
   }
   auto* kernel = gemv_kernel<T, E, kSplit, kGemvMaxRows>;
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
-  launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out, residual_add);
+  launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
+                fusion.residual_add);
 }
+
+// The warps a feature's dot product is split over (gemv_split, capped by the switch below).
+int split_for(int in, int out) { return std::min(gemv_split(in, out), max_split()); }
 
 template <typename T, Epilogue E>
 void launch_typed(const void* x, const void* w, const void* bias, void* y, int n, int in, int out,
-                  bool residual_add, cudaStream_t stream) {
+                  const GemvFusion& fusion, cudaStream_t stream) {
   const T* xt = static_cast<const T*>(x);
   const T* wt = static_cast<const T*>(w);
   const T* bt = static_cast<const T*>(bias);
-  const int split = std::min(gemv_split(in, out), max_split());
+  const int split = split_for(in, out);
   if (split == 4) {
-    launch_rows<T, E, 4>(xt, wt, bt, y, n, in, out, residual_add, stream);
+    launch_rows<T, E, 4>(xt, wt, bt, y, n, in, out, fusion, stream);
   } else if (split == 2) {
-    launch_rows<T, E, 2>(xt, wt, bt, y, n, in, out, residual_add, stream);
+    launch_rows<T, E, 2>(xt, wt, bt, y, n, in, out, fusion, stream);
   } else {
-    launch_rows<T, E, 1>(xt, wt, bt, y, n, in, out, residual_add, stream);
+    launch_rows<T, E, 1>(xt, wt, bt, y, n, in, out, fusion, stream);
   }
 }
 
@@ -331,21 +364,35 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
               __LINE__);
   }
   if (fusion.norm_residual) {
-    cuda_fail("the dense GEMV takes no norm input (see gemv.cuh)", "launch_gemv", __FILE__,
-              __LINE__);
+    const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
+    if ((E != Epilogue::kStore && E != Epilogue::kSiluMul) || fusion.residual_add ||
+        !gemv_norm_input_supported(n, in, out)) {
+      cuda_fail(
+          "a norm input needs a plain or SiLU-gated product on the one-wave kernel (see "
+          "gemv.cuh)",
+          "launch_gemv", __FILE__, __LINE__);
+    }
+    if (misaligned(fusion.norm_residual) || misaligned(fusion.norm_weight)) {
+      cuda_fail("misaligned norm residual or weight (16 bytes needed)", "launch_gemv", __FILE__,
+                __LINE__);
+    }
   }
   if (fusion.residual_add && E != Epilogue::kStore) {
     cuda_fail("the residual add follows the plain product only", "launch_gemv", __FILE__, __LINE__);
   }
   dispatch_dtype(dtype, [&](auto tag) {
-    launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, fusion.residual_add,
-                                                  stream);
+    launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, fusion, stream);
   });
 }
 
 }  // namespace
 
 void set_gemv_wave_for_tests(int mode) { wave_mode_for_tests = mode; }
+
+bool gemv_norm_input_supported(int n, int in, int out) {
+  return gemv_supported(n, in) && wave_for(in, split_for(in, out)) &&
+         int64_t(n) * in * 2 <= kGemvNormInputMaxBytes;
+}
 
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream, const GemvFusion& fusion) {
@@ -357,11 +404,12 @@ void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, 
 }
 
 void launch_gemv_act(const void* x, const void* w, const void* bias, void* y, int n, int in,
-                     int out, GemvActivation act, DType dtype, cudaStream_t stream) {
+                     int out, GemvActivation act, DType dtype, cudaStream_t stream,
+                     const GemvFusion& fusion) {
   if (act == GemvActivation::kGeluTanhBias) {
-    launch_dtype<Epilogue::kGeluBias>(x, w, bias, y, n, in, out, {}, dtype, stream);
+    launch_dtype<Epilogue::kGeluBias>(x, w, bias, y, n, in, out, fusion, dtype, stream);
   } else {
-    launch_dtype<Epilogue::kSiluMul>(x, w, nullptr, y, n, in, out, {}, dtype, stream);
+    launch_dtype<Epilogue::kSiluMul>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
   }
 }
 

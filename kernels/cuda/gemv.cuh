@@ -7,6 +7,8 @@
 // stream while the previous kernel finishes; the others, one block per feature group.
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 #include "kernels/cuda/dtype.cuh"
 #include "kernels/cuda/gemv_fusion.cuh"
 
@@ -25,13 +27,21 @@ inline int gemv_split(int in, int out) {
 }
 
 // y (n, out) = x (n, in) W^T with W (out, in); y in fp32 when f32_out, else in dtype. `fusion`
-// (gemv_fusion.cuh): its residual add only (y the fp32 residual stream; not with f32_out). A norm
-// input is refused: normalizing in each of this kernel's small blocks, with its first weight loads
-// moved before the PDL wait, doubled its registers (24 -> 48) and cost 3-4% on llama shapes
-// (results/2026-11-25-fused-norm); a decode step fuses its norms only where qkv and up are
-// quantized (CudaBackend::fused_norm_max_rows).
+// (gemv_fusion.cuh): the residual add (y the fp32 residual stream; not with f32_out), or a norm
+// input (x unused) where gemv_norm_input_supported. The norm runs only on the one-wave kernel,
+// once per resident block: normalizing in each of the per-group kernel's ~2,000 small blocks cost
+// 3-5% on llama shapes (results/2026-11-25-fused-norm).
 void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                  DType dtype, cudaStream_t stream, const GemvFusion& fusion = {});
+
+// The most bytes of normalized rows (n * in elements of a 2-byte dtype) a norm-input launch keeps
+// in a block's shared memory: 4 rows of in = 2048, under the 48 KiB a launch gets without opt-in.
+constexpr int64_t kGemvNormInputMaxBytes = 16 * 1024;
+
+// True when a product of this shape (out: features, gate|up's half when gated) takes a norm input
+// at n rows: it runs on the one-wave kernel (gemv.cu's wave_for), and its rows fit
+// kGemvNormInputMaxBytes.
+bool gemv_norm_input_supported(int n, int in, int out);
 
 // Which kernel runs a product: -1 the default (the one-wave kernel where a block's first chunks
 // cover its rows whole, gemv.cu), 0 never the one-wave kernel, 1 always. Tests compare the two;
@@ -43,8 +53,10 @@ enum class GemvActivation {
   kSiluMul,       // y = silu(x G^T) * (x U^T), W (2 * out, in) rows gate | up
 };
 
-// The MLP's first projection with its activation; y (n, out) in dtype.
+// The MLP's first projection with its activation; y (n, out) in dtype. `fusion`: a norm input
+// (kSiluMul only, where gemv_norm_input_supported(n, in, out)).
 void launch_gemv_act(const void* x, const void* w, const void* bias, void* y, int n, int in,
-                     int out, GemvActivation act, DType dtype, cudaStream_t stream);
+                     int out, GemvActivation act, DType dtype, cudaStream_t stream,
+                     const GemvFusion& fusion = {});
 
 }  // namespace rose

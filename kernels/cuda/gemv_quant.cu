@@ -347,29 +347,6 @@ struct Staging {
   static constexpr int kBlockBytes = kWarps * B::kStages * kStageBytes;  // per thread block
 };
 
-// Elements at..at+7 of the normalized rows (n, in) (in % 8 == 0) as one 16-byte word of T:
-// RMSNorm(fusion.norm_residual) * fusion.norm_weight rounded to T, with row r's inverse scale
-// inv[r].
-template <typename T>
-__device__ __forceinline__ uint4 normalized_words(GemvFusion fusion, int at, int in,
-                                                  const float* inv) {
-  const int row = at / in, col = at - row * in;
-  const float4 lo = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
-  const float4 hi = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
-  const float r[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  union {
-    uint4 vec;
-    T elems[8];
-  } weight, out;
-  weight.vec = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + col);
-  const float scale = inv[row];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, scale, to_float(weight.elems[e])));
-  }
-  return out.vec;
-}
-
 // Each thread block's rows' RMSNorm inverse scales, when the kernel normalizes its own input:
 // inv (kRows,) in shared memory, visible to the whole block on return.
 template <int kRows>

@@ -435,8 +435,10 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   // count the GEMVs take (ROSEINFER_CUDA_FUSED_NORM=8) against ROSEINFER_CUDA_FUSED_NORM=0, which
   // runs launch_add_norm between them: 1, 3 and 6 sequences, eager and graphed, and the logits of
   // every step must be identical. tiny's down (in 688) stays dense when tiny is quantized: its
-  // steps add to the residual in the dense GEMV and fuse up to that GEMV's 4 rows. Dense qkv / up
-  // and GPT-2 (LayerNorm) never fuse.
+  // steps add to the residual in the dense GEMV and fuse up to that GEMV's 4 rows. Dense qkv and
+  // up fuse on the one-wave kernel (gemv_norm_input_supported: tiny, the qwen-like model, a
+  // SmolLM2-135M-shaped one), up to its 4 rows; a llama-1b-shaped layer, whose gate|up is not on
+  // that kernel, and GPT-2 (LayerNorm) never fuse.
   const std::unique_ptr<WeightSource> tiny = open_model("tiny");
   const std::unique_ptr<WeightSource> tiny_q4k =
       quantize_weights(open_model("tiny"), GgmlType::kQ4_K);
@@ -454,11 +456,21 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   const std::unique_ptr<WeightSource> q8 =
       quantize_weights(std::make_unique<Bf16RandomWeights>(all_quant), GgmlType::kQ8_0);
   const Bf16RandomWeights qwen(qwen_like_config());
+  ModelConfig smollm2_shape = qwen_like_config();  // SmolLM2-135M's layer, two of them
+  smollm2_shape.name = "test-smollm2-shape";
+  smollm2_shape.hidden_size = 576;
+  smollm2_shape.intermediate_size = 1536;
+  smollm2_shape.num_heads = 9;
+  smollm2_shape.num_kv_heads = 3;
+  smollm2_shape.head_dim = 64;
+  smollm2_shape.qkv_bias = false;
+  const Bf16RandomWeights smollm2(smollm2_shape);
   struct Model {
     const WeightSource* weights;
     int fused_rows;
   };
-  for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8}}) {
+  for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8},
+                             Model{tiny.get(), 4}, Model{&qwen, 4}, Model{&smollm2, 4}}) {
     CAPTURE(model.weights->config().name);
     for (const std::vector<int>& lens :
          {std::vector<int>{9}, std::vector<int>{4, 20, 7}, std::vector<int>{3, 5, 8, 13, 2, 6}}) {
@@ -475,12 +487,22 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
       }
     }
   }
-  // By default: up to kFusedNormDefaultRows rows; never with dense qkv / up or LayerNorm.
+  // By default: up to kFusedNormDefaultRows rows; never with a dense up off the one-wave kernel
+  // or LayerNorm.
   CHECK(greedy_run(*q4k, false, {5}, 1).fused_norm_rows == kFusedNormDefaultRows);
   CHECK(greedy_run(*tiny_q4k, false, {5}, 1).fused_norm_rows == std::min(4, kFusedNormDefaultRows));
+  CHECK(greedy_run(smollm2, false, {5}, 1).fused_norm_rows == std::min(4, kFusedNormDefaultRows));
   setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);
-  CHECK(greedy_run(*tiny, false, {5}, 1).fused_norm_rows == 0);
-  CHECK(greedy_run(qwen, false, {5}, 1).fused_norm_rows == 0);
+  ModelConfig llama1b_layer = qwen_like_config();  // llama-1b's layer: gate|up of in 2048, out 8192
+  llama1b_layer.name = "test-llama-1b-layer";
+  llama1b_layer.num_layers = 1;
+  llama1b_layer.hidden_size = 2048;
+  llama1b_layer.intermediate_size = 8192;
+  llama1b_layer.num_heads = 32;
+  llama1b_layer.num_kv_heads = 8;
+  llama1b_layer.head_dim = 64;
+  llama1b_layer.qkv_bias = false;
+  CHECK(greedy_run(Bf16RandomWeights(llama1b_layer), false, {5}, 1).fused_norm_rows == 0);
   Bf16RandomWeights gpt2(gpt2_config());
   CHECK(greedy_run(gpt2, false, {5}, 1).fused_norm_rows == 0);
   unsetenv("ROSEINFER_CUDA_FUSED_NORM");

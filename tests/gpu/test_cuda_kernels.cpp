@@ -954,15 +954,87 @@ TEST_CASE("gemv with the residual add fused out: the add-norm kernel's residual 
       CHECK(want != residual);  // the add changed it
     }
   }
-  // The residual add follows the plain bf16 product only, and the dense GEMV takes no norm input.
+  // The residual add follows the plain bf16 product only.
   DeviceArray<uint16_t> x(8 * 64), w(8 * 64);
   DeviceArray<float> y(64);
   GemvFusion add;
   add.residual_add = true;
   CHECK_THROWS(launch_gemv(x.get(), w.get(), y.get(), 1, 64, 8, true, DType::kBF16, nullptr, add));
+}
+
+TEST_CASE("gemv with the norm fused in: the add-norm kernel's normalized rows, bit for bit") {
+  // Where gemv_norm_input_supported, the dense GEMV normalizes the fp32 residual rows itself (the
+  // one-wave kernel, once per block). Its output must be exactly launch_add_norm's normalized rows
+  // through the plain GEMV, for the plain product (qkv) and gate|up with SiLU: SmolLM2's (in 576),
+  // tiny's (in 256) and llama-1b's qkv (in 2048, out 3072: the largest that takes it), 1 to 4
+  // rows.
+  std::mt19937 rng(37);
+  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
+  struct Shape {
+    int in, out;
+    bool gated;
+  };
+  for (const Shape& shape : {Shape{576, 960, false}, Shape{576, 1536, true}, Shape{256, 384, false},
+                             Shape{256, 688, true}, Shape{2048, 3072, false}}) {
+    for (int n = 1; n <= kGemvMaxRows; ++n) {
+      CAPTURE(shape.in);
+      CAPTURE(shape.out);
+      CAPTURE(n);
+      REQUIRE(gemv_norm_input_supported(n, shape.in, shape.out));
+      std::vector<float> residual(size_t(n) * shape.in);
+      for (float& v : residual) v = dist(rng) + 0.25f;
+      const Bf16Data norm_w = random_bf16(shape.in, rng, 0.5f, 1.5f);
+      const int weight_rows = shape.gated ? 2 * shape.out : shape.out;
+      const Bf16Data w = random_bf16(size_t(weight_rows) * shape.in, rng, -0.1f, 0.1f);
+      DeviceArray<uint16_t> d_w(w.bits), d_norm_w(norm_w.bits), d_normed(residual.size()),
+          d_zero(residual.size()), y_ref(size_t(n) * shape.out), y_fused(size_t(n) * shape.out);
+      DeviceArray<float> d_residual(residual);
+      ROSE_CUDA_CHECK(cudaMemset(d_zero.get(), 0, residual.size() * 2));
+      AddNormArgs norm;  // residual + 0: the residual as it is, normalized into d_normed
+      norm.residual = d_residual.get();
+      norm.delta = d_zero.get();
+      norm.weight = d_norm_w.get();
+      norm.out = d_normed.get();
+      norm.num_rows = n;
+      norm.hidden = shape.in;
+      norm.kind = NormKind::kRmsNorm;
+      launch_add_norm(norm, nullptr);
+      GemvFusion norm_in;
+      norm_in.norm_residual = d_residual.get();
+      norm_in.norm_weight = d_norm_w.get();
+      norm_in.norm_eps = norm.eps;
+      if (shape.gated) {
+        launch_gemv_act(d_normed.get(), d_w.get(), nullptr, y_ref.get(), n, shape.in, shape.out,
+                        GemvActivation::kSiluMul, DType::kBF16, nullptr);
+        launch_gemv_act(nullptr, d_w.get(), nullptr, y_fused.get(), n, shape.in, shape.out,
+                        GemvActivation::kSiluMul, DType::kBF16, nullptr, norm_in);
+      } else {
+        launch_gemv(d_normed.get(), d_w.get(), y_ref.get(), n, shape.in, shape.out, false,
+                    DType::kBF16, nullptr);
+        launch_gemv(nullptr, d_w.get(), y_fused.get(), n, shape.in, shape.out, false, DType::kBF16,
+                    nullptr, norm_in);
+      }
+      const std::vector<uint16_t> want = y_ref.download(), got = y_fused.download();
+      CHECK(want == got);
+      CHECK(std::count(want.begin(), want.end(), uint16_t(0)) < int64_t(want.size()) / 2);
+    }
+  }
+  // Refused: a product off the one-wave kernel (llama-1b's gate|up), fp32 output, the residual
+  // add together with a norm input, GELU.
+  CHECK(!gemv_norm_input_supported(1, 2048, 8192));
+  DeviceArray<uint16_t> w(8 * 64);
+  DeviceArray<float> y(64);
   GemvFusion norm_in;
   norm_in.norm_residual = y.get();
   norm_in.norm_weight = w.get();
   CHECK_THROWS(
+      launch_gemv(nullptr, w.get(), y.get(), 1, 2048, 8192, false, DType::kBF16, nullptr, norm_in));
+  CHECK_THROWS(
+      launch_gemv(nullptr, w.get(), y.get(), 1, 64, 8, true, DType::kBF16, nullptr, norm_in));
+  norm_in.residual_add = true;
+  CHECK_THROWS(
       launch_gemv(nullptr, w.get(), y.get(), 1, 64, 8, false, DType::kBF16, nullptr, norm_in));
+  norm_in.residual_add = false;
+  CHECK_THROWS(launch_gemv_act(nullptr, w.get(), w.get(), y.get(), 1, 64, 8,
+                               GemvActivation::kGeluTanhBias, DType::kBF16, nullptr, norm_in));
 }

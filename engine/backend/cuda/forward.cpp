@@ -446,8 +446,7 @@ void CudaBackend::gemv_act(const void* x, const DeviceMatrix& w, const void* bia
                                dtype_, stream_, norm);
     return;
   }
-  ROSE_ASSERT(!norm.norm_residual);  // fused_norm_max_rows: only a quantized up normalizes
-  launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_);
+  launch_gemv_act(x, w.data, bias, y, n, int(w.cols), int(out), act, dtype_, stream_, norm);
 }
 
 GemvFusion CudaBackend::norm_input(const AddNormArgs& norm) const {
@@ -467,9 +466,10 @@ int CudaBackend::fused_norm_max_rows() const {
       c.norm_kind() != NormKind::kRmsNorm) {
     return 0;
   }
-  // Each matrix's product at n rows on a GEMV kernel that takes the fusion: qkv and up on the
-  // quantized GEMV (up as one range: gate | up with its SiLU), o and down on either (the dense one
-  // only adds to the residual).
+  // Each matrix's product at n rows on a GEMV kernel that takes the fusion: qkv and up (gate | up
+  // with its SiLU, one range when quantized) with the norm in, on the quantized GEMV or the dense
+  // one-wave kernel (gemv_norm_input_supported: SmolLM2-135M's small products); o and down on
+  // either GEMV (both add to the residual).
   const auto on_gemv = [&](const DeviceMatrix& w, int n) {
     if (!w.quantized()) return use_gemv(n, int(w.cols));
     return use_quant_gemv(n) &&
@@ -477,10 +477,15 @@ int CudaBackend::fused_norm_max_rows() const {
              return gemv_quant_supported(uint32_t(range.type), n, int(w.cols));
            });
   };
+  const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
+  const auto norm_in = [&](const DeviceMatrix& w, int n, int64_t out) {
+    if (w.quantized()) return on_gemv(w, n);
+    return use_gemv(n, int(w.cols)) && gemv_norm_input_supported(n, int(w.cols), int(out));
+  };
   const auto layer_fuses = [&](const LayerWeights& l, int n) {
     const bool no_biases = !l.o_b && !l.down_b && !l.attn_norm_b && !l.mlp_norm_b;
-    return no_biases && l.qkv.quantized() && l.up.quantized() && on_gemv(l.qkv, n) &&
-           on_gemv(l.o, n) && on_gemv(l.down, n) && use_fused_up(l.up, n) && on_gemv(l.up, n);
+    return no_biases && gated && norm_in(l.qkv, n, l.qkv.rows) && on_gemv(l.o, n) &&
+           on_gemv(l.down, n) && use_fused_up(l.up, n) && norm_in(l.up, n, l.up.rows / 2);
   };
   int rows = 0;
   for (int n = 1; n <= std::max(kGemvMaxRows, kGemvQuantMaxRows); ++n) {

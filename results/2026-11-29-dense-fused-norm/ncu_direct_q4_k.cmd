@@ -1,0 +1,1 @@
+env ROSEINFER_BENCH_ITERS=10 ROSEINFER_BENCH_TYPES=Q4_K ROSEINFER_BENCH_ROWS=1 ncu --clock-control none --csv --page raw -k regex:gemv_direct_kernel --launch-count 300 --section SpeedOfLight --section Occupancy --section WarpStateStats --section MemoryWorkloadAnalysis --section SchedulerStats /work/main/bundle/gpu_bench_gemv_quant --no-skip
