@@ -1,6 +1,7 @@
 #pragma once
 // What a decode GEMV does around its product in place of the add-norm kernels: the RMSNorm of its
-// input (the quantized GEMV, gemv_quant.cuh), the residual add of its output (both GEMVs). A decode
+// input (the quantized GEMV, gemv_quant.cuh; the dense one where gemv_norm_input_supported,
+// gemv.cuh), the residual add of its output (both GEMVs). A decode
 // layer then runs qkv (norm in) -> attention -> o (residual out) -> gate|up (norm in) -> down
 // (residual out), with no add-norm kernel between them, and each fused step gives launch_add_norm's
 // exact bits.

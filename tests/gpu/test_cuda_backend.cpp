@@ -430,7 +430,7 @@ TEST_CASE("bad plans are rejected with rose::Error") {
 }
 
 TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit for bit") {
-  // Steps of up to fused_norm_rows() rows run qkv and gate|up (quantized) on the residual stream,
+  // Steps of up to fused_norm_rows() rows run qkv and gate|up on the residual stream,
   // each normalizing it itself, and o and down adding into it (gemv_fusion.cuh). Here every row
   // count the GEMVs take (ROSEINFER_CUDA_FUSED_NORM=8) against ROSEINFER_CUDA_FUSED_NORM=0, which
   // runs launch_add_norm between them: 1, 3 and 6 sequences, eager and graphed, and the logits of

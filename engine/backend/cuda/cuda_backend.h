@@ -70,11 +70,12 @@ struct StepFields {
 };
 
 // Steps of up to this many rows run their norms inside the decode GEMVs when qkv and up are
-// quantized (fused_norm_max_rows). Each fused GEMV block reads the residual rows itself, a cost
-// that grows with the rows while the add-norm launch it saves does not. On the H100
-// (results/2026-11-25-fused-norm) fusing gained 15-17% (llama-1b Q4_K) and 5-6% (llama-8b Q4_K) at
-// batch 1, 7-9% and 4-5% at batch 2, and, once the rows' reductions ran on different warps
-// (pairs/), 2.7% and 3.6% at batch 4; at batch 8 it lost 8-10% (measured before that change).
+// quantized or on the dense one-wave kernel (fused_norm_max_rows). Each fused GEMV block reads the
+// residual rows itself, a cost that grows with the rows while the add-norm launch it saves does
+// not. On the H100 (results/2026-11-25-fused-norm) fusing gained 15-17% (llama-1b Q4_K) and 5-6%
+// (llama-8b Q4_K) at batch 1, 7-9% and 4-5% at batch 2, and, once the rows' reductions ran on
+// different warps (pairs/), 2.7% and 3.6% at batch 4; at batch 8 it lost 8-10% (measured before
+// that change).
 constexpr int kFusedNormDefaultRows = 4;
 
 class CudaBackend final : public Backend {
@@ -136,14 +137,16 @@ class CudaBackend final : public Backend {
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
   // Dispatches on the weight's storage: dense, or ggml blocks (quantized GEMV, or a decoded copy).
   // `fusion` (gemv_fusion.cuh; only where the product runs on a GEMV kernel, fused_norm_rows_): a
-  // norm input instead of x (quantized w), or y the fp32 residual stream to add to.
+  // norm input instead of x (a quantized w, or a dense one on the one-wave kernel), or y the fp32
+  // residual stream to add to.
   void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out,
             const GemvFusion& fusion = {});
   // The norm a GEMV applies to its input instead of `norm`'s add-norm kernel (whose delta the
   // previous GEMV has already added to the residual stream).
   GemvFusion norm_input(const AddNormArgs& norm) const;
   // The most rows a step may have for its norms to run inside the GEMVs (0: never): every linear
-  // layer a GEMV at that size, qkv and up quantized, one process (no collective), RMSNorm with no
+  // layer a GEMV at that size, qkv and up quantized or dense on the one-wave kernel
+  // (gemv_norm_input_supported), SiLU-gated, one process (no collective), RMSNorm with no
   // sub-layer biases, not --batch-invariant, at most kFusedNormDefaultRows
   // (ROSEINFER_CUDA_FUSED_NORM=N sets that cap, 0 turns it off). Read once at start.
   int fused_norm_max_rows() const;
@@ -183,7 +186,7 @@ class CudaBackend final : public Backend {
   bool use_fused_up(const DeviceMatrix& up, int n) const;
   // The MLP's first projection with its activation fused, at small batch (use_gemv): y (n, out)
   // with out = w.rows, or w.rows / 2 for the gated kSiluMul (rows gate | up).
-  // `norm`: the norm input of a quantized w (gemv_fusion.cuh), x unused.
+  // `norm`: the norm input (gemv_fusion.cuh), x unused.
   void gemv_act(const void* x, const DeviceMatrix& w, const void* bias, void* y, int n,
                 GemvActivation act, const GemvFusion& norm = {});
   // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
