@@ -19,8 +19,6 @@ for model in gpt2 llama-1b llama-8b; do
   [[ $model == gpt2 ]] || offline_bench "${model}_q4_k" 1 --model "$model" --quantize q4_k
 done
 peer_b1 gpt2 llama1b
-step peer_smollm2-shape_b1 200 python3 scripts/peer_decode_b1.py /tmp/models/smollm2-shape \
-  --json "$OUT/peer_smollm2-shape_b1.json"
-tail -n 1 "$OUT/peer_smollm2-shape_b1.txt" | sed 's/^/peer_smollm2-shape_b1: /' | tee -a "$SUMMARY"
+peer_decode_b1 smollm2-shape /tmp/models/smollm2-shape
 device_pack
 cat "$SUMMARY"

@@ -20,9 +20,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   offline_bench "smollm2-shape_fused_r$round" 1 --model /tmp/models/smollm2-shape
 done
 offline_bench llama-1b_bf16 1 --model llama-1b
-step peer_smollm2-shape_b1 200 python3 scripts/peer_decode_b1.py /tmp/models/smollm2-shape \
-  --json "$OUT/peer_smollm2-shape_b1.json"
-tail -n 1 "$OUT/peer_smollm2-shape_b1.txt" | sed 's/^/peer_smollm2-shape_b1: /' | tee -a "$SUMMARY"
+peer_decode_b1 smollm2-shape /tmp/models/smollm2-shape
 if [[ ${NCU:-1} == 1 && -x $B/gpu_bench_gemv_quant ]]; then
   step ncu_direct_q4_k 300 env ROSEINFER_BENCH_ITERS=10 ROSEINFER_BENCH_TYPES=Q4_K \
     ROSEINFER_BENCH_ROWS=1 ncu --clock-control none --csv --page raw -k regex:gemv_direct_kernel \

@@ -95,10 +95,18 @@ peer_b1() {  # MODELS...
   step peer_make_models 150 python3 .peers/make_models.py /tmp/models "$@"
   local m
   for m in "$@"; do
-    step "peer_${m}_b1" 150 python3 scripts/peer_decode_b1.py "/tmp/models/$m" \
-      --json "$OUT/peer_${m}_b1.json"
-    tail -n 1 "$OUT/peer_${m}_b1.txt" | sed "s/^/peer_${m}_b1: /" | tee -a "$SUMMARY"
+    peer_decode_b1 "$m" "/tmp/models/$m"
   done
+}
+
+# transformers' batch-1 decode of the checkpoint in MODEL_DIR (scripts/peer_decode_b1.py) as step
+# peer_NAME_b1, its JSON line added to the summary; e.g. NAME smollm2-shape, MODEL_DIR
+# /tmp/models/smollm2-shape after scripts/make_smollm2_shape.py /tmp/models.
+peer_decode_b1() {  # NAME MODEL_DIR
+  local name=$1 dir=$2
+  step "peer_${name}_b1" 200 python3 scripts/peer_decode_b1.py "$dir" \
+    --json "$OUT/peer_${name}_b1.json"
+  tail -n 1 "$OUT/peer_${name}_b1.txt" | sed "s/^/peer_${name}_b1: /" | tee -a "$SUMMARY"
 }
 
 # One `roseinfer bench --device cuda ARGS... --json $OUT/NAME.json` as step NAME (200 s limit),

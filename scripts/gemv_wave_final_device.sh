@@ -23,9 +23,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 if [[ ${PEER:-1} == 1 && -d /tmp/models/smollm2-shape ]]; then
-  step peer_smollm2-shape_b1 200 python3 scripts/peer_decode_b1.py /tmp/models/smollm2-shape \
-    --json "$OUT/peer_smollm2-shape_b1.json"
-  tail -n 1 "$OUT/peer_smollm2-shape_b1.txt" | sed 's/^/peer_smollm2-shape_b1: /' | tee -a "$SUMMARY"
+  peer_decode_b1 smollm2-shape /tmp/models/smollm2-shape
 fi
 device_pack
 cat "$SUMMARY"

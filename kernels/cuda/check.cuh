@@ -5,6 +5,8 @@
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 
+#include <cstdint>
+
 namespace rose {
 
 [[noreturn]] void cuda_fail(const char* error_text, const char* statement, const char* file,
@@ -19,6 +21,10 @@ const char* cublas_status_text(cublasStatus_t status);
 inline void cublas_check(cublasStatus_t status, const char* statement, const char* file, int line) {
   if (status != CUBLAS_STATUS_SUCCESS) cuda_fail(cublas_status_text(status), statement, file, line);
 }
+
+// True when p is not 16-byte aligned, as the kernels' 16-byte vector loads need (their launchers
+// refuse such pointers with cuda_fail).
+inline bool misaligned16(const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; }
 
 }  // namespace rose
 

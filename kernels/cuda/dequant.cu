@@ -538,7 +538,7 @@ bool launch_staged(void* dst, DType dtype, const uint8_t* src, int64_t row_begin
   constexpr int64_t kIntMax = 0x7fffffff;
   // 16-byte stores need a 16-byte aligned destination (a row is a multiple of 64 bytes); the
   // row arithmetic is 32-bit. Anything else takes the generic kernel, which gives the same bits.
-  if (reinterpret_cast<uintptr_t>(dst) % 16 != 0 || cols % F::kElems != 0 || part_rows > kIntMax ||
+  if (misaligned16(dst) || cols % F::kElems != 0 || part_rows > kIntMax ||
       cols > kIntMax - kChunkGroups * 8) {
     return false;
   }

@@ -1072,7 +1072,7 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
     cuda_fail("unsupported type or shape (in not a multiple of the block size, n or out < 1)",
               "launch_gemm_quant", __FILE__, __LINE__);
   }
-  if (reinterpret_cast<uintptr_t>(x) % 16 != 0 || reinterpret_cast<uintptr_t>(w) % 16 != 0) {
+  if (misaligned16(x) || misaligned16(w)) {
     cuda_fail("misaligned x or weight pointer (16 bytes needed)", "launch_gemm_quant", __FILE__,
               __LINE__);
   }
@@ -1081,7 +1081,7 @@ void launch_gemm_quant(const void* x, const uint8_t* w, uint32_t ggml_type, void
   // of 16, or n).
   int rows = n;
   if (splits > 1) {
-    if (workspace == nullptr || reinterpret_cast<uintptr_t>(workspace) % 16 != 0) {
+    if (workspace == nullptr || misaligned16(workspace)) {
       cuda_fail("split-K needs a 16-byte aligned workspace", "launch_gemm_quant", __FILE__,
                 __LINE__);
     }

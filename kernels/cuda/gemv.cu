@@ -200,13 +200,12 @@ __device__ const T* normalize_rows(const GemvFusion& fusion, int n, int in) {
 // its first group's first kPreChunks chunks of each weight row are loaded before the PDL wait, so
 // they stream while the previous kernel finishes. Every feature's sum is the same sequence of
 // operations as in gemv_kernel (product_group: the same chunks in the same order), so the bits
-// match.
+// match. With a norm input (fusion.norm_residual) each block first writes x, the normalized rows,
+// into its shared memory (n, in), launch_add_norm's bits (norm_row.cuh): a block of the one wave
+// does this once for all its groups, where gemv_kernel would repeat it in every one of its ~2,000
+// blocks.
 constexpr int kPreChunks = 2;
 
-//
-// With a norm input (fusion.norm_residual) each block first writes x, the normalized rows, into its
-// shared memory (n, in), launch_add_norm's bits (norm_row.cuh): a block of the one wave does this
-// once for all its groups, where gemv_kernel would repeat it in every one of its ~2,000 blocks.
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_wave_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
@@ -320,7 +319,7 @@ template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
                  const GemvFusion& fusion, cudaStream_t stream) {
   const int blocks = (out + kWarps / kSplit - 1) / (kWarps / kSplit);
-  if (fusion.norm_residual || wave_for(in, kSplit)) {  // a norm input: gemv_norm_input_supported
+  if (wave_for(in, kSplit)) {  // always with a norm input (launch_dtype checks it)
     if (n == 1 && rows_specialized()) {
       launch_wave<T, E, kSplit, 1>(x, w, bias, y, n, in, out, blocks, fusion, stream);
     } else if (n == 2 && rows_specialized()) {
@@ -364,7 +363,6 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
               __LINE__);
   }
   if (fusion.norm_residual) {
-    const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
     if ((E != Epilogue::kStore && E != Epilogue::kSiluMul) || fusion.residual_add ||
         !gemv_norm_input_supported(n, in, out)) {
       cuda_fail(
@@ -372,7 +370,7 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
           "gemv.cuh)",
           "launch_gemv", __FILE__, __LINE__);
     }
-    if (misaligned(fusion.norm_residual) || misaligned(fusion.norm_weight)) {
+    if (misaligned16(fusion.norm_residual) || misaligned16(fusion.norm_weight)) {
       cuda_fail("misaligned norm residual or weight (16 bytes needed)", "launch_gemv", __FILE__,
                 __LINE__);
     }

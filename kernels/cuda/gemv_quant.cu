@@ -84,32 +84,20 @@ __device__ __forceinline__ int swizzled_chunk(int j) {
   return j ^ ((j >> 3) * kSwizzle & 7);
 }
 
-// K words (K a multiple of 4) of row `row` of x: logical chunks j .. j + K/4 - 1.
-template <int kSwizzle, int K>
+// K words (K a multiple of 4) of row `row` of x: logical chunks j .. j + K/4 - 1. kGroupAligned:
+// the caller's j is a multiple of K/4 (K/4 <= 4), so the chunks lie in one 8-chunk group (j % 8 +
+// K/4 - 1 < 8), share j's swizzle s, and chunk j + k sits at (j ^ s) ^ k: one XOR each instead of
+// recomputing the swizzle (the direct Q4_K kernel's units).
+template <int kSwizzle, int K, bool kGroupAligned = false>
 __device__ __forceinline__ void x_words(const XView& x, int row, int j, uint32_t (&out)[K]) {
   static_assert(K % 4 == 0, "whole 16-byte chunks");
-  const int8_t* q = x.q + row * x.stride;
-#pragma unroll
-  for (int k = 0; k < K / 4; ++k) {
-    const uint4 v = *reinterpret_cast<const uint4*>(q + 16 * swizzled_chunk<kSwizzle>(j + k));
-    out[4 * k] = v.x;
-    out[4 * k + 1] = v.y;
-    out[4 * k + 2] = v.z;
-    out[4 * k + 3] = v.w;
-  }
-}
-
-// x_words<kSwizzle, 16> from a chunk j that is a multiple of 4: chunks j .. j + 3 lie in one
-// 8-chunk group (j % 8 + 3 < 8), so they share j's swizzle s and chunk j + k sits at (j ^ s) ^ k,
-// one XOR each instead of recomputing the swizzle (the direct Q4_K kernel's units).
-template <int kSwizzle>
-__device__ __forceinline__ void x_words16_aligned(const XView& x, int row, int j,
-                                                  uint32_t (&out)[16]) {
+  static_assert(!kGroupAligned || K / 4 <= 4, "one 8-chunk group");
   const int8_t* q = x.q + row * x.stride;
   const int base = swizzled_chunk<kSwizzle>(j);
 #pragma unroll
-  for (int k = 0; k < 4; ++k) {
-    const uint4 v = *reinterpret_cast<const uint4*>(q + 16 * (base ^ k));
+  for (int k = 0; k < K / 4; ++k) {
+    const int chunk = kGroupAligned ? base ^ k : swizzled_chunk<kSwizzle>(j + k);
+    const uint4 v = *reinterpret_cast<const uint4*>(q + 16 * chunk);
     out[4 * k] = v.x;
     out[4 * k + 1] = v.y;
     out[4 * k + 2] = v.z;
@@ -699,7 +687,7 @@ struct Direct<BlockQ4_K> {
     for (int row = 0; row < kRows; ++row) {
       if (row < n) {
         uint32_t x[16];
-        x_words16_aligned<BlockQ4_K::kSwizzle>(xv, row, xv.chunk + 4 * c, x);  // chunk: 16 blk
+        x_words<BlockQ4_K::kSwizzle, 16, true>(xv, row, xv.chunk + 4 * c, x);  // chunk: 16 blk
         const XBlock* a = xv.blocks + row * xv.block_stride + 2 * c;
 #pragma unroll
         for (int i = 0; i < 2; ++i) {
@@ -936,8 +924,8 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   // Item (f, k): unit lane + 32 k of weight row r of feature gw + f total_warps. Units past the
   // row's end are not loaded (nor computed).
   // Q4_K takes a leaner loop (results/2026-11-29-direct-lean: 13-15% fewer instructions an item
-  // with x_words16_aligned): a unit's block is u / kUnits = lane / kUnits + k * (32 / kUnits), the
-  // lane's first block plus whole items and features, so a load adds offsets instead of
+  // with x_words' kGroupAligned): a unit's block is u / kUnits = lane / kUnits + k * (32 / kUnits),
+  // the lane's first block plus whole items and features, so a load adds offsets instead of
   // multiplying out the row; and the register buffers are not zeroed (a unit past the row's end
   // is neither loaded nor computed). The same two changes made llama-1b's Q4_0 batch-1 step 3.5%
   // slower (cause not found), so the other types keep the plain loop.
@@ -1218,13 +1206,12 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
         "size or too large)",
         what, __FILE__, __LINE__);
   }
-  const auto misaligned = [](const void* p) { return reinterpret_cast<uintptr_t>(p) % 16 != 0; };
-  if (fusion.norm_residual ? misaligned(fusion.norm_residual) || misaligned(fusion.norm_weight)
-                           : misaligned(x)) {
+  if (fusion.norm_residual ? misaligned16(fusion.norm_residual) || misaligned16(fusion.norm_weight)
+                           : misaligned16(x)) {
     cuda_fail("misaligned x, or norm residual or weight (16 bytes needed)", what, __FILE__,
               __LINE__);
   }
-  if (misaligned(w))
+  if (misaligned16(w))
     cuda_fail("misaligned weight pointer (16 bytes needed)", what, __FILE__, __LINE__);
   if (fusion.residual_add && E != Epilogue::kStore) {
     cuda_fail("the residual add follows the plain product only", what, __FILE__, __LINE__);
