@@ -10,8 +10,9 @@
 //     step waits on its predecessor before it lets its successor start, so everything older is
 //     complete and visible), the keys of this step after it;
 //   - the blocks merge their results through distributed shared memory: each block combines its
-//     warps, the cluster syncs, and block r merges every block's values for its share of the
-//     output columns.
+//     warps, and every output element is merged by one block from every block's value for it
+//     (the tensor-core kernel stores them into that block's shared memory, the scalar kernel's
+//     merging block reads them from the others').
 // Two kernels share that plan: a warp's keys go through the tensor cores (16-key chunks, the
 // default) or through shuffle-reduced dot products (tiles of 16 or 32 keys, the first version).
 #include <cooperative_groups.h>
@@ -488,22 +489,113 @@ __device__ __forceinline__ void attend_chunk(const ChunkKv<D>& kv, const uint32_
   }
 }
 
+// The two halves of a cluster barrier (PTX barrier.cluster), every thread of every block, used
+// once: arrive (relaxed: it orders nothing but the mbarrier's initialization, which its own fence
+// publishes) and wait for every thread of the cluster to have arrived.
+__device__ __forceinline__ void cluster_arrive_relaxed() {
+  asm volatile("barrier.cluster.arrive.relaxed.aligned;" ::: "memory");
+}
+__device__ __forceinline__ void cluster_wait() {
+  asm volatile("barrier.cluster.wait.aligned;" ::: "memory");
+}
+
+// The blocks' results meet in their owners' shared memory: element i (of the block's heads x D
+// outputs, i = head * D + d) is merged by block i % kClusterSplits, which keeps source r's value
+// at value[r][i / kClusterSplits] and its head's log-sum-exp at lse[r][head]. Sources 0 ..
+// kClusterSplits - 1 are the cluster's blocks, source kClusterSplits the fused RoPE's new key.
+// Every word arrives by st.async, which counts its bytes on the owner's mbarrier `full`: the
+// owner expects (sources x (heads x D / kClusterSplits + heads)) words and waits on its own
+// shared memory. A cluster barrier with release / acquire semantics costs a GPU-wide memory fence
+// on sm_90 (MEMBAR.ALL.GPU in the SASS), this none.
+template <int D, int G>
+struct MergeInbox {
+  static constexpr int kSources = kClusterSplits + 1;
+  static constexpr int kOwned = G * D / kClusterSplits;  // elements a block merges, at most
+  __align__(16) float value[kSources][kOwned];           // rows of kOwned (a multiple of 4) words
+  float lse[kSources][G];
+  uint64_t full;  // mbarrier: complete once every expected word has landed
+};
+
+// Arms the inbox for `words` 4-byte words (thread 0, before the cluster barrier that tells the
+// other blocks it is ready).
+template <int D, int G>
+__device__ __forceinline__ void arm_inbox(MergeInbox<D, G>& inbox, int words) {
+  const uint32_t full = shared_address(&inbox.full);
+  asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full) : "memory");
+  asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(4 * words)
+               : "memory");
+  asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
+}
+
+// One word into block `rank`'s inbox at the place `local` has in this block's (remote
+// shared-memory store; no round trip).
+template <int D, int G>
+__device__ __forceinline__ void post_to_inbox(MergeInbox<D, G>& inbox, const float* local, int rank,
+                                              float value) {
+  uint32_t remote, remote_full;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;"
+      : "=r"(remote)
+      : "r"(shared_address(local)), "r"(rank));
+  asm("mapa.shared::cluster.u32 %0, %1, %2;"
+      : "=r"(remote_full)
+      : "r"(shared_address(&inbox.full)), "r"(rank));
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote),
+      "r"(__float_as_uint(value)), "r"(remote_full)
+      : "memory");
+}
+
+// Four words into block `rank`'s inbox at `local`'s place (16-byte aligned) and after.
+template <int D, int G>
+__device__ __forceinline__ void post4_to_inbox(MergeInbox<D, G>& inbox, const float* local,
+                                               int rank, const float (&values)[4]) {
+  uint32_t remote, remote_full;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;"
+      : "=r"(remote)
+      : "r"(shared_address(local)), "r"(rank));
+  asm("mapa.shared::cluster.u32 %0, %1, %2;"
+      : "=r"(remote_full)
+      : "r"(shared_address(&inbox.full)), "r"(rank));
+  asm volatile(
+      "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
+      "[%5];" ::"r"(remote),
+      "r"(__float_as_uint(values[0])), "r"(__float_as_uint(values[1])),
+      "r"(__float_as_uint(values[2])), "r"(__float_as_uint(values[3])), "r"(remote_full)
+      : "memory");
+}
+
+// Waits until every expected word is in this block's inbox (acquire at cluster scope: the
+// senders' stores are visible after).
+template <int D, int G>
+__device__ __forceinline__ void wait_inbox(MergeInbox<D, G>& inbox) {
+  const uint32_t full = shared_address(&inbox.full);
+  uint32_t done = 0;
+  do {
+    asm volatile(
+        "{\n.reg .pred p;\nmbarrier.try_wait.parity.acquire.cluster.shared::cta.b64 p, [%1], 0;\n"
+        "selp.u32 %0, 1, 0, p;\n}"
+        : "=r"(done)
+        : "r"(full)
+        : "memory");
+  } while (!done);
+}
+
 // G (1, 2, 4 or 8): the block's query heads rounded up, which sizes its shared memory (a kernel
 // with less of it can start beside the previous kernel's blocks before the PDL wait).
+// The end differs from the scalar kernel's merge_cluster_blocks: each block posts its combined
+// result straight into the owners' MergeInbox, every owner merges once its inbox is full, and no
+// block reads another's shared memory, so no cluster barrier closes the kernel. Block-level timing
+// (clock64, H200, SmolLM2's shape, results/2026-11-29-attention-inbox/) had the two cluster
+// barriers and the pulled merge at ~3,200 of the ~7,200 cycles after the PDL wait.
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kThreads)
     cluster_decode_attention_mma_kernel(AttentionArgs args) {
   constexpr int kStride = kWarps * kClusterSplits;  // chunks between one warp's chunks
-  constexpr int kSlots = kWarps + 1;                // the warps' states and the new key's
   __shared__ __align__(16) T q_s[G][D];             // the block's query heads, finished
-  __shared__ float m_s[kSlots][G];
-  __shared__ float l_s[kSlots][G];
-  __shared__ __align__(16) float o_s[kSlots][G][D];
-  // This block's normalised result for its keys: slot 0's place, each (g, d) read (by the one
-  // thread that then writes it) before it is written.
-  float(&value_s)[G][D] = o_s[0];
-  __shared__ float lse_s[G];  // and its log-sum-exp (log2 domain), -inf without keys
-  cg::cluster_group cluster = cg::this_cluster();
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+  __shared__ __align__(16) float o_s[kWarps][G][D];
+  __shared__ MergeInbox<D, G> inbox;
 
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
@@ -514,6 +606,14 @@ __global__ void __launch_bounds__(kThreads)
   const int head_begin = row.head_begin, heads = row.heads;
   const int num_keys = row.num_keys, first_new_key = row.first_new_key;  // this step's keys
   const bool fused = args.fuse_rope;
+  // Every block of the cluster must have started, and armed its inbox, before any block writes
+  // into another's shared memory: the cluster barrier's arrive here (heads needs no load), its
+  // wait just before the first remote store, by which time it has long completed.
+  if (threadIdx.x == 0) {
+    const int sources = fused ? MergeInbox<D, G>::kSources : kClusterSplits;
+    arm_inbox(inbox, sources * (heads * D / kClusterSplits + heads));
+  }
+  cluster_arrive_relaxed();
   const int keys_end = fused ? first_new_key : num_keys;  // the keys the chunks cover
   const int num_chunks = (keys_end + kChunkKeys - 1) / kChunkKeys;
   const int first_chunk = warp * kClusterSplits + split;
@@ -637,8 +737,44 @@ __global__ void __launch_bounds__(kThreads)
       for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
     }
   }
-  // Slot kWarps: the new key (its score is m, l = 1, its V is o), in the last block only; the
-  // others merge their 4 warps.
+  __syncthreads();
+  if (args.probe == 2) return;
+  cluster_wait();  // the arrive near the top: every block has started and armed its inbox
+  // This block's result for its keys (its warps combined as combine_warps does), into the
+  // owners' inboxes as source `split`, four of an owner's consecutive slots a post: thread u
+  // takes owner u % kClusterSplits's slots 4q .. 4q + 3 (q = u / kClusterSplits), elements
+  // (4q + k) * kClusterSplits + owner, all of head 32q / D; the thread with the head's first
+  // slots also posts the head's log-sum-exp to its owner.
+  for (int u = int(threadIdx.x); u < heads * D / 4; u += kThreads) {
+    const int owner = u % kClusterSplits, q = u / kClusterSplits;
+    const int head = 4 * kClusterSplits * q / D, first_d = 4 * kClusterSplits * q % D;
+    float m_max = -INFINITY;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][head]);
+    // A warp that saw no key weighs 0; a NaN reaches the output (combine_warps says why).
+    float scale[kWarps], total = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) {
+      scale[w] = m_s[w][head] == -INFINITY ? 0.0f : exp2f(m_s[w][head] - m_max);
+      total += l_s[w][head] * scale[w];
+    }
+    float values[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const int d = first_d + k * kClusterSplits + owner;
+      float o = 0.0f;
+#pragma unroll
+      for (int w = 0; w < kWarps; ++w) o += o_s[w][head][d] * scale[w];
+      values[k] = total != 0.0f ? o / total : 0.0f;
+    }
+    post4_to_inbox(inbox, &inbox.value[split][4 * q], owner, values);
+    if (first_d == 0) {
+      post_to_inbox(inbox, &inbox.lse[split][head], owner,
+                    total != 0.0f ? m_max + log2f(total) : -INFINITY);
+    }
+  }
+  // The new key, a source of its own (its score is the log-sum-exp, since l = 1; its V is the
+  // value), from the last block's last warp.
   if (new_key_warp) {
     float k[8], v[8];
     unpack8<T>(k_new, k);
@@ -652,26 +788,43 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1)
         dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-      if (lane == 0) {
-        m_s[kWarps][h] = dot * qscale;
-        l_s[kWarps][h] = 1.0f;
-      }
+      if (lane < kClusterSplits)
+        post_to_inbox(inbox, &inbox.lse[kClusterSplits][h], lane, dot * qscale);
       if (new_key_lane) {
+        // Element h * D + col + e belongs to block (col + e) % kClusterSplits = e (col is a
+        // multiple of 8).
 #pragma unroll
-        for (int e = 0; e < 8; ++e) o_s[kWarps][h][col + e] = v[e];
+        for (int e = 0; e < 8; ++e)
+          post_to_inbox(inbox, &inbox.value[kClusterSplits][(h * D + col) / kClusterSplits], e,
+                        v[e]);
       }
     }
   }
-  __syncthreads();
-  const int slots = fused && split == kClusterSplits - 1 ? kSlots : kWarps;
-  for (int i = threadIdx.x; i < heads * D; i += kThreads) {
-    float value, lse;
-    combine_warps<D, G>(m_s, l_s, o_s, i / D, i % D, value, lse, slots);
-    value_s[i / D][i % D] = value;
-    if (i % D == 0) lse_s[i / D] = lse;
+  // The owned elements (at most one a thread: G * D / kClusterSplits <= kThreads), merged as
+  // merge_column weighs partials: the blocks in rank order, then the new key.
+  const int j = threadIdx.x, i = j * kClusterSplits + split;
+  if (i >= heads * D) return;
+  wait_inbox(inbox);
+  const int h = i / D;
+  const int sources = args.fuse_rope ? MergeInbox<D, G>::kSources : kClusterSplits;
+  float lse[MergeInbox<D, G>::kSources], value[MergeInbox<D, G>::kSources];
+  float lse_max = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < MergeInbox<D, G>::kSources; ++r) {
+    lse[r] = r < sources ? inbox.lse[r][h] : -INFINITY;
+    value[r] = r < sources ? inbox.value[r][j] : 0.0f;
+    lse_max = fmaxf(lse_max, lse[r]);
   }
-  if (args.probe == 2) return;
-  merge_cluster_blocks<T, D>(cluster, args, &value_s[0][0], lse_s, token, head_begin, heads, split);
+  float total = 0.0f, out = 0.0f;
+#pragma unroll
+  for (int r = 0; r < MergeInbox<D, G>::kSources; ++r) {
+    const float w = lse[r] == -INFINITY ? 0.0f : exp2f(lse[r] - lse_max);
+    total += w;
+    out += w * value[r];
+  }
+  // NaN passes (total != 0), as in combine_warps.
+  static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin) * D + i] =
+      from_float<T>(total != 0.0f ? out / total : 0.0f);
 }
 
 // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar kernel (comparisons).
