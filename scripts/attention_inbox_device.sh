@@ -29,7 +29,10 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
   done
 done
 base_and_new_bench smollm2_b8 8 --model /tmp/models/smollm2-shape
+# LLAMA8B=1: llama-8b --quantize q4_k once (head dim 128).
+[[ ${LLAMA8B:-0} == 1 ]] && base_and_new_bench llama-8b_q4k 1 --model llama-8b --quantize q4_k
 for which in ${PROBES:-old new}; do
+  [[ -x $B/roseinfer-probe-$which ]] || continue
   for model in /tmp/models/smollm2-shape llama-1b; do
     name="probe_${which}_$(basename "$model")"
     bench_with "$B/roseinfer-probe-$which" "$name" 1 ROSEINFER_CUDA_PHASE_PROBE=1 --model "$model"

@@ -84,6 +84,7 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.partial_lse == 2112 * 4);
   CHECK(b.merge_counters == 64 * 2 * 4);
   CHECK(b.meta == 1456 + 8 * 128 * 4);
+  CHECK(b.rope_angles == 2048 * 32 * 4);  // (max_model_len, head_dim / 2) (cos, sin) pairs
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 64 * 2);
 }
 
@@ -170,6 +171,7 @@ TEST_CASE("gpt2 preset: no act buffer, up rows I; budgets resolved") {
   // gives 8 * 12 * (5 + 32) = 3552, the most.
   CHECK(plan.partial_rows == 3552);
   CHECK(plan.bytes.merge_counters == 8 * 12 * 4);
+  CHECK(plan.bytes.rope_angles == 0);  // learned positions: no RoPE
 
   WorkspaceInputs wide = inputs(4, 8, 1024, false);
   wide.element_size = 4;  // the element size scales the activation buffers only

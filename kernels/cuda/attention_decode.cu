@@ -132,12 +132,31 @@ __device__ __forceinline__ ClusterRow cluster_row(const AttentionArgs& args) {
   return r;
 }
 
-// Fused RoPE: the angles of columns col .. col + 7 at the row's position (position and
-// frequencies are no kernel's output), as rope_kv.cu computes them.
+// Fused RoPE: the angles of columns col .. col + 7 at the row's position (position, frequencies
+// and table are no kernel's output), as rope_kv.cu computes them: read from the angle table where
+// the backend filled one (the same sincosf of the same operands, so the same bits; eight sincosf
+// in place cost a block ~2,100 cycles before its PDL wait, results/2026-11-29-attention-inbox).
 template <int D>
 __device__ __forceinline__ void rope_angles(const AttentionArgs& args, int token, int col,
                                             float (&sines)[8], float (&cosines)[8]) {
-  const float pos = static_cast<float>(args.rope.positions[token]);
+  const int position = args.rope.positions[token];
+  if (args.rope.angle_table) {
+    // A graph's padding rows may carry any position: clamped, their (unused) angles stay in the
+    // table. col % (D/2) is a multiple of 8, so the row's 8 (cos, sin) pairs are 64-byte aligned.
+    const int p = min(max(position, 0), args.rope.angle_table_positions - 1);
+    const float4* pairs = reinterpret_cast<const float4*>(args.rope.angle_table) +
+                          (int64_t(p) * (D / 2) + col % (D / 2)) / 2;
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      const float4 two = pairs[k];  // (cos, sin) of columns col + 2k and col + 2k + 1
+      cosines[2 * k] = two.x;
+      sines[2 * k] = two.y;
+      cosines[2 * k + 1] = two.z;
+      sines[2 * k + 1] = two.w;
+    }
+    return;
+  }
+  const float pos = static_cast<float>(position);
 #pragma unroll
   for (int e = 0; e < 8; ++e)
     sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);

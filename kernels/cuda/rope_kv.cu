@@ -89,7 +89,31 @@ __global__ void rope_kv_kernel(RopeKvArgs args) {
   }
 }
 
+// One thread per (position, frequency) pair.
+__global__ void fill_rope_angles_kernel(const float* inv_freq, int half, int positions,
+                                        float* table) {
+  pdl_wait();
+  pdl_launch_dependents();
+  const int64_t i = int64_t(blockIdx.x) * blockDim.x + threadIdx.x;
+  if (i >= int64_t(positions) * half) return;
+  const float pos = static_cast<float>(i / half);
+  float s, c;
+  sincosf(pos * inv_freq[i % half], &s, &c);
+  table[2 * i] = c;
+  table[2 * i + 1] = s;
+}
+
 }  // namespace
+
+void launch_fill_rope_angles(const float* inv_freq, int head_dim, int positions, float* table,
+                             cudaStream_t stream) {
+  const int64_t pairs = int64_t(positions) * (head_dim / 2);
+  if (pairs <= 0) return;
+  constexpr int kThreads = 256;
+  launch_kernel(fill_rope_angles_kernel, dim3(unsigned((pairs + kThreads - 1) / kThreads)),
+                kThreads, 0, stream, inv_freq, head_dim / 2, positions, table);
+  ROSE_CUDA_CHECK_LAUNCH();
+}
 
 void launch_rope_kv_write(const RopeKvArgs& args, cudaStream_t stream) {
   if (args.num_tokens <= 0) return;

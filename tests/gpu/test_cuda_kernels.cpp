@@ -590,9 +590,61 @@ TEST_CASE("cluster decode attention with the qkv bias, RoPE and KV write fused")
       check_close(to_f32(d_v.download()), to_f32(d_v_ref.download()), 0.0f, 0.0f, "v cache");
       // The qkv rows are left as they were (the fused path rotates in registers only).
       CHECK(d_qkv.download() == qkv.bits);
+
+      // The angles read from the backend's table instead: the same bits as computed in place.
+      if (sh.rope) {
+        const int table_positions = *std::max_element(contexts.begin(), contexts.end());
+        DeviceArray<float> d_table(size_t(table_positions) * D);
+        launch_fill_rope_angles(d_freq.get(), D, table_positions, d_table.get(), nullptr);
+        DeviceArray<uint16_t> d_k2(k.bits), d_v2(v.bits), d_out2(size_t(num_seqs) * q_dim);
+        AttentionArgs tabled = fused;
+        tabled.k_cache = d_k2.get();
+        tabled.v_cache = d_v2.get();
+        tabled.out = d_out2.get();
+        tabled.rope.k_cache = d_k2.get();
+        tabled.rope.v_cache = d_v2.get();
+        tabled.rope.angle_table = d_table.get();
+        tabled.rope.angle_table_positions = table_positions;
+        launch_paged_attention(tabled, nullptr);
+        CHECK(d_out2.download() == d_out.download());
+        CHECK(d_k2.download() == d_k.download());
+        CHECK(d_v2.download() == d_v.download());
+      }
     }
   }
   set_cluster_attention_scalar_only(false);
+}
+
+TEST_CASE("RoPE angle table: cos and sin of every position against libm") {
+  // Llama 3's scaled frequencies at head dim 128 and a plain theta at 64, positions to 8,192:
+  // sincosf's fp32 results against double-precision cos / sin of the same fp32 angle.
+  struct Case {
+    int head_dim;
+    float theta;
+    RopeScaling scaling;
+  };
+  RopeScaling llama3;
+  llama3.type = "llama3";
+  llama3.factor = 32.0f;
+  for (const Case& cs : {Case{64, 100000.0f, RopeScaling{}}, Case{128, 500000.0f, llama3}}) {
+    CAPTURE(cs.head_dim);
+    const int positions = 8192, half = cs.head_dim / 2;
+    std::vector<float> inv_freq(half);
+    rope_inv_freq(cs.head_dim, cs.theta, cs.scaling, inv_freq.data());
+    DeviceArray<float> d_freq(inv_freq), d_table(size_t(positions) * cs.head_dim);
+    launch_fill_rope_angles(d_freq.get(), cs.head_dim, positions, d_table.get(), nullptr);
+    const std::vector<float> table = d_table.download();
+    double worst = 0.0;
+    for (int p = 0; p < positions; ++p) {
+      for (int i = 0; i < half; ++i) {
+        const double angle = double(float(p) * inv_freq[i]);  // the fp32 angle the kernels take
+        const size_t at = (size_t(p) * half + i) * 2;
+        worst = std::max({worst, std::abs(table[at] - std::cos(angle)),
+                          std::abs(table[at + 1] - std::sin(angle))});
+      }
+    }
+    CHECK(worst < 1e-6);  // sincosf: within 2 ulp of the rounded result
+  }
 }
 
 TEST_CASE("activations: GELU-tanh with bias, SiLU-and-mul") {

@@ -227,6 +227,16 @@ void CudaBackend::allocate_workspaces() {
   partial_lse_ = arena_.alloc_as<float>(b.partial_lse);
   merge_counters_ = arena_.alloc_as<int32_t>(b.merge_counters);
   ROSE_CUDA_CHECK(cudaMemsetAsync(merge_counters_, 0, size_t(b.merge_counters), stream_));
+  // Every position's RoPE angles, once: the batch-1 attention kernel computed its eight sines and
+  // cosines before its PDL wait, ~2,100 of a block's ~4,800 cycles there, on the step's critical
+  // path (results/2026-11-29-attention-inbox). ROSEINFER_CUDA_ROPE_TABLE=0 computes them in place
+  // (comparisons).
+  const char* table_env = std::getenv("ROSEINFER_CUDA_ROPE_TABLE");
+  if (b.rope_angles > 0 && weights_.inv_freq && !(table_env && table_env[0] == '0')) {
+    rope_angles_ = arena_.alloc_as<float>(b.rope_angles);
+    launch_fill_rope_angles(weights_.inv_freq, config_.head_dim, max_model_len_, rope_angles_,
+                            stream_);
+  }
 
   // The per-step metadata: one pinned buffer mirrored by one device buffer, sized for the largest
   // step.

@@ -322,6 +322,7 @@ class CudaBackend final : public Backend {
   float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
   float* partial_lse_ = nullptr;       // (partial_rows,)
   int32_t* merge_counters_ = nullptr;  // attention's fused split merge, zero between launches
+  float* rope_angles_ = nullptr;       // (max_model_len_, head_dim / 2, 2) cos, sin; RoPE models
   void* quant_gemm_split_ = nullptr;   // (plan_.bytes.quant_gemm_split) the tile-decoding GEMM's
                                        // split-K counters and partials, zeroed once
 

@@ -47,6 +47,8 @@ RopeKvArgs CudaBackend::rope_kv_args(int l) const {
   rope.k_cache = k_cache(l);
   rope.v_cache = v_cache(l);
   rope.inv_freq = weights_.inv_freq;  // nullptr without RoPE: no rotation
+  rope.angle_table = rope_angles_;
+  rope.angle_table_positions = max_model_len_;
   rope.num_heads = c.num_heads;
   rope.num_kv_heads = c.num_kv_heads;
   rope.head_dim = c.head_dim;

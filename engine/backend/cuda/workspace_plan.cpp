@@ -115,6 +115,7 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
     b.quant_gemm_split = gemm_quant_workspace_bound(std::min(rows, T), in.num_sms);
   }
   plan_attention_partials(c, in, plan);
+  if (c.uses_rope()) b.rope_angles = int64_t(in.max_model_len) * c.head_dim * 4;
   // The layout only grows with the token and sequence counts: the largest step's fits them all.
   b.meta = meta_layout(T, S).block_tables + S * plan.max_table_stride * int64_t(4);
   return plan;

@@ -155,6 +155,9 @@ struct WorkspaceBytes {
   int64_t merge_counters = 0;  // (attention_merge_counters(T),) int32
   int64_t meta = 0;            // the largest step's MetaLayout plus (S, max_table_stride) tables;
                                // the device buffer and its pinned host mirror
+  // RoPE models: (max_model_len, head_dim / 2, 2) fp32, every position's cos and sin
+  // (launch_fill_rope_angles), filled once; 0 otherwise.
+  int64_t rope_angles = 0;
 };
 
 struct WorkspacePlan {
