@@ -530,7 +530,9 @@ template <int D, int G>
 struct MergeInbox {
   static constexpr int kSources = kClusterSplits + 1;
   static constexpr int kOwned = G * D / kClusterSplits;  // elements a block merges, at most
-  __align__(16) float value[kSources][kOwned];           // rows of kOwned (a multiple of 4) words
+  static_assert(kOwned % 4 == 0 && kOwned <= kThreads,
+                "four-word posts; one owned element a thread");
+  __align__(16) float value[kSources][kOwned];  // rows of kOwned (a multiple of 4) words
   float lse[kSources][G];
   uint64_t full;  // mbarrier: complete once every expected word has landed
 };
@@ -546,18 +548,22 @@ __device__ __forceinline__ void arm_inbox(MergeInbox<D, G>& inbox, int words) {
   asm volatile("fence.mbarrier_init.release.cluster;" ::: "memory");
 }
 
+// The shared-memory address in block `rank` of the cluster of what `local` is in this block.
+__device__ __forceinline__ uint32_t cluster_address(const void* local, int rank) {
+  uint32_t remote;
+  asm("mapa.shared::cluster.u32 %0, %1, %2;"
+      : "=r"(remote)
+      : "r"(shared_address(local)), "r"(rank));
+  return remote;
+}
+
 // One word into block `rank`'s inbox at the place `local` has in this block's (remote
 // shared-memory store; no round trip).
 template <int D, int G>
 __device__ __forceinline__ void post_to_inbox(MergeInbox<D, G>& inbox, const float* local, int rank,
                                               float value) {
-  uint32_t remote, remote_full;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;"
-      : "=r"(remote)
-      : "r"(shared_address(local)), "r"(rank));
-  asm("mapa.shared::cluster.u32 %0, %1, %2;"
-      : "=r"(remote_full)
-      : "r"(shared_address(&inbox.full)), "r"(rank));
+  const uint32_t remote = cluster_address(local, rank);
+  const uint32_t remote_full = cluster_address(&inbox.full, rank);
   asm volatile(
       "st.async.shared::cluster.mbarrier::complete_tx::bytes.b32 [%0], %1, [%2];" ::"r"(remote),
       "r"(__float_as_uint(value)), "r"(remote_full)
@@ -568,13 +574,8 @@ __device__ __forceinline__ void post_to_inbox(MergeInbox<D, G>& inbox, const flo
 template <int D, int G>
 __device__ __forceinline__ void post4_to_inbox(MergeInbox<D, G>& inbox, const float* local,
                                                int rank, const float (&values)[4]) {
-  uint32_t remote, remote_full;
-  asm("mapa.shared::cluster.u32 %0, %1, %2;"
-      : "=r"(remote)
-      : "r"(shared_address(local)), "r"(rank));
-  asm("mapa.shared::cluster.u32 %0, %1, %2;"
-      : "=r"(remote_full)
-      : "r"(shared_address(&inbox.full)), "r"(rank));
+  const uint32_t remote = cluster_address(local, rank);
+  const uint32_t remote_full = cluster_address(&inbox.full, rank);
   asm volatile(
       "st.async.shared::cluster.mbarrier::complete_tx::bytes.v4.b32 [%0], {%1, %2, %3, %4}, "
       "[%5];" ::"r"(remote),
