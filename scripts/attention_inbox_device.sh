@@ -1,10 +1,11 @@
 #!/usr/bin/env bash
 # The cluster attention's merge through the owners' shared memory (issue 12), in one call
-# (bundle-pack/ carried with roseinfer, roseinfer-base = the previous commit, and
-# roseinfer-probe-old / -new = each with kernels/cuda/phase_probe.cuh's clock64 marks in the
-# tensor-core attention kernel, experiment only): the GPU tests in the bundle, batch-1 decode base
-# against new (ROUNDS rounds, default 2) on the SmolLM2-135M shape, llama-1b bf16 and Q4_K, the
-# SmolLM2 shape at batch 8, and each probe binary's per-phase cycles. $OUT: summary.txt, outputs.tgz.
+# (bundle-pack/ carried with roseinfer, roseinfer-base = the previous commit, optionally
+# roseinfer-mid, and roseinfer-probe-old / -new = builds with the clock64 phase probe of
+# results/2026-11-29-attention-inbox/ (phase_probe.cuh.txt, probe_patch.py) in the tensor-core
+# attention kernel, experiment only): the GPU tests in the bundle, batch-1 decode base / mid / new
+# (ROUNDS rounds, default 2) on the SmolLM2-135M shape, llama-1b bf16 and Q4_K, the SmolLM2 shape
+# at batch 8, and each probe binary's per-phase cycles. $OUT: summary.txt, outputs.tgz.
 set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
@@ -40,8 +41,8 @@ for which in ${PROBES:-old new}; do
   done
 done
 # EXTRA=1: the probe binary's attention with its RoPE angles not computed before the PDL wait
-# (ROSEINFER_CUDA_ATTENTION_PROBE=3: outputs wrong, step time real), and roseinfer-mid (an earlier
-# form of the change) where carried.
+# (ROSEINFER_CUDA_ATTENTION_PROBE=3, which only the packed_posts/ probe build knew: outputs wrong,
+# step time real), and roseinfer-mid where carried.
 if [[ ${EXTRA:-0} == 1 ]]; then
   for model in /tmp/models/smollm2-shape llama-1b; do
     name="probe3_$(basename "$model")"

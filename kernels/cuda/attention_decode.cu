@@ -162,10 +162,28 @@ __device__ __forceinline__ void rope_angles(const AttentionArgs& args, int token
     sincosf(pos * args.rope.inv_freq[(col + e) % (D / 2)], &sines[e], &cosines[e]);
 }
 
-// The end of both cluster kernels: every block holds its keys' normalised values value_s (heads,
-// D; row stride D) and their log-sum-exps lse_s (heads,); block `split` merges output columns
-// split * kThreads + threadIdx.x, + kClusterSplits * kThreads, ...: the blocks in rank order,
-// weighted as merge_column weighs partials, and writes them to args.out.
+// The merged value of N partials (value r with log-sum-exp lse r, log2 domain), weighted as
+// merge_column weighs them: a partial without keys (lse -inf, value 0) weighs 0; a NaN passes
+// (total != 0), as in combine_warps.
+template <int N>
+__device__ __forceinline__ float merge_partials(const float (&lse)[N], const float (&value)[N]) {
+  float lse_max = -INFINITY;
+#pragma unroll
+  for (int r = 0; r < N; ++r) lse_max = fmaxf(lse_max, lse[r]);
+  float total = 0.0f, out = 0.0f;
+#pragma unroll
+  for (int r = 0; r < N; ++r) {
+    const float w = lse[r] == -INFINITY ? 0.0f : exp2f(lse[r] - lse_max);
+    total += w;
+    out += w * value[r];
+  }
+  return total != 0.0f ? out / total : 0.0f;
+}
+
+// The end of the scalar cluster kernel: every block holds its keys' normalised values value_s
+// (heads, D; row stride D) and their log-sum-exps lse_s (heads,); block `split` merges output
+// columns split * kThreads + threadIdx.x, + kClusterSplits * kThreads, ...: the blocks in rank
+// order, weighted as merge_column weighs partials, and writes them to args.out.
 template <typename T, int D>
 __device__ __forceinline__ void merge_cluster_blocks(cg::cluster_group& cluster,
                                                      const AttentionArgs& args, float* value_s,
@@ -174,24 +192,14 @@ __device__ __forceinline__ void merge_cluster_blocks(cg::cluster_group& cluster,
   cluster.sync();  // every block's value_s and lse_s written and visible to the cluster
   for (int i = split * kThreads + threadIdx.x; i < heads * D; i += kClusterSplits * kThreads) {
     const int g = i / D;
-    float lse[kClusterSplits];
-    float lse_max = -INFINITY;
+    float lse[kClusterSplits], value[kClusterSplits];
 #pragma unroll
     for (int r = 0; r < kClusterSplits; ++r) {
       lse[r] = *cluster.map_shared_rank(lse_s + g, r);
-      lse_max = fmaxf(lse_max, lse[r]);
+      value[r] = *cluster.map_shared_rank(value_s + i, r);
     }
-    float total = 0.0f, o = 0.0f;
-#pragma unroll
-    for (int r = 0; r < kClusterSplits; ++r) {
-      if (lse[r] == -INFINITY) continue;
-      const float w = exp2f(lse[r] - lse_max);
-      total += w;
-      o += w * *cluster.map_shared_rank(value_s + i, r);
-    }
-    // NaN passes (total != 0), as in combine_warps.
     static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin) * D + i] =
-        from_float<T>(total != 0.0f ? o / total : 0.0f);
+        from_float<T>(merge_partials(lse, value));
   }
   cluster.sync();  // no block leaves while another still reads its shared memory
 }
@@ -535,6 +543,10 @@ struct MergeInbox {
   __align__(16) float value[kSources][kOwned];  // rows of kOwned (a multiple of 4) words
   float lse[kSources][G];
   uint64_t full;  // mbarrier: complete once every expected word has landed
+  // The sources that post: the blocks, and the new key when the RoPE is fused.
+  static __device__ __forceinline__ int sources(bool fused) {
+    return fused ? kSources : kClusterSplits;
+  }
 };
 
 // Arms the inbox for `words` 4-byte words (thread 0, before the cluster barrier that tells the
@@ -630,8 +642,7 @@ __global__ void __launch_bounds__(kThreads)
   // into another's shared memory: the cluster barrier's arrive here (heads needs no load), its
   // wait just before the first remote store, by which time it has long completed.
   if (threadIdx.x == 0) {
-    const int sources = fused ? MergeInbox<D, G>::kSources : kClusterSplits;
-    arm_inbox(inbox, sources * (heads * D / kClusterSplits + heads));
+    arm_inbox(inbox, MergeInbox<D, G>::sources(fused) * (heads * D / kClusterSplits + heads));
   }
   cluster_arrive_relaxed();
   const int keys_end = fused ? first_new_key : num_keys;  // the keys the chunks cover
@@ -768,30 +779,15 @@ __global__ void __launch_bounds__(kThreads)
   for (int u = int(threadIdx.x); u < heads * D / 4; u += kThreads) {
     const int owner = u % kClusterSplits, q = u / kClusterSplits;
     const int head = 4 * kClusterSplits * q / D, first_d = 4 * kClusterSplits * q % D;
-    float m_max = -INFINITY;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) m_max = fmaxf(m_max, m_s[w][head]);
-    // A warp that saw no key weighs 0; a NaN reaches the output (combine_warps says why).
-    float scale[kWarps], total = 0.0f;
-#pragma unroll
-    for (int w = 0; w < kWarps; ++w) {
-      scale[w] = m_s[w][head] == -INFINITY ? 0.0f : exp2f(m_s[w][head] - m_max);
-      total += l_s[w][head] * scale[w];
-    }
+    const WarpWeights ww = warp_weights<G>(m_s, l_s, head);
     float values[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
       const int d = first_d + k * kClusterSplits + owner;
-      float o = 0.0f;
-#pragma unroll
-      for (int w = 0; w < kWarps; ++w) o += o_s[w][head][d] * scale[w];
-      values[k] = total != 0.0f ? o / total : 0.0f;
+      values[k] = ww.value([&](int w) { return o_s[w][head][d]; });
     }
     post4_to_inbox(inbox, &inbox.value[split][4 * q], owner, values);
-    if (first_d == 0) {
-      post_to_inbox(inbox, &inbox.lse[split][head], owner,
-                    total != 0.0f ? m_max + log2f(total) : -INFINITY);
-    }
+    if (first_d == 0) post_to_inbox(inbox, &inbox.lse[split][head], owner, ww.lse());
   }
   // The new key, a source of its own (its score is the log-sum-exp, since l = 1; its V is the
   // value), from the last block's last warp.
@@ -825,26 +821,15 @@ __global__ void __launch_bounds__(kThreads)
   const int j = threadIdx.x, i = j * kClusterSplits + split;
   if (i >= heads * D) return;
   wait_inbox(inbox);
-  const int h = i / D;
-  const int sources = args.fuse_rope ? MergeInbox<D, G>::kSources : kClusterSplits;
+  const int h = i / D, sources = MergeInbox<D, G>::sources(args.fuse_rope);
   float lse[MergeInbox<D, G>::kSources], value[MergeInbox<D, G>::kSources];
-  float lse_max = -INFINITY;
 #pragma unroll
   for (int r = 0; r < MergeInbox<D, G>::kSources; ++r) {
     lse[r] = r < sources ? inbox.lse[r][h] : -INFINITY;
     value[r] = r < sources ? inbox.value[r][j] : 0.0f;
-    lse_max = fmaxf(lse_max, lse[r]);
   }
-  float total = 0.0f, out = 0.0f;
-#pragma unroll
-  for (int r = 0; r < MergeInbox<D, G>::kSources; ++r) {
-    const float w = lse[r] == -INFINITY ? 0.0f : exp2f(lse[r] - lse_max);
-    total += w;
-    out += w * value[r];
-  }
-  // NaN passes (total != 0), as in combine_warps.
   static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin) * D + i] =
-      from_float<T>(total != 0.0f ? out / total : 0.0f);
+      from_float<T>(merge_partials(lse, value));
 }
 
 // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar kernel (comparisons).

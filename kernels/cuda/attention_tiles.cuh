@@ -17,28 +17,51 @@ namespace attention_detail {
 constexpr int kWarps = 4;
 constexpr int kThreads = kWarps * 32;
 
-// The block's warp states (the first `slots`: its 4 warps, and in the tensor-core cluster kernel
-// one more for the new key) for vector g, column d combined: the normalised value and its
+// How the block's kWarps warp states (m_s, l_s: (kWarps, G)) of vector g combine: each warp's
+// scale against the largest max, and the scaled sum of their l. One per vector, shared by its
+// columns (value).
+struct WarpWeights {
+  float m_max = -INFINITY, total = 0.0f, scale[kWarps];
+  // Column d's normalised value from the warps' o (o(w): warp w's); 0 without keys.
+  template <typename WarpO>
+  __device__ __forceinline__ float value(WarpO o) const {
+    float sum = 0.0f;
+#pragma unroll
+    for (int w = 0; w < kWarps; ++w) sum += o(w) * scale[w];
+    return total != 0.0f ? sum / total : 0.0f;
+  }
+  // The vector's log-sum-exp (log2 domain), -inf without keys.
+  __device__ __forceinline__ float lse() const {
+    return total != 0.0f ? m_max + log2f(total) : -INFINITY;
+  }
+};
+
+template <int G>
+__device__ __forceinline__ WarpWeights warp_weights(const float (*m_s)[G], const float (*l_s)[G],
+                                                    int g) {
+  WarpWeights ww;
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) ww.m_max = fmaxf(ww.m_max, m_s[w][g]);
+    // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
+    // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
+    // `total != 0`, not `total > 0`, and no early skip when m_max is -inf.
+#pragma unroll
+  for (int w = 0; w < kWarps; ++w) {
+    ww.scale[w] = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - ww.m_max);
+    ww.total += l_s[w][g] * ww.scale[w];
+  }
+  return ww;
+}
+
+// The block's warp states for vector g, column d combined: the normalised value and its
 // log-sum-exp (log2 domain).
 template <int D, int G>
 __device__ __forceinline__ void combine_warps(const float (*m_s)[G], const float (*l_s)[G],
                                               const float (*o_s)[G][D], int g, int d, float& value,
-                                              float& lse, int slots = kWarps) {
-  float m_max = -INFINITY;
-#pragma unroll
-  for (int w = 0; w < slots; ++w) m_max = fmaxf(m_max, m_s[w][g]);
-  // A warp that saw no key (m = -inf) weighs 0. A NaN score leaves m finite but l NaN; it must
-  // reach the output (and so the logits, where the sampler flags it), not turn into 0: hence
-  // `total != 0` below, not `total > 0`, and no early skip when m_max is -inf.
-  float total = 0.0f, o = 0.0f;
-#pragma unroll
-  for (int w = 0; w < slots; ++w) {
-    const float scale = m_s[w][g] == -INFINITY ? 0.0f : exp2f(m_s[w][g] - m_max);
-    total += l_s[w][g] * scale;
-    o += o_s[w][g][d] * scale;
-  }
-  value = total != 0.0f ? o / total : 0.0f;
-  lse = total != 0.0f ? m_max + log2f(total) : -INFINITY;
+                                              float& lse) {
+  const WarpWeights ww = warp_weights<G>(m_s, l_s, g);
+  value = ww.value([&](int w) { return o_s[w][g][d]; });
+  lse = ww.lse();
 }
 
 // Decode-oriented variant for head_dim 64 and 128: a group of D/8 lanes shares one K (and V) row,
