@@ -489,6 +489,9 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("max_model_len", static_cast<int64_t>(context));
   c.emplace_back("gpu_memory_utilization", args.engine.gpu_memory_utilization);
   c.emplace_back("cuda_graphs", model.cuda && !args.engine.no_cuda_graph);
+  // Whether steps may overlap (where the backend runs them asynchronously: results' steps_ahead
+  // counts those that did).
+  c.emplace_back("overlap", !args.engine.no_overlap);
   c.emplace_back("batch_invariant", model.cuda && args.engine.batch_invariant);
   c.emplace_back("percentiles", args.percentiles);
   c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));

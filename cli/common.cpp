@@ -97,6 +97,9 @@ void add_engine_flags(CLI::App* cmd, EngineFlags& flags, const std::string& seed
       ->capture_default_str();
   cmd->add_flag("--no-cuda-graph", flags.no_cuda_graph,
                 "CUDA: launch decode steps directly instead of replaying captured graphs");
+  cmd->add_flag("--no-overlap", flags.no_overlap,
+                "CUDA: run one step at a time, instead of enqueuing each step before the ids of "
+                "the one before it reach the host");
   cmd->add_flag("--batch-invariant", flags.batch_invariant,
                 "CUDA: kernels whose result for a request does not depend on the rest of its batch "
                 "(fixed reduction orders; costs speed, see the README)");
@@ -203,6 +206,7 @@ EngineConfig engine_config(const EngineFlags& flags, SchedulerMode mode, bool pr
   config.max_num_seqs = flags.max_num_seqs;
   config.max_num_batched_tokens = flags.max_num_batched_tokens;
   config.prefix_cache = prefix_cache;
+  if (flags.no_overlap) config.overlap = StepOverlap::kOff;
   return config;
 }
 

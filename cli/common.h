@@ -47,6 +47,7 @@ struct EngineFlags {
   int max_num_batched_tokens = 8192;
   int max_model_len = 0;
   bool no_cuda_graph = false;
+  bool no_overlap = false;  // EngineConfig::overlap off
   bool batch_invariant = false;
   uint64_t seed = 0;
 };

@@ -5,12 +5,27 @@
 #include <cstdint>
 #include <vector>
 
+#include "engine/scheduler/engine_config.h"
 #include "engine/scheduler/request.h"
 #include "tests/fake_backend.h"
 
 namespace rose::testing {
 
 constexpr int kMixedVocab = 1000;
+
+// The engine tests' budgets: 8 sequences, 64 tokens a step. `overlap` kOn: each step planned and
+// submitted before the last one's ids are applied (a fake backend runs them in turn), which must
+// change no output.
+inline EngineConfig config_for(SchedulerMode mode, bool prefix_cache,
+                               StepOverlap overlap = StepOverlap::kAuto) {
+  EngineConfig c;
+  c.mode = mode;
+  c.prefix_cache = prefix_cache;
+  c.max_num_seqs = 8;
+  c.max_num_batched_tokens = 64;
+  c.overlap = overlap;
+  return c;
+}
 
 inline std::vector<int32_t> make_tokens(int n, uint64_t seed) {
   std::vector<int32_t> t;

@@ -24,14 +24,9 @@ constexpr int kVocab = testing::kMixedVocab;
 using testing::make_tokens;
 using testing::mixed_requests;
 
-EngineConfig config_for(SchedulerMode mode, bool prefix_cache) {
-  EngineConfig c;
-  c.mode = mode;
-  c.prefix_cache = prefix_cache;
-  c.max_num_seqs = 8;
-  c.max_num_batched_tokens = 64;
-  return c;
-}
+using testing::config_for;
+
+constexpr StepOverlap kOverlaps[] = {StepOverlap::kOff, StepOverlap::kOn};
 
 void check_outputs(const RunResult& result, const std::vector<EngineRequest>& requests,
                    const std::vector<int>& eos = {}) {
@@ -42,20 +37,54 @@ void check_outputs(const RunResult& result, const std::vector<EngineRequest>& re
   }
 }
 
+// Runs `requests` with EOS = id 2 over `vocab` ids: each output is the reference's, and at least
+// one request stops on EOS (those that ignore it run to max_tokens, 12).
+void check_eos_run(const std::vector<EngineRequest>& requests, int vocab,
+                   const EngineConfig& config) {
+  FakeBackend backend(64, 4, vocab, {2});
+  Engine engine(backend, config, "fake");
+  const RunResult result = engine.run(requests);
+  int stopped = 0;
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CAPTURE(i);
+    const std::vector<int32_t> expected = reference_generate(requests[i], vocab, {2});
+    CHECK(result.requests[i].output_ids == expected);
+    const bool ends_in_eos = !expected.empty() && expected.back() == 2;
+    if (requests[i].ignore_eos) {
+      CHECK(expected.size() == 12);
+      CHECK(result.requests[i].finish_reason == FinishReason::kLength);
+    } else if (ends_in_eos) {
+      ++stopped;
+      CHECK(result.requests[i].finish_reason == FinishReason::kStop);
+    }
+  }
+  CHECK(stopped > 0);  // the workload exercises the stop path
+}
+
 }  // namespace
 
-TEST_CASE("every mode, with and without the prefix cache, produces the reference outputs") {
+TEST_CASE(
+    "every mode, with and without the prefix cache and overlapped steps, produces the reference "
+    "outputs") {
   const std::vector<EngineRequest> requests = mixed_requests();
   for (SchedulerMode mode :
        {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline}) {
-    for (bool cache : {true, false}) {
+    for (auto [cache, overlap] : {std::pair{true, StepOverlap::kOff},
+                                  {false, StepOverlap::kOff},
+                                  {true, StepOverlap::kOn},
+                                  {false, StepOverlap::kOn}}) {
       CAPTURE(mode_name(mode));
       CAPTURE(cache);
+      CAPTURE(overlap == StepOverlap::kOn);
       FakeClock clock;
       FakeBackend backend(256, 16, kVocab, {}, &clock);
-      Engine engine(backend, config_for(mode, cache), "fake");
+      Engine engine(backend, config_for(mode, cache, overlap), "fake");
       const RunResult result = engine.run(requests, {}, &clock);
       check_outputs(result, requests);
+      for (const RequestResult& r : result.requests) {
+        CHECK(r.timeline.token_times.size() == r.output_ids.size());
+      }
+      CHECK((result.steps.steps_ahead > 0) == (overlap == StepOverlap::kOn));
       CHECK(result.kv.preemptions == 0);
       CHECK(result.steps.steps == int64_t(backend.steps.size()));
       for (const auto& step : backend.steps) {
@@ -131,11 +160,15 @@ TEST_CASE(
     requests.push_back(r);
   }
   for (SchedulerMode mode : {SchedulerMode::kOffline, SchedulerMode::kOnline}) {
-    for (bool cache : {true, false}) {
+    for (auto [cache, overlap] : {std::pair{true, StepOverlap::kOff},
+                                  {false, StepOverlap::kOff},
+                                  {true, StepOverlap::kOn},
+                                  {false, StepOverlap::kOn}}) {
       CAPTURE(mode_name(mode));
       CAPTURE(cache);
+      CAPTURE(overlap == StepOverlap::kOn);
       FakeBackend backend(12, 8, kVocab);  // 96 tokens: about two requests at a time
-      EngineConfig config = config_for(mode, cache);
+      EngineConfig config = config_for(mode, cache, overlap);
       config.max_num_batched_tokens = 128;
       Engine engine(backend, config, "fake");
       const RunResult result = engine.run(requests);
@@ -153,7 +186,7 @@ TEST_CASE(
   }
 }
 
-TEST_CASE("EOS finishes a request unless it ignores EOS") {
+TEST_CASE("EOS finishes a request unless it ignores EOS, also with overlapped steps") {
   constexpr int kSmallVocab = 6;  // EOS (id 2) comes up often
   std::vector<EngineRequest> requests;
   for (int i = 0; i < 10; ++i) {
@@ -163,24 +196,14 @@ TEST_CASE("EOS finishes a request unless it ignores EOS") {
     r.ignore_eos = (i % 2 == 1);
     requests.push_back(r);
   }
-  FakeBackend backend(64, 4, kSmallVocab, {2});
-  Engine engine(backend, config_for(SchedulerMode::kOffline, true), "fake");
-  const RunResult result = engine.run(requests);
-  int stopped = 0;
-  for (size_t i = 0; i < requests.size(); ++i) {
-    CAPTURE(i);
-    const std::vector<int32_t> expected = reference_generate(requests[i], kSmallVocab, {2});
-    CHECK(result.requests[i].output_ids == expected);
-    const bool ends_in_eos = !expected.empty() && expected.back() == 2;
-    if (requests[i].ignore_eos) {
-      CHECK(expected.size() == 12);
-      CHECK(result.requests[i].finish_reason == FinishReason::kLength);
-    } else if (ends_in_eos) {
-      ++stopped;
-      CHECK(result.requests[i].finish_reason == FinishReason::kStop);
+  for (SchedulerMode mode :
+       {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline}) {
+    for (StepOverlap overlap : kOverlaps) {
+      CAPTURE(mode_name(mode));
+      CAPTURE(overlap == StepOverlap::kOn);
+      check_eos_run(requests, kSmallVocab, config_for(mode, true, overlap));
     }
   }
-  CHECK(stopped > 0);  // the workload exercises the stop path
   CHECK(std::string(finish_reason_name(FinishReason::kStop)) == "stop");
   CHECK(std::string(finish_reason_name(FinishReason::kLength)) == "length");
 }
@@ -393,14 +416,23 @@ TEST_CASE("a stop string ends a request at the token that completes it, in every
   const auto tokenizer = rose::make_byte_tokenizer(256);
   for (SchedulerMode mode :
        {SchedulerMode::kNaive, SchedulerMode::kOffline, SchedulerMode::kOnline}) {
-    CAPTURE(mode_name(mode));
-    FakeBackend backend(64, 4, kByteVocab, {});
-    Engine engine(backend, config_for(mode, true), "fake");
-    CHECK_THROWS_WITH_AS(engine.run({r}), doctest::Contains("stop strings need"), rose::Error);
-    engine.set_stop_tokenizer(tokenizer.get());
-    const RunResult result = engine.run({r});
-    const std::vector<int32_t> expected(free_run.begin(), free_run.begin() + long(first) + 1);
-    CHECK(result.requests[0].output_ids == expected);
-    CHECK(result.requests[0].finish_reason == FinishReason::kStop);
+    // Overlapped, the step after the one that completes the string is already planned.
+    for (StepOverlap overlap : kOverlaps) {
+      CAPTURE(mode_name(mode));
+      CAPTURE(overlap == StepOverlap::kOn);
+      FakeBackend backend(64, 4, kByteVocab, {});
+      EngineConfig config = config_for(mode, true);
+      config.overlap = overlap;
+      Engine engine(backend, config, "fake");
+      CHECK_THROWS_WITH_AS(engine.run({r}), doctest::Contains("stop strings need"), rose::Error);
+      engine.set_stop_tokenizer(tokenizer.get());
+      const RunResult result = engine.run({r, r});
+      const std::vector<int32_t> expected(free_run.begin(), free_run.begin() + long(first) + 1);
+      for (const RequestResult& got : result.requests) {
+        CHECK(got.output_ids == expected);
+        CHECK(got.finish_reason == FinishReason::kStop);
+      }
+      CHECK((result.steps.steps_ahead > 0) == (overlap == StepOverlap::kOn));
+    }
   }
 }

@@ -84,11 +84,16 @@ TEST_CASE("cpu backend: identical greedy outputs across modes and with the cache
     for (bool cache : {true, false}) {
       CAPTURE(mode_name(mode));
       CAPTURE(cache);
-      std::unique_ptr<Backend> backend = tiny_backend(128);
-      Engine engine(*backend, config(mode, cache), "tiny");
-      const RunResult result = engine.run(requests);
-      CHECK(outputs(result) == solo);
-      if (cache) CHECK(result.cache.hit_tokens >= 5 * 32);
+      for (StepOverlap overlap : {StepOverlap::kOff, StepOverlap::kOn}) {
+        CAPTURE(overlap == StepOverlap::kOn);
+        std::unique_ptr<Backend> backend = tiny_backend(128);
+        EngineConfig c = config(mode, cache);
+        c.overlap = overlap;  // on: each step planned before the last one's ids are applied
+        Engine engine(*backend, c, "tiny");
+        const RunResult result = engine.run(requests);
+        CHECK(outputs(result) == solo);
+        if (cache) CHECK(result.cache.hit_tokens >= 5 * 32);
+      }
     }
   }
 }
@@ -132,10 +137,15 @@ TEST_CASE("cpu backend: preemption under a tiny pool keeps every output") {
   CHECK(expected.kv.preemptions == 0);
   for (bool cache : {true, false}) {
     CAPTURE(cache);
-    std::unique_ptr<Backend> small = tiny_backend(12, 8);  // 96 tokens: two requests at a time
-    Engine engine(*small, config(SchedulerMode::kOnline, cache), "tiny");
-    const RunResult result = engine.run(requests);
-    CHECK(result.kv.preemptions > 0);
-    CHECK(outputs(result) == outputs(expected));
+    for (StepOverlap overlap : {StepOverlap::kOff, StepOverlap::kOn}) {
+      CAPTURE(overlap == StepOverlap::kOn);
+      std::unique_ptr<Backend> small = tiny_backend(12, 8);  // 96 tokens: two requests at a time
+      EngineConfig c = config(SchedulerMode::kOnline, cache);
+      c.overlap = overlap;
+      Engine engine(*small, c, "tiny");
+      const RunResult result = engine.run(requests);
+      CHECK(result.kv.preemptions > 0);
+      CHECK(outputs(result) == outputs(expected));
+    }
   }
 }

@@ -30,6 +30,44 @@ EngineRequest make_request(int prompt_len, int max_tokens, uint64_t seed, double
   return r;
 }
 
+// keep_results off over a window of 4 requests added between steps (as `run` keeps it).
+void keep_results_off_run(StepOverlap overlap) {
+  FakeBackend backend(64, 16, kVocab);
+  EngineConfig config;
+  config.max_num_seqs = 3;
+  config.max_num_batched_tokens = 32;
+  config.keep_results = false;
+  config.overlap = overlap;
+  Engine engine(backend, config, "fake");
+  FakeClock clock;
+  std::vector<EngineRequest> requests;
+  for (int i = 0; i < 40; ++i) requests.push_back(make_request(5 + i % 7, 1 + i % 4, uint64_t(i)));
+  std::vector<std::vector<int32_t>> outputs(requests.size());
+  size_t finished = 0;
+  RunCallbacks callbacks;
+  callbacks.on_finish = [&](int index, const RequestResult& r) {
+    outputs[size_t(index)] = r.output_ids;
+    ++finished;
+  };
+  engine.start(callbacks, &clock);
+  // A window of 4 as `run` keeps it: add while fewer than 4 are unfinished.
+  size_t next = 0;
+  while (next < requests.size() || !engine.done()) {
+    for (; next < requests.size() && next - finished < 4; ++next) {
+      engine.add(requests[next], int(next));
+    }
+    if (!engine.step(engine.now())) engine.wait_for_arrival();
+  }
+  const RunResult result = engine.finish();
+  CHECK(finished == requests.size());
+  CHECK(result.requests.empty());  // they went to on_finish
+  CHECK(result.step_series.time.empty());
+  CHECK((result.steps.steps_ahead > 0) == (overlap == StepOverlap::kOn));
+  for (size_t i = 0; i < requests.size(); ++i) {
+    CHECK(outputs[i] == reference_generate(requests[i], kVocab, {}));
+  }
+}
+
 }  // namespace
 
 TEST_CASE("requests added between steps are served and match the reference") {
@@ -151,36 +189,10 @@ TEST_CASE("the engine's length limit is the backend's max_model_len") {
 }
 
 TEST_CASE("keep_results off: finished requests are reported, dropped and their slots reused") {
-  FakeBackend backend(64, 16, kVocab);
-  EngineConfig config;
-  config.max_num_seqs = 3;
-  config.max_num_batched_tokens = 32;
-  config.keep_results = false;
-  Engine engine(backend, config, "fake");
-  FakeClock clock;
-  std::vector<EngineRequest> requests;
-  for (int i = 0; i < 40; ++i) requests.push_back(make_request(5 + i % 7, 1 + i % 4, uint64_t(i)));
-  std::vector<std::vector<int32_t>> outputs(requests.size());
-  size_t finished = 0;
-  RunCallbacks callbacks;
-  callbacks.on_finish = [&](int index, const RequestResult& r) {
-    outputs[size_t(index)] = r.output_ids;
-    ++finished;
-  };
-  engine.start(callbacks, &clock);
-  // A window of 4 as `run` keeps it: add while fewer than 4 are unfinished.
-  size_t next = 0;
-  while (next < requests.size() || !engine.done()) {
-    for (; next < requests.size() && next - finished < 4; ++next) {
-      engine.add(requests[next], int(next));
-    }
-    if (!engine.step(engine.now())) engine.wait_for_arrival();
-  }
-  const RunResult result = engine.finish();
-  CHECK(finished == requests.size());
-  CHECK(result.requests.empty());  // they went to on_finish
-  CHECK(result.step_series.time.empty());
-  for (size_t i = 0; i < requests.size(); ++i) {
-    CHECK(outputs[i] == reference_generate(requests[i], kVocab, {}));
+  // Overlapped, requests are added (into reused slots) while a step planned ahead of its update
+  // still holds rows of requests that have just finished.
+  for (StepOverlap overlap : {StepOverlap::kOff, StepOverlap::kOn}) {
+    CAPTURE(overlap == StepOverlap::kOn);
+    keep_results_off_run(overlap);
   }
 }

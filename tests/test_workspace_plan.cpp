@@ -38,21 +38,22 @@ WorkspaceInputs inputs(int tokens, int seqs, int max_model_len, bool invariant) 
 
 TEST_CASE("meta_layout packs each array 16-byte aligned, block tables last") {
   // 8 seqs, 64 tokens: params 8*32 = 256; query_start 9*4 = 36 -> 304; context_lens, sample_rows
-  // 32 each -> 336, 368; table_stride 4 -> 384; four token arrays of 256 each -> 1408;
-  // shared_keys 4 -> 1424 (aligned); shares_prefix 32 -> 1456.
+  // 32 each -> 336, 368; table_stride 4 -> 384; sample_slot 4 -> 400; four token arrays of 256
+  // each -> 1424; shared_keys 4 -> 1440 (aligned); shares_prefix 32 -> 1472.
   const MetaLayout m = meta_layout(64, 8);
   CHECK(m.sample_params == 0);
   CHECK(m.query_start == 256);
   CHECK(m.context_lens == 304);
   CHECK(m.sample_rows == 336);
   CHECK(m.table_stride == 368);
-  CHECK(m.token_ids == 384);
-  CHECK(m.positions == 640);
-  CHECK(m.slot_mapping == 896);
-  CHECK(m.token_seq == 1152);
-  CHECK(m.shared_keys == 1408);
-  CHECK(m.shares_prefix == 1424);
-  CHECK(m.block_tables == 1456);
+  CHECK(m.sample_slot == 384);
+  CHECK(m.token_ids == 400);
+  CHECK(m.positions == 656);
+  CHECK(m.slot_mapping == 912);
+  CHECK(m.token_seq == 1168);
+  CHECK(m.shared_keys == 1424);
+  CHECK(m.shares_prefix == 1440);
+  CHECK(m.block_tables == 1472);
 }
 
 TEST_CASE("tiny preset: every buffer, split-KV partials") {
@@ -83,7 +84,7 @@ TEST_CASE("tiny preset: every buffer, split-KV partials") {
   CHECK(b.partial_out == 2112 * 32 * 4);
   CHECK(b.partial_lse == 2112 * 4);
   CHECK(b.merge_counters == 64 * 2 * 4);
-  CHECK(b.meta == 1456 + 8 * 128 * 4);
+  CHECK(b.meta == 1472 + 8 * 128 * 4);
   CHECK(b.rope_angles == 2048 * 32 * 4);  // (max_model_len, head_dim / 2) (cos, sin) pairs
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 4 * 16 * 64 * 2);
 }
@@ -142,10 +143,10 @@ TEST_CASE("llama-1b shapes at the default budgets") {
   CHECK(b.partial_out == 16384 * 64 * 4);
   CHECK(b.merge_counters == 8192 * 8 * 4);
   // meta_layout(8192, 256): params 8192; query_start 1028 -> 9232; 1024 + 1024 -> 11280; stride
-  // -> 11296; four token arrays of 32768 -> 142368; shared_keys 16, shares_prefix 1024 -> 143408;
-  // then 256 rows of 256 table entries.
-  CHECK(meta_layout(8192, 256).block_tables == 143408);
-  CHECK(b.meta == 143408 + 256 * 256 * 4);
+  // -> 11296; sample_slot -> 11312; four token arrays of 32768 -> 142384; shared_keys 16,
+  // shares_prefix 1024 -> 143424; then 256 rows of 256 table entries.
+  CHECK(meta_layout(8192, 256).block_tables == 143424);
+  CHECK(b.meta == 143424 + 256 * 256 * 4);
   CHECK(kv_block_bytes(c, 16, 2) == 2 * 16 * 16 * 512 * 2);
 
   const WorkspacePlan inv = plan_workspaces(c, inputs(8192, 256, 4096, true));

@@ -1,5 +1,7 @@
 #include "engine/backend/backend.h"
 
+#include <algorithm>
+
 #include "engine/common/error.h"
 
 namespace rose {
@@ -26,7 +28,7 @@ void StepPlan::clear() {
   return_logits = false;
 }
 
-void validate_step_plan(const StepPlan& plan, const PlanLimits& limits) {
+void validate_step_plan(const StepPlan& plan, const PlanLimits& limits, int previous_rows) {
   const int num_tokens = plan.num_tokens();
   const int num_seqs = plan.num_seqs();
   if (num_tokens > limits.max_num_tokens) {
@@ -95,15 +97,50 @@ void validate_step_plan(const StepPlan& plan, const PlanLimits& limits) {
     }
   }
   for (int i = 0; i < num_tokens; ++i) {
-    if (plan.token_ids[i] < 0 || plan.token_ids[i] >= limits.vocab_size) {
-      fail("step plan: token {} has id {} outside the vocabulary of {}", i, plan.token_ids[i],
-           limits.vocab_size);
+    const int32_t id = plan.token_ids[i];
+    if (is_previous_step_token(id) && previous_step_row(id) < previous_rows) {
+      // resolved by the backend to what row previous_step_row(id) of the step before sampled
+    } else if (id < 0 || id >= limits.vocab_size) {
+      fail("step plan: token {} has id {} outside the vocabulary of {}{}", i, id, limits.vocab_size,
+           is_previous_step_token(id)
+               ? fmt::format(" (it names row {} of a previous step of {} rows)",
+                             previous_step_row(id), previous_rows)
+               : "");
     }
     if (plan.slot_mapping[i] < -1 || plan.slot_mapping[i] >= num_slots) {
       fail("step plan: token {} has slot {} outside the pool of {} slots", i, plan.slot_mapping[i],
            num_slots);
     }
   }
+}
+
+void Backend::submit(const StepPlan& plan) {
+  if (queued_count_ == 2) fail("step plan: two submitted steps are still to be collected");
+  const StepPlan* run = &plan;
+  if (std::any_of(plan.token_ids.begin(), plan.token_ids.end(), is_previous_step_token)) {
+    resolved_ = plan;
+    for (int32_t& id : resolved_.token_ids) {
+      if (!is_previous_step_token(id)) continue;
+      const int row = previous_step_row(id);
+      if (row >= int(last_sampled_.size()) || last_sampled_[size_t(row)] == -1) {
+        fail("step plan: a token names row {} of the previous step, which sampled {} rows", row,
+             last_sampled_.size());
+      }
+      id = std::max(0, last_sampled_[size_t(row)]);  // kSampledNonFinite: 0 (sampling_rule.h)
+    }
+    run = &resolved_;
+  }
+  StepOutput& out = queued_[(queued_head_ + queued_count_) % 2];
+  execute(*run, out);
+  ++queued_count_;
+  last_sampled_.assign(out.sampled.begin(), out.sampled.end());
+}
+
+void Backend::collect(StepOutput& out) {
+  if (queued_count_ == 0) fail("collect: no step was submitted");
+  std::swap(out, queued_[queued_head_]);
+  queued_head_ = (queued_head_ + 1) % 2;
+  --queued_count_;
 }
 
 }  // namespace rose

@@ -58,7 +58,9 @@ struct PlanLimits {
   int vocab_size = 0;
 };
 // Checks every array size, range, block-table entry, position and sampling parameter of `plan`.
-void validate_step_plan(const StepPlan& plan, const PlanLimits& limits);
+// `previous_rows`: rows of the step submitted before it, which previous_step_token ids may name
+// (sampling_rule.h; 0: none may appear).
+void validate_step_plan(const StepPlan& plan, const PlanLimits& limits, int previous_rows = 0);
 
 struct StepOutput {
   // (num_seqs,) the sampled id, -1 where do_sample was false, kSampledNonFinite (sampling.h) where
@@ -99,7 +101,18 @@ struct BackendOptions {
 class Backend {
  public:
   virtual ~Backend() = default;
+  // One step, start to finish. Its plan holds ids only (no previous-step tokens).
   virtual void execute(const StepPlan& plan, StepOutput& out) = 0;
+  // The same in two halves, for overlapped steps (engine.h): submit() enqueues a step and may
+  // return before it runs; collect() waits for the oldest submitted step and returns its output.
+  // At most two steps are submitted and not collected; a plan's previous_step_token ids name rows
+  // of the step submitted just before it. By default submit() runs the step at once through
+  // execute(), those ids replaced on the host by what that step sampled, and collect() hands its
+  // output back: the same results, no overlap. A backend that overlaps overrides all three.
+  virtual void submit(const StepPlan& plan);
+  virtual void collect(StepOutput& out);
+  // Whether submit() returns before the step has run (the engine then overlaps by default).
+  virtual bool overlaps_steps() const { return false; }
   virtual const PlanLimits& limits() const = 0;
   int num_kv_blocks() const { return limits().num_kv_blocks; }
   int block_size() const { return limits().block_size; }
@@ -126,6 +139,14 @@ class Backend {
     (void)iterations;
     return std::nullopt;
   }
+
+ private:
+  // The default submit() / collect(): outputs of steps run but not yet collected, oldest at
+  // queued_head_; the ids the last submitted step sampled; and the plan with them filled in.
+  StepOutput queued_[2];
+  int queued_head_ = 0, queued_count_ = 0;
+  std::vector<int32_t> last_sampled_;
+  StepPlan resolved_;
 };
 
 std::unique_ptr<Backend> make_cpu_backend(const WeightSource& weights,

@@ -46,6 +46,7 @@ void add_run_stats(RunResult& into, const RunResult& part) {
   s.execute_time_s += p.execute_time_s;
   s.schedule_time_s += p.schedule_time_s;
   s.decode_bytes += p.decode_bytes;
+  s.steps_ahead += p.steps_ahead;
 }
 
 // The cluster's KV and queue series for the report: every replica's samples on one time axis, each

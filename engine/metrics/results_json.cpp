@@ -88,6 +88,7 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
   add("schedule_time_s", r.steps.schedule_time_s);
   add("decode_bytes", r.steps.decode_bytes);
   add("decode_step_tokens", double(r.steps.decode_step_tokens));
+  add("steps_ahead", double(r.steps.steps_ahead));
   add("prefill_throughput", r.prefill_throughput);
   add("decode_throughput", r.decode_throughput);
   add("decode_gbps", r.decode_gbps);
@@ -625,6 +626,7 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
   // Added after schema version 1 was first written: absent in the oldest files.
   r.steps.decode_step_tokens =
       saturating_count<int64_t>(get_optional("decode_step_tokens").value_or(0));
+  r.steps.steps_ahead = saturating_count<int64_t>(get_optional("steps_ahead").value_or(0));
   r.prefill_throughput = get_optional("prefill_throughput").value_or(0.0);
   r.decode_throughput = get_optional("decode_throughput").value_or(0.0);
   r.bandwidth_floor_fraction = get_optional("bandwidth_floor_fraction");

@@ -71,26 +71,52 @@ struct Engine::Impl {
       index = std::make_unique<PrefixIndex>(pool, model_id, config.cache_salt);
     }
     // Sized once for the largest step the budgets allow, so the step loop never reallocates.
-    plan.token_ids.reserve(size_t(config.max_num_batched_tokens));
-    plan.positions.reserve(size_t(config.max_num_batched_tokens));
-    plan.slot_mapping.reserve(size_t(config.max_num_batched_tokens));
-    plan.query_start.reserve(size_t(config.max_num_seqs) + 1);
-    plan.context_lens.reserve(size_t(config.max_num_seqs));
-    plan.do_sample.reserve(size_t(config.max_num_seqs));
-    plan.sampling.reserve(size_t(config.max_num_seqs));
-    plan.sample_index.reserve(size_t(config.max_num_seqs));
+    for (StepPlan* p : {&plan, &next_plan}) {
+      p->token_ids.reserve(size_t(config.max_num_batched_tokens));
+      p->positions.reserve(size_t(config.max_num_batched_tokens));
+      p->slot_mapping.reserve(size_t(config.max_num_batched_tokens));
+      p->query_start.reserve(size_t(config.max_num_seqs) + 1);
+      p->context_lens.reserve(size_t(config.max_num_seqs));
+      p->do_sample.reserve(size_t(config.max_num_seqs));
+      p->sampling.reserve(size_t(config.max_num_seqs));
+      p->sample_index.reserve(size_t(config.max_num_seqs));
+    }
     out.sampled.reserve(size_t(config.max_num_seqs));
   }
+
+  // What record_step() needs of a submitted step, taken when it was scheduled.
+  struct Submitted {
+    bool pure_decode = false;
+    int num_seqs = 0;
+    int prefill_tokens = 0;
+    int decode_tokens = 0;
+    int64_t context_tokens = 0;
+    std::chrono::steady_clock::time_point at;
+  };
 
   Scheduler& running_scheduler() {
     ROSE_ASSERT(scheduler != nullptr);  // start() first
     return *scheduler;
   }
-  void record_step(double exec_time);
+  // Schedules a step into `into` and submits it; false (nothing submitted) for an empty plan.
+  bool schedule_and_submit(double now, StepPlan& into, Submitted& record);
+  // Waits for the oldest submitted step (`current`), records it and applies its ids.
+  void collect_and_apply();
+  void record_step(const Submitted& step, double exec_time);
+  // Waits for the backend's submitted steps and drops their outputs.
+  void drain() {
+    for (; submitted > 0; --submitted) {
+      try {
+        backend.collect(out);
+      } catch (...) {  // the run is being abandoned or has ended: its error was reported
+      }
+    }
+  }
   // A failed step (a backend or callback error) leaves blocks held and keys registered for KV
   // that may never have been written: give the blocks back and forget the keys, so the engine
   // can run again.
   void abandon_run() {
+    drain();
     scheduler->release_all();
     if (index) index->reset();
   }
@@ -100,8 +126,15 @@ struct Engine::Impl {
   std::string model_id;
   BlockPool pool;
   std::unique_ptr<PrefixIndex> index;  // null with prefix caching off
-  StepPlan plan;
+  StepPlan plan;                       // the oldest submitted step's
+  StepPlan next_plan;                  // overlapped: the step submitted after it
   StepOutput out;
+  bool overlap = false;     // this run overlaps steps (EngineConfig::overlap, resolved at start())
+  int submitted = 0;        // steps submitted to the backend and not yet collected (0-2)
+  Submitted current, next;  // of `plan` and `next_plan`
+  // When the last step's ids reached the host: an overlapped step's time starts there, not at its
+  // submission (it was queued behind the step before).
+  std::chrono::steady_clock::time_point last_collect;
 
   // The current run (between start() and finish()).
   std::unique_ptr<Scheduler> scheduler;
@@ -145,6 +178,9 @@ void Engine::start(const RunCallbacks& callbacks, Clock* clock) {
   m.scheduler = std::make_unique<Scheduler>(m.config, m.pool, m.index.get(), std::move(eos));
   m.scheduler->set_stop_tokenizer(m.stop_tokenizer);
   m.scheduler->start(m.backend.limits().max_model_len);
+  m.drain();  // a caller that ended the last run early
+  m.overlap = m.config.overlap == StepOverlap::kOn ||
+              (m.config.overlap == StepOverlap::kAuto && m.backend.overlaps_steps());
   m.callbacks = callbacks;
   m.own_clock.reset();
   if (!clock) {
@@ -157,6 +193,7 @@ void Engine::start(const RunCallbacks& callbacks, Clock* clock) {
   m.stats = StepStats{};
   m.series = StepSeries{};
   m.waited_until = 0.0;
+  m.last_collect = {};
   m.start_time = clock->now();
 }
 
@@ -173,7 +210,7 @@ void Engine::add(const EngineRequest& request, int index) {
   m.running_scheduler().add(request, index);
 }
 
-bool Engine::done() const { return impl_->running_scheduler().done(); }
+bool Engine::done() const { return impl_->running_scheduler().done() && impl_->submitted == 0; }
 
 double Engine::now() const {
   const Impl& m = *impl_;
@@ -204,25 +241,21 @@ void Engine::wait_for_arrival() {
 bool Engine::step(double now) {
   Impl& m = *impl_;
   Scheduler& scheduler = m.running_scheduler();
-  if (scheduler.done()) return false;
   try {
-    auto host_start = std::chrono::steady_clock::now();
-    scheduler.schedule(now, m.plan);
-    m.stats.schedule_time_s += seconds_since(host_start);
-    if (m.plan.num_seqs() == 0) return false;
-    const auto exec_start = std::chrono::steady_clock::now();
-    m.backend.execute(m.plan, m.out);
-    const double exec_time = seconds_since(exec_start);
-    const double sampled_at = m.clock->now() - m.start_time;  // the sampled ids are on the host
-    m.record_step(exec_time);
-    host_start = std::chrono::steady_clock::now();
-    scheduler.update(m.out, sampled_at, m.callbacks);
-    m.stats.schedule_time_s += seconds_since(host_start);
-    if (!m.config.keep_results) return true;  // a streamed run of any length keeps no series
-    m.series.time.push_back(sampled_at);
-    m.series.kv_used_blocks.push_back(m.pool.num_used());
-    m.series.running.push_back(scheduler.num_running());
-    m.series.waiting.push_back(scheduler.num_waiting());
+    if (m.submitted == 0) {
+      if (scheduler.done()) return false;
+      if (!m.schedule_and_submit(now, m.plan, m.current)) return false;
+    }
+    // Step N runs. Overlapped, step N+1 is planned from the rows that go on and queued behind it
+    // now, so the GPU starts it as soon as N ends, while the host applies N's ids.
+    const bool ahead = m.overlap && scheduler.continue_ahead() &&
+                       m.schedule_and_submit(std::max(now, this->now()), m.next_plan, m.next);
+    m.collect_and_apply();
+    if (ahead) {
+      ++m.stats.steps_ahead;
+      std::swap(m.plan, m.next_plan);
+      m.current = m.next;
+    }
   } catch (...) {
     m.abandon_run();
     throw;
@@ -230,19 +263,52 @@ bool Engine::step(double now) {
   return true;
 }
 
-void Engine::Impl::record_step(double exec_time) {
+bool Engine::Impl::schedule_and_submit(double now, StepPlan& into, Submitted& record) {
+  const auto host_start = std::chrono::steady_clock::now();
+  scheduler->schedule(now, into);
+  stats.schedule_time_s += seconds_since(host_start);
+  if (into.num_seqs() == 0) return false;
+  record.pure_decode = into.is_pure_decode();
+  record.num_seqs = into.num_seqs();
+  record.prefill_tokens = scheduler->last_prefill_tokens();
+  record.decode_tokens = scheduler->last_decode_tokens();
+  record.context_tokens = 0;
+  for (int32_t len : into.context_lens) record.context_tokens += len;
+  record.at = std::chrono::steady_clock::now();
+  backend.submit(into);
+  ++submitted;
+  return true;
+}
+
+void Engine::Impl::collect_and_apply() {
+  backend.collect(out);
+  --submitted;
+  const auto collected = std::chrono::steady_clock::now();
+  const double sampled_at = clock->now() - start_time;  // the sampled ids are on the host
+  const auto began = std::max(current.at, last_collect);
+  last_collect = collected;
+  record_step(current, std::chrono::duration<double>(collected - began).count());
+  const auto host_start = std::chrono::steady_clock::now();
+  scheduler->update(out, sampled_at, callbacks);
+  stats.schedule_time_s += seconds_since(host_start);
+  if (!config.keep_results) return;  // a streamed run of any length keeps no series
+  series.time.push_back(sampled_at);
+  series.kv_used_blocks.push_back(pool.num_used());
+  series.running.push_back(scheduler->num_running());
+  series.waiting.push_back(scheduler->num_waiting());
+}
+
+void Engine::Impl::record_step(const Submitted& step, double exec_time) {
   ++stats.steps;
   stats.execute_time_s += exec_time;
-  stats.prefill_tokens += scheduler->last_prefill_tokens();
-  stats.decode_tokens += scheduler->last_decode_tokens();
-  if (!plan.is_pure_decode()) return;
+  stats.prefill_tokens += step.prefill_tokens;
+  stats.decode_tokens += step.decode_tokens;
+  if (!step.pure_decode) return;
   ++stats.decode_steps;
-  stats.decode_step_tokens += plan.num_seqs();
+  stats.decode_step_tokens += step.num_seqs;
   stats.decode_time_s += exec_time;
-  int64_t context_tokens = 0;
-  for (int32_t len : plan.context_lens) context_tokens += len;
   stats.decode_bytes += double(backend.weight_bytes()) +
-                        double(context_tokens) * double(backend.kv_bytes_per_token());
+                        double(step.context_tokens) * double(backend.kv_bytes_per_token());
 }
 
 int Engine::num_waiting() const { return impl_->scheduler ? impl_->scheduler->num_waiting() : 0; }
@@ -253,6 +319,7 @@ const PrefixIndex* Engine::prefix_index() const { return impl_->index.get(); }
 RunResult Engine::finish() {
   Impl& m = *impl_;
   Scheduler& scheduler = m.running_scheduler();
+  m.drain();  // ended before done(): a step planned ahead may still be running
   RunResult result;
   result.steps = m.stats;
   result.step_series = std::move(m.series);

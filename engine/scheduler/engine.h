@@ -1,6 +1,11 @@
 #pragma once
-// The step loop: scheduler.schedule(now) -> backend.execute(plan) -> scheduler.update(out, now),
-// over one paged KV pool with prefix caching (DESIGN.md, reference/scheduling.md).
+// The step loop: scheduler.schedule(now) -> backend.submit(plan) -> backend.collect(out) ->
+// scheduler.update(out, now), over one paged KV pool with prefix caching (DESIGN.md,
+// reference/scheduling.md). Overlapped (EngineConfig::overlap; by default where the backend runs
+// steps asynchronously), step N+1 is scheduled and submitted between N's submit and collect: the
+// rows of N that go on decode a previous_step_token (sampling_rule.h) that the backend reads from
+// what N sampled, so the GPU never waits for the host between steps. Outputs are the same as one
+// step at a time; a request that N ends on EOS or a stop string costs a row of N+1, dropped.
 #include <memory>
 #include <string>
 #include <vector>

@@ -7,6 +7,12 @@ namespace rose {
 enum class SchedulerMode { kNaive, kOffline, kOnline };
 const char* mode_name(SchedulerMode mode);
 
+// Overlapped steps (Engine::step): step N+1 is scheduled and submitted before step N's ids reach
+// the host, its decode tokens taken from what N sampled by the backend itself. kAuto: when the
+// backend runs submitted steps asynchronously (Backend::overlaps_steps: CUDA). kOn: also with one
+// that does not (the same scheduling, run in turn: tests). kOff: one step at a time.
+enum class StepOverlap { kAuto, kOff, kOn };
+
 struct EngineConfig {
   SchedulerMode mode = SchedulerMode::kOffline;
   int max_num_seqs = 256;
@@ -18,6 +24,7 @@ struct EngineConfig {
   // on_finish callback and its slot reused, and no per-step series is kept, so memory follows the
   // requests in flight, not all ever added; finish() then returns no per-request results.
   bool keep_results = true;
+  StepOverlap overlap = StepOverlap::kAuto;
 };
 
 }  // namespace rose

@@ -69,6 +69,9 @@ struct StepStats {
   double execute_time_s = 0.0;     // all steps' execute()
   double schedule_time_s = 0.0;    // host bookkeeping: schedule() + update()
   double decode_bytes = 0.0;       // weights + KV bytes those pure-decode steps had to read
+  // Steps submitted before the ids of the step before them reached the host (overlapped steps,
+  // EngineConfig::overlap).
+  int64_t steps_ahead = 0;
 };
 
 // One sample per step, taken after the step's update (for the report's KV and queue charts).

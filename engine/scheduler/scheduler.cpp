@@ -24,6 +24,7 @@ Scheduler::Scheduler(const EngineConfig& config, BlockPool& pool, PrefixIndex* i
     fail("max_concurrency must be 0 (no cap) or positive, got {}", config_.max_concurrency);
   }
   scheduled_.reserve(size_t(config_.max_num_seqs));
+  ahead_of_.reserve(size_t(config_.max_num_seqs));
 }
 
 void Scheduler::start(int max_model_len) {
@@ -41,12 +42,14 @@ void Scheduler::start(int max_model_len) {
   num_added_ = 0;
   step_ = 0;
   preemptions_ = 0;
+  scheduled_.clear();
+  ahead_of_.clear();
+  has_ahead_of_ = false;
 }
 
 void Scheduler::start(const std::vector<EngineRequest>& requests, int max_model_len) {
   start(max_model_len);
   for (size_t i = 0; i < requests.size(); ++i) validate(requests[i], int(i));
-  seqs_.reserve(requests.size());
   arrival_order_.reserve(requests.size());
   for (size_t i = 0; i < requests.size(); ++i) add(requests[i], int(i));
 }
@@ -145,6 +148,7 @@ void Scheduler::release_all() {
     seq.status = SeqStatus::kWaiting;
   }
   running_.clear();
+  has_ahead_of_ = false;
 }
 
 double Scheduler::next_arrival() const {
@@ -171,7 +175,9 @@ bool Scheduler::grow_blocks(Sequence& seq, int num_tokens_after) {
 
 void Scheduler::register_full_blocks(Sequence& seq) {
   if (!index_) return;
-  const int full = seq.num_computed / block_size_;
+  int full = seq.num_computed / block_size_;
+  // A block holding a previous-step token is keyed once update() knows its id.
+  if (seq.pending_token >= 0) full = std::min(full, seq.pending_token / block_size_);
   if (full <= seq.num_registered) return;
   const std::span<const int32_t> tokens(seq.tokens);
   index_->extend_keys(tokens, full, seq.block_keys);
@@ -190,7 +196,7 @@ void Scheduler::commit(Sequence& seq, int num_new) {
   seq.scheduled_step = step_;
   if (seq.result.timeline.first_scheduled < 0) seq.result.timeline.first_scheduled = now_;
   token_budget_ -= num_new;
-  scheduled_.push_back({&seq, num_new});
+  scheduled_.push_back({&seq, num_new, seq.num_computed == seq.num_tokens()});
   // Registered now, not after the step: a later sequence of this same step that hits these blocks
   // reads KV that this step's forward writes before it runs attention (backend.h).
   register_full_blocks(seq);
@@ -282,6 +288,9 @@ void Scheduler::admit_waiting(int reserve_blocks, int seat_limit) {
   while (!waiting_.empty() && token_budget_ > 0 && int(running_.size()) < seat_limit) {
     Sequence& seq = at(waiting_.front());
     if (capped && !seq.admitted_once && in_flight_ >= config_.max_concurrency) break;
+    // Preempted while its last token was a previous-step token: its prefix is hashed (and it is
+    // recomputed) once update() has the id.
+    if (seq.pending_token >= 0) break;
     // First come, first served: when the front does not fit, nothing behind it jumps the queue.
     if (!try_admit(seq, reserve_blocks)) break;
     waiting_.pop_front();
@@ -378,43 +387,92 @@ void Scheduler::build_plan(StepPlan& plan) {
   }
 }
 
+bool Scheduler::continue_ahead() {
+  if (has_ahead_of_) return false;
+  bool any = false;
+  for (size_t k = 0; k < scheduled_.size(); ++k) {
+    const Scheduled& row = scheduled_[k];
+    if (!row.seq || !row.samples) continue;
+    Sequence& seq = *row.seq;
+    // One that reaches max_tokens with this token ends here for certain: nothing to plan.
+    if (seq.num_generated() + 1 >= seq.max_tokens) continue;
+    seq.pending_token = seq.num_tokens();
+    seq.tokens.push_back(previous_step_token(int(k)));
+    any = true;
+  }
+  if (!any) return false;
+  ahead_of_.swap(scheduled_);
+  scheduled_.clear();
+  has_ahead_of_ = true;
+  ahead_of_step_ = step_;
+  return true;
+}
+
+void Scheduler::finish(Sequence& seq, double now, const RunCallbacks& callbacks) {
+  seq.result.timeline.finish = now;
+  seq.result.output_ids.assign(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());
+  pool_.release_all(seq.blocks);
+  seq.blocks.clear();
+  // Preempted by the step planned ahead of this update: it waits for readmission no more.
+  if (seq.status == SeqStatus::kWaiting) std::erase(waiting_, seq.slot);
+  seq.status = SeqStatus::kFinished;
+  ++num_finished_;
+  --in_flight_;
+  just_finished_.push_back(seq.slot);
+  if (callbacks.on_finish) callbacks.on_finish(seq.index, seq.result);
+}
+
 void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& callbacks) {
   just_finished_.clear();
-  for (size_t k = 0; k < scheduled_.size(); ++k) {
-    Sequence& seq = *scheduled_[k].seq;
-    if (seq.num_computed != seq.num_tokens()) continue;  // a prompt chunk short of the end
+  const bool ahead = has_ahead_of_;
+  std::vector<Scheduled>& rows = ahead ? ahead_of_ : scheduled_;
+  const int64_t step = ahead ? ahead_of_step_ : step_;
+  has_ahead_of_ = false;
+  for (size_t k = 0; k < rows.size(); ++k) {
+    if (!rows[k].seq || !rows[k].samples) continue;  // dropped, or a prompt chunk short of the end
+    Sequence& seq = *rows[k].seq;
     ROSE_ASSERT(k < out.sampled.size() &&
                 (out.sampled[k] >= 0 || out.sampled[k] == kSampledNonFinite));
     const int32_t token = out.sampled[k];
+    const bool pending = seq.pending_token >= 0;
+    ROSE_ASSERT(!pending || seq.pending_token == seq.num_tokens() - 1);
+    seq.pending_token = -1;
     Timeline& timeline = seq.result.timeline;
     if (token == kSampledNonFinite) {
       // The other requests of the step are not affected: only this one ends.
+      if (pending) seq.tokens.pop_back();
       seq.result.finish_reason = FinishReason::kError;
       seq.result.error = fmt::format(
-          "non-finite logits (NaN or infinity) at engine step {}, sampling output token {}", step_,
+          "non-finite logits (NaN or infinity) at engine step {}, sampling output token {}", step,
           seq.num_generated());
     } else {
-      seq.tokens.push_back(token);
+      if (pending) {
+        seq.tokens.back() = token;
+      } else {
+        seq.tokens.push_back(token);
+      }
       timeline.token_times.push_back(now);
       if (callbacks.on_token) callbacks.on_token(seq.index, token);
       const bool eos = !seq.ignore_eos && std::find(eos_token_ids_.begin(), eos_token_ids_.end(),
                                                     token) != eos_token_ids_.end();
       // A stop string is matched even with ignore_eos: the caller asked for it by name.
       const bool stop = eos || (seq.stop_matcher && seq.stop_matcher->push(token));
-      if (!stop && seq.num_generated() < seq.max_tokens) continue;
+      if (!stop && seq.num_generated() < seq.max_tokens) {
+        // Its blocks up to the token just known can now be keyed (register_full_blocks).
+        if (pending && seq.status == SeqStatus::kRunning) register_full_blocks(seq);
+        continue;
+      }
       seq.result.finish_reason = stop ? FinishReason::kStop : FinishReason::kLength;
     }
-    timeline.finish = now;
-    seq.result.output_ids.assign(seq.tokens.begin() + seq.prompt_len, seq.tokens.end());
-    pool_.release_all(seq.blocks);
-    seq.blocks.clear();
-    seq.status = SeqStatus::kFinished;
-    ++num_finished_;
-    --in_flight_;
-    just_finished_.push_back(seq.slot);
-    if (callbacks.on_finish) callbacks.on_finish(seq.index, seq.result);
+    finish(seq, now, callbacks);
   }
   if (just_finished_.empty()) return;
+  if (ahead) {
+    // The step planned ahead still runs these requests' rows: it must not apply them.
+    for (Scheduled& row : scheduled_) {
+      if (row.seq && row.seq->status == SeqStatus::kFinished) row.seq = nullptr;
+    }
+  }
   std::erase_if(running_, [&](int index) { return at(index).status == SeqStatus::kFinished; });
   if (!config_.keep_results) forget_finished();
 }

@@ -34,6 +34,10 @@ struct Sequence {
   std::vector<int32_t> blocks;       // block table, append-only while running
   std::vector<BlockKey> block_keys;  // keys of the first full blocks, computed once each
   int num_registered = 0;            // leading blocks already offered to the prefix index
+  // Index in `tokens` of a previous-step token (sampling_rule.h) that continue_ahead() appended
+  // and update() has not yet replaced by the sampled id; -1: none. Blocks holding it are neither
+  // hashed nor offered to the prefix index until then.
+  int pending_token = -1;
   SeqStatus status = SeqStatus::kPending;
   bool admitted_once = false;   // counts toward max_concurrency until it finishes
   int64_t scheduled_step = -1;  // last step that scheduled it (guards same-step preemption)
@@ -47,8 +51,9 @@ struct Sequence {
 class Scheduler {
  public:
   struct Scheduled {
-    Sequence* seq;
-    int num_new;  // tokens this step computes for it
+    Sequence* seq;  // null once the request finished while this step was running (overlap)
+    int num_new;    // tokens this step computes for it
+    bool samples;   // this step samples its next token (its chunk reaches the end)
   };
   // `index` may be null (prefix caching off). `eos_token_ids`: ids that finish a request unless
   // it sets ignore_eos.
@@ -61,9 +66,10 @@ class Scheduler {
 
   // Begins a run with no requests; `max_model_len` (0: no limit) bounds prompt + max_tokens.
   void start(int max_model_len);
-  // Validates and queues one request, also after the run has started (not between schedule()
-  // and update()). rose::Error for one that can never run: empty prompt, max_tokens < 1, bad
-  // arrival, longer than max_model_len or than the whole pool. `index` is what callbacks report.
+  // Validates and queues one request, also after the run has started (between update() and the
+  // next schedule(), or while a step scheduled ahead (continue_ahead) waits for its update()).
+  // rose::Error for one that can never run: empty prompt, max_tokens < 1, bad arrival, longer than
+  // max_model_len or than the whole pool. `index` is what callbacks report.
   void add(const EngineRequest& request, int index);
   // start(max_model_len), then every request validated before any is added (index = position).
   void start(const std::vector<EngineRequest>& requests, int max_model_len);
@@ -73,8 +79,16 @@ class Scheduler {
   // run before the next arrival.
   void schedule(double now, StepPlan& plan);
   // Applies the step's sampled ids (`now`: when they reached the host): appends tokens, stamps
-  // times, finishes requests on EOS or max_tokens and frees their blocks tail first.
+  // times, finishes requests on EOS or max_tokens and frees their blocks tail first. After
+  // continue_ahead(), the step it applies is the one scheduled before the last.
   void update(const StepOutput& out, double now, const RunCallbacks& callbacks);
+  // Overlapped steps (engine.h), between schedule() and update() of a step: appends to each row
+  // that samples and may go on (not at max_tokens) a previous_step_token naming its row, so that
+  // the next schedule() plans its decode before the id is known; update() then applies this
+  // step and replaces those tokens. A request that finishes at this step (EOS, a stop string)
+  // still runs in the next one: its row there is dropped. False, changing nothing, when no row
+  // goes on or a step is already ahead.
+  bool continue_ahead();
 
   // Gives back every running sequence's blocks (after a failed step; the run is abandoned).
   void release_all();
@@ -95,6 +109,8 @@ class Scheduler {
   int last_decode_tokens() const { return last_decode_tokens_; }
   // The last step's sequences in plan order (row s of the plan is scheduled()[s]).
   const std::vector<Scheduled>& scheduled() const { return scheduled_; }
+  // The last scheduled step's number (1, 2, ...).
+  int64_t step_number() const { return step_; }
 
  private:
   void validate(const EngineRequest& request, int index) const;
@@ -117,6 +133,8 @@ class Scheduler {
   void commit(Sequence& seq, int num_new);
   void register_full_blocks(Sequence& seq);
   void preempt(Sequence& seq);
+  // Ends `seq` (status kFinished, blocks freed, callbacks told) with its result as set.
+  void finish(Sequence& seq, double now, const RunCallbacks& callbacks);
   Sequence* pick_victim(const Sequence& except);
   void build_plan(StepPlan& plan);
   int blocks_for(int num_tokens) const { return (num_tokens + block_size_ - 1) / block_size_; }
@@ -129,7 +147,9 @@ class Scheduler {
   int block_size_;
   int max_model_len_ = 0;
 
-  std::vector<Sequence> seqs_;
+  // A deque: add() during a run must not move the sequences that a step scheduled ahead (and not
+  // yet updated) points at.
+  std::deque<Sequence> seqs_;
   std::vector<int> free_slots_;     // finished slots to reuse (keep_results off)
   std::vector<int> just_finished_;  // slots finished by the last update()
   std::vector<int> arrival_order_;  // slots by (arrival, add order)
@@ -144,6 +164,10 @@ class Scheduler {
 
   // Per-step scratch, reused.
   std::vector<Scheduled> scheduled_;
+  // After continue_ahead(): the step scheduled before the last, which update() applies first.
+  std::vector<Scheduled> ahead_of_;
+  bool has_ahead_of_ = false;
+  int64_t ahead_of_step_ = 0;
   std::vector<int32_t> hits_;
   std::vector<int> running_snapshot_;
   int token_budget_ = 0;

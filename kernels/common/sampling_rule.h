@@ -41,6 +41,20 @@ static_assert(sizeof(SampleRowParams) == 32, "the metadata layout packs 32-byte 
 // per-sequence flag, carried in the id so it costs no extra copy or synchronisation.
 constexpr int32_t kSampledNonFinite = -2;
 
+// Overlapped steps (engine/scheduler/engine.h): a step is planned before the ids of the step
+// before it reach the host, so a token id in its plan may instead name "the id the previous step
+// sampled for its row r": previous_step_token(r). Backends resolve it where the ids are (the CUDA
+// embedding reads them on the device); a row that sampled nothing usable (kSampledNonFinite)
+// resolves to id 0, and the engine drops what that row computes. Below every id and code above.
+constexpr int32_t kPreviousStepTokenBase = -16;
+ROSE_HOST_DEVICE constexpr int32_t previous_step_token(int row) {
+  return kPreviousStepTokenBase - row;
+}
+ROSE_HOST_DEVICE constexpr bool is_previous_step_token(int32_t id) {
+  return id <= kPreviousStepTokenBase;
+}
+ROSE_HOST_DEVICE constexpr int previous_step_row(int32_t id) { return kPreviousStepTokenBase - id; }
+
 // The GPU sampler (kernels/cuda/sampling.cu) finds a row's maximum with up to kSampleMaxSplits
 // thread blocks, each over a slice of the vocabulary, when few rows leave the GPU idle. Its scratch
 // holds one record per row, at the same place whatever the launch's row count: an int32 arrival

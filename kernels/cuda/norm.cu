@@ -4,6 +4,7 @@
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/norm_row.cuh"
+#include "kernels/cuda/step_token.cuh"
 
 namespace rose {
 namespace {
@@ -34,7 +35,8 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   const T* tok_row = nullptr;
   const T* pos_row = nullptr;
   if (args.tok_emb) {
-    tok_row = static_cast<const T*>(args.tok_emb) + int64_t(args.token_ids[src]) * hidden;
+    tok_row = static_cast<const T*>(args.tok_emb) +
+              int64_t(step_token_id(args.token_ids, args.previous_ids, src)) * hidden;
     if (args.pos_emb) {
       pos_row = static_cast<const T*>(args.pos_emb) + int64_t(args.positions[src]) * hidden;
     }

@@ -24,10 +24,11 @@ struct AddNormArgs {
   bool write_residual = true;  // store residual + delta back (false for the final gather)
   // The embedding, done by the first norm instead of a kernel of its own: with tok_emb set, x =
   // tok_emb[token_ids[src]] (+ pos_emb[positions[src]]) replaces residual[src] + delta.
-  const void* tok_emb = nullptr;       // (vocab, hidden)
-  const void* pos_emb = nullptr;       // (max_positions, hidden), or nullptr
-  const int32_t* token_ids = nullptr;  // (rows_in,)
-  const int32_t* positions = nullptr;  // (rows_in,) read only with pos_emb
+  const void* tok_emb = nullptr;          // (vocab, hidden)
+  const void* pos_emb = nullptr;          // (max_positions, hidden), or nullptr
+  const int32_t* token_ids = nullptr;     // (rows_in,) read as step_token_id (step_token.cuh) reads
+  const int32_t* previous_ids = nullptr;  // (previous step's rows,) its sampled ids
+  const int32_t* positions = nullptr;     // (rows_in,) read only with pos_emb
   int num_rows = 0;
   int hidden = 0;
   float eps = 1e-5f;

@@ -33,9 +33,17 @@ constexpr int kTargetBlocks = 128;
 // non-finite value; with several splits, the last block of a row to arrive (a counter, reset by
 // that block) combines them and alone goes on to the sampling rule. The result does not depend on
 // the split count: a maximum and the lowest id reaching it are the same whatever the slices.
+__device__ __forceinline__ void store_sampled(const SampleTargets& targets, int out_base, int row,
+                                              int32_t id) {
+  targets.ids[out_base + row] = id;
+  if (targets.device_ids) targets.device_ids[row] = id;
+}
+
 __global__ void __launch_bounds__(kThreads)
-    sample_kernel(int32_t* sampled, const float* logits, const SampleRowParams* params, int vocab,
-                  uint8_t* split_scratch) {
+    sample_kernel(SampleTargets targets, const float* logits, const SampleRowParams* params,
+                  int vocab, uint8_t* split_scratch) {
+  // The step's metadata (the slot offset) was copied in before its first kernel.
+  const int out_base = targets.slot_offset ? *targets.slot_offset : 0;
   pdl_wait();
   pdl_launch_dependents();
   __shared__ float scratch[32];
@@ -49,7 +57,7 @@ __global__ void __launch_bounds__(kThreads)
   const int row_id = blockIdx.x, split = blockIdx.y, splits = gridDim.y;
   const SampleRowParams prm = params[row_id];
   if (!prm.do_sample) {
-    if (threadIdx.x == 0 && split == 0) sampled[row_id] = -1;
+    if (threadIdx.x == 0 && split == 0) store_sampled(targets, out_base, row_id, -1);
     return;
   }
   const float* row = logits + int64_t(row_id) * vocab;
@@ -119,11 +127,13 @@ __global__ void __launch_bounds__(kThreads)
   }
   // The per-sequence flag travels in the id (kSampledNonFinite) with the one copy of the ids.
   if (non_finite) {
-    if (threadIdx.x == 0) sampled[row_id] = kSampledNonFinite;
+    if (threadIdx.x == 0) store_sampled(targets, out_base, row_id, kSampledNonFinite);
     return;
   }
   if (prm.temperature <= 0.0f) {
-    if (threadIdx.x == 0) sampled[row_id] = best_index < vocab ? best_index : 0;
+    if (threadIdx.x == 0) {
+      store_sampled(targets, out_base, row_id, best_index < vocab ? best_index : 0);
+    }
     return;
   }
 
@@ -214,7 +224,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   if (threadIdx.x == 0) {
-    sampled[row_id] = pick < vocab ? pick : (last_kept >= 0 ? last_kept : best_index);
+    store_sampled(targets, out_base, row_id,
+                  pick < vocab ? pick : (last_kept >= 0 ? last_kept : best_index));
   }
 }
 
@@ -226,13 +237,19 @@ int sample_splits(int num_rows, int vocab) {
   return std::min({kSampleMaxSplits, by_rows, by_vocab});
 }
 
-void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams* params,
+void launch_sample(const SampleTargets& targets, const float* logits, const SampleRowParams* params,
                    int num_rows, int vocab, void* scratch, cudaStream_t stream) {
   if (num_rows <= 0) return;
   const dim3 grid(unsigned(num_rows), unsigned(sample_splits(num_rows, vocab)));
-  launch_kernel(sample_kernel, grid, dim3(kThreads), 0, stream, sampled, logits, params, vocab,
+  launch_kernel(sample_kernel, grid, dim3(kThreads), 0, stream, targets, logits, params, vocab,
                 static_cast<uint8_t*>(scratch));
   ROSE_CUDA_CHECK_LAUNCH();
+}
+
+void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams* params,
+                   int num_rows, int vocab, void* scratch, cudaStream_t stream) {
+  launch_sample(SampleTargets{sampled, nullptr, nullptr}, logits, params, num_rows, vocab, scratch,
+                stream);
 }
 
 }  // namespace rose

@@ -16,6 +16,17 @@ namespace rose {
 void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams* params,
                    int num_rows, int vocab, void* scratch, cudaStream_t stream);
 
+// Where a launch writes row r's id: ids[*slot_offset + r] (slot_offset null: ids[r]), so that
+// two steps in flight write different halves of a host buffer; and, when set, device_ids[r] too,
+// where the next step's embedding reads its previous-step tokens (sampling_rule.h).
+struct SampleTargets {
+  int32_t* ids = nullptr;                // (slots * num_rows) may be mapped host memory
+  const int32_t* slot_offset = nullptr;  // (1,) device, or null
+  int32_t* device_ids = nullptr;         // (num_rows,) device, or null
+};
+void launch_sample(const SampleTargets& targets, const float* logits, const SampleRowParams* params,
+                   int num_rows, int vocab, void* scratch, cudaStream_t stream);
+
 // The thread blocks that share one row's maximum (1 when enough rows fill the GPU).
 int sample_splits(int num_rows, int vocab);
 

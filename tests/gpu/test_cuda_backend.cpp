@@ -252,6 +252,60 @@ GreedyRun greedy_run(const WeightSource& weights, bool graphs, const std::vector
   return run;
 }
 
+// greedy_run's steps with each one submitted before the last is collected (overlapped steps):
+// its decode tokens are previous_step_token(row), read on the device from what the step before
+// sampled, and two steps are in flight at once.
+std::vector<std::vector<int32_t>> overlapped_run(const WeightSource& weights, bool graphs,
+                                                 const std::vector<int>& prompt_lens, int steps) {
+  BackendOptions options;
+  options.num_kv_blocks = 256;
+  options.max_num_seqs = 16;
+  options.max_num_batched_tokens = 256;
+  options.max_model_len = std::min(512, weights.config().max_position_embeddings);
+  options.cuda_graphs = graphs;
+  std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
+  REQUIRE(gpu->overlaps_steps());
+  std::mt19937 rng(7);
+  std::vector<Seq> seqs =
+      make_seqs(prompt_lens, weights.config().vocab_size, 16, options.max_model_len, rng);
+  std::vector<int> counts;
+  for (const Seq& s : seqs) counts.push_back(int(s.tokens.size()));
+  std::vector<std::vector<int32_t>> outputs(seqs.size());
+  std::vector<size_t> pending(seqs.size());  // where each sequence's unknown token sits
+  const auto collect = [&] {
+    StepOutput out;
+    gpu->collect(out);
+    REQUIRE(out.sampled.size() == seqs.size());
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].tokens[pending[i]] = out.sampled[i];
+      outputs[i].push_back(out.sampled[i]);
+    }
+  };
+  for (int step = 0; step < steps; ++step) {
+    gpu->submit(make_plan(seqs, counts, 16, false));
+    if (step > 0) collect();  // the step before, while this one runs
+    for (size_t i = 0; i < seqs.size(); ++i) {
+      seqs[i].computed += counts[i];
+      pending[i] = seqs[i].tokens.size();
+      seqs[i].tokens.push_back(previous_step_token(int(i)));
+      seqs[i].generated++;
+    }
+    counts.assign(seqs.size(), 1);
+  }
+  collect();
+  return outputs;
+}
+
+// A backend of 16 blocks, 4 sequences, 64 tokens a step and 128 positions (plans that are refused).
+std::unique_ptr<Backend> small_backend(const WeightSource& weights) {
+  BackendOptions options;
+  options.num_kv_blocks = 16;
+  options.max_num_seqs = 4;
+  options.max_num_batched_tokens = 64;
+  options.max_model_len = 128;
+  return make_cuda_backend(weights, options);
+}
+
 }  // namespace
 
 TEST_CASE("tiny preset: GPU logits match the CPU backend through prefill chunks and decode") {
@@ -389,6 +443,49 @@ TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
   }
 }
 
+TEST_CASE("overlapped steps: ids read on the device from the step before give the same outputs") {
+  for (const std::string model : {"tiny", "tests/fixtures/models/tiny-llama"}) {
+    CAPTURE(model);
+    std::unique_ptr<WeightSource> weights = open_model(model);
+    for (bool fused_embedding : {true, false}) {
+      CAPTURE(fused_embedding);
+      // Read by the constructor: the embedding in layer 0's norm, or launch_embedding.
+      if (!fused_embedding) setenv("ROSEINFER_CUDA_FUSED_EMBEDDING", "0", 1);
+      for (const std::vector<int>& lens : {std::vector<int>{7, 30, 16, 1}, std::vector<int>{12}}) {
+        for (bool graphs : {true, false}) {
+          CAPTURE(graphs);
+          CHECK(overlapped_run(*weights, graphs, lens, 24) ==
+                greedy_run(*weights, graphs, lens, 24).outputs);
+        }
+      }
+      unsetenv("ROSEINFER_CUDA_FUSED_EMBEDDING");
+    }
+  }
+}
+
+TEST_CASE("submit and collect refuse what would lose a step's output") {
+  std::unique_ptr<WeightSource> weights = open_model("tiny");
+  std::unique_ptr<Backend> gpu = small_backend(*weights);
+  std::mt19937 rng(1);
+  std::vector<Seq> seqs = make_seqs({4}, weights->config().vocab_size, 16, 32, rng);
+  StepOutput out;
+  CHECK_THROWS_AS(gpu->collect(out), Error);                            // nothing submitted
+  CHECK_THROWS_AS(gpu->submit(make_plan(seqs, {4}, 16, true)), Error);  // logits: execute()
+  StepPlan plan = make_plan(seqs, {4}, 16, false);
+  plan.token_ids[0] = previous_step_token(1);  // the step before had no row 1
+  CHECK_THROWS_AS(gpu->submit(plan), Error);
+  plan = make_plan(seqs, {4}, 16, false);
+  gpu->submit(plan);
+  gpu->submit(plan);
+  CHECK_THROWS_AS(gpu->submit(plan), Error);  // two already in flight
+  CHECK_THROWS_AS(gpu->execute(plan, out), Error);
+  gpu->collect(out);
+  const int32_t first = out.sampled.at(0);
+  gpu->collect(out);
+  CHECK(out.sampled.at(0) == first);  // the same plan twice: the same greedy id
+  CHECK(first >= 0);
+}
+
 TEST_CASE("a step's graph replayed three times (ROSEINFER_CUDA_REPLAY=3) gives the same logits") {
   // The measurement switch times a step's GPU work alone by replaying each graph back to back
   // (results/2026-11-25-norm-after/host_gap_replay_h200): that is only sound if a replay of the
@@ -407,12 +504,7 @@ TEST_CASE("a step's graph replayed three times (ROSEINFER_CUDA_REPLAY=3) gives t
 
 TEST_CASE("bad plans are rejected with rose::Error") {
   std::unique_ptr<WeightSource> weights = open_model("tiny");
-  BackendOptions options;
-  options.num_kv_blocks = 16;
-  options.max_num_seqs = 4;
-  options.max_num_batched_tokens = 64;
-  options.max_model_len = 128;
-  std::unique_ptr<Backend> gpu = make_cuda_backend(*weights, options);
+  std::unique_ptr<Backend> gpu = small_backend(*weights);
   std::mt19937 rng(1);
   std::vector<Seq> seqs = make_seqs({4}, weights->config().vocab_size, 16, 32, rng);
   StepPlan plan = make_plan(seqs, {4}, 16, false);

@@ -48,8 +48,12 @@ std::vector<EngineRequest> workload(int vocab) {
   return requests;
 }
 
+// `overlap`: kAuto overlaps steps on the CUDA backend (each submitted before the last one's ids
+// reach the host, its decode tokens read on the device); `steps_ahead` counts those.
 std::vector<std::vector<int32_t>> run(const WeightSource& weights, SchedulerMode mode, bool cache,
-                                      bool graphs, int64_t* hit_tokens = nullptr) {
+                                      bool graphs, int64_t* hit_tokens = nullptr,
+                                      StepOverlap overlap = StepOverlap::kAuto,
+                                      int64_t* steps_ahead = nullptr) {
   BackendOptions options;
   options.block_size = 16;
   options.num_kv_blocks = 256;
@@ -62,9 +66,11 @@ std::vector<std::vector<int32_t>> run(const WeightSource& weights, SchedulerMode
   config.prefix_cache = cache;
   config.max_num_seqs = 16;
   config.max_num_batched_tokens = 128;
+  config.overlap = overlap;
   Engine engine(*backend, config, weights.config().name);
   const RunResult result = engine.run(workload(weights.config().vocab_size));
   if (hit_tokens) *hit_tokens = result.cache.hit_tokens;
+  if (steps_ahead) *steps_ahead = result.steps.steps_ahead;
   std::vector<std::vector<int32_t>> out;
   for (const RequestResult& r : result.requests) out.push_back(r.output_ids);
   return out;
@@ -73,14 +79,24 @@ std::vector<std::vector<int32_t>> run(const WeightSource& weights, SchedulerMode
 }  // namespace
 
 TEST_CASE(
-    "cuda engine: identical greedy outputs with the cache on/off, across modes, graphs on/off") {
+    "cuda engine: identical greedy outputs with the cache on/off, across modes, graphs on/off, "
+    "steps overlapped or not") {
   for (const std::string model : {"tiny", "tests/fixtures/models/tiny-llama"}) {
     CAPTURE(model);
     const std::unique_ptr<WeightSource> weights = open_model(model);
-    int64_t hits = 0;
-    const auto reference = run(*weights, SchedulerMode::kOffline, false, true);
+    int64_t hits = 0, ahead = 0;
+    const auto reference =
+        run(*weights, SchedulerMode::kOffline, false, true, nullptr, StepOverlap::kAuto, &ahead);
     REQUIRE(reference.size() == 13);
     for (const auto& out : reference) CHECK(!out.empty());
+    CHECK(ahead > 0);  // the CUDA backend overlaps by default
+    for (SchedulerMode mode : {SchedulerMode::kOffline, SchedulerMode::kOnline}) {
+      for (bool graphs : {true, false}) {
+        CAPTURE(graphs);
+        CHECK(run(*weights, mode, false, graphs, nullptr, StepOverlap::kOff, &ahead) == reference);
+        CHECK(ahead == 0);
+      }
+    }
     CHECK(run(*weights, SchedulerMode::kOffline, true, true, &hits) == reference);
     CHECK(hits >= 11 * 32);  // the 40-token system prompt: 2 full blocks for each later request
     CHECK(run(*weights, SchedulerMode::kOnline, true, true) == reference);

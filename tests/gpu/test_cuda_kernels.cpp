@@ -52,7 +52,25 @@ TEST_CASE("fill_uniform reproduces the host's synthetic weights bit for bit befo
   CHECK(std::count(ones.begin(), ones.end(), f32_to_bf16_bits(1.0f)) == n);
 }
 
-TEST_CASE("embedding with and without learned positions") {
+namespace {
+
+// Every third id of `ids` recoded as a previous-step token naming a row of `previous` (ids the
+// step before sampled, one of them kSampledNonFinite); `ids` then holds what each should resolve
+// to (sampling_rule.h: the sampled id, 0 for a non-finite row).
+std::vector<int32_t> code_previous_step_tokens(std::vector<int32_t>& ids,
+                                               const std::vector<int32_t>& previous) {
+  std::vector<int32_t> coded = ids;
+  for (size_t i = 1; i < ids.size(); i += 3) {
+    const int row = int(i * 5 % previous.size());
+    coded[i] = previous_step_token(row);
+    ids[i] = std::max(0, previous[size_t(row)]);
+  }
+  return coded;
+}
+
+}  // namespace
+
+TEST_CASE("embedding with and without learned positions, and previous-step tokens") {
   std::mt19937 rng(1);
   const int vocab = 300, hidden = 96, max_pos = 64, n = 37;
   const Bf16Data tok = random_bf16(size_t(vocab) * hidden, rng);
@@ -62,12 +80,15 @@ TEST_CASE("embedding with and without learned positions") {
     ids[i] = int32_t(rng() % vocab);
     positions[i] = int32_t(rng() % max_pos);
   }
+  const std::vector<int32_t> previous = {17, 299, kSampledNonFinite, 0, 123, 5, 250};
+  const std::vector<int32_t> coded = code_previous_step_tokens(ids, previous);
+  REQUIRE(std::count_if(coded.begin(), coded.end(), is_previous_step_token) == 12);
   DeviceArray<uint16_t> d_tok(tok.bits), d_pos(pos.bits);
-  DeviceArray<int32_t> d_ids(ids), d_positions(positions);
+  DeviceArray<int32_t> d_ids(coded), d_previous(previous), d_positions(positions);
   for (bool with_pos : {false, true}) {
     DeviceArray<float> out(size_t(n) * hidden);
     launch_embedding(out.get(), d_tok.get(), with_pos ? d_pos.get() : nullptr, d_ids.get(),
-                     d_positions.get(), n, hidden, DType::kBF16, nullptr);
+                     d_previous.get(), d_positions.get(), n, hidden, DType::kBF16, nullptr);
     std::vector<float> expected(size_t(n) * hidden);
     cpu::embedding(ids.data(), positions.data(), tok.f32.data(),
                    with_pos ? pos.f32.data() : nullptr, n, hidden, expected.data());
@@ -162,8 +183,11 @@ TEST_CASE("add_norm with the embedding: the bits of launch_embedding followed by
         ids[i] = int32_t(rng() % vocab);
         positions[i] = int32_t(rng() % max_pos);
       }
+      // The fused norm reads previous-step tokens, the separate embedding their resolved ids.
+      const std::vector<int32_t> previous = {3, kSampledNonFinite, 499, 42};
+      const std::vector<int32_t> coded = code_previous_step_tokens(ids, previous);
       DeviceArray<uint16_t> d_tok(tok.bits), d_pos(pos.bits), d_w(weight.bits), d_b(bias.bits);
-      DeviceArray<int32_t> d_ids(ids), d_positions(positions);
+      DeviceArray<int32_t> d_ids(ids), d_coded(coded), d_previous(previous), d_positions(positions);
       DeviceArray<float> res_two(size_t(n) * hidden), res_one(size_t(n) * hidden);
       DeviceArray<uint16_t> out_two(size_t(n) * hidden), out_one(size_t(n) * hidden);
       AddNormArgs args;
@@ -175,13 +199,14 @@ TEST_CASE("add_norm with the embedding: the bits of launch_embedding followed by
       args.residual = res_two.get();
       args.out = out_two.get();
       launch_embedding(res_two.get(), d_tok.get(), with_pos ? d_pos.get() : nullptr, d_ids.get(),
-                       d_positions.get(), n, hidden, DType::kBF16, nullptr);
+                       nullptr, d_positions.get(), n, hidden, DType::kBF16, nullptr);
       launch_add_norm(args, nullptr);
       args.residual = res_one.get();  // poisoned: the fused norm must not read it
       args.out = out_one.get();
       args.tok_emb = d_tok.get();
       args.pos_emb = with_pos ? d_pos.get() : nullptr;
-      args.token_ids = d_ids.get();
+      args.token_ids = d_coded.get();
+      args.previous_ids = d_previous.get();
       args.positions = d_positions.get();
       launch_add_norm(args, nullptr);
       CHECK(res_one.download() == res_two.download());
@@ -712,6 +737,18 @@ TEST_CASE("sampling: greedy ties, temperature, top-k, top-p as the CPU rule pick
       CAPTURE(r);
       CHECK(got[r] == expected[r]);
     }
+    // An overlapped step's targets: the second half of a two-step buffer (its offset read from
+    // device memory, as the step's metadata holds it) and the device copy for the next step.
+    constexpr int32_t kUntouched = -7;
+    DeviceArray<int32_t> d_halves(std::vector<int32_t>(2 * size_t(rows), kUntouched));
+    DeviceArray<int32_t> d_offset(std::vector<int32_t>{int32_t(rows)}), d_device(rows);
+    launch_sample(SampleTargets{d_halves.get(), d_offset.get(), d_device.get()}, d_logits.get(),
+                  d_params.get(), rows, vocab, d_scratch.get(), nullptr);
+    const std::vector<int32_t> halves = d_halves.download();
+    CHECK(std::vector<int32_t>(halves.begin(), halves.begin() + rows) ==
+          std::vector<int32_t>(size_t(rows), kUntouched));
+    CHECK(std::vector<int32_t>(halves.begin() + rows, halves.end()) == expected);
+    CHECK(d_device.download() == expected);
   }
 }
 

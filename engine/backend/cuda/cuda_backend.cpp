@@ -238,23 +238,27 @@ void CudaBackend::allocate_workspaces() {
                             stream_);
   }
 
-  // The per-step metadata: one pinned buffer mirrored by one device buffer, sized for the largest
-  // step.
+  // The per-step metadata: a device buffer sized for the largest step, and two pinned mirrors of
+  // it, so a step can be packed while the one before it is still being copied in.
   meta_device_ = arena_.alloc(b.meta);
-  ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(b.meta)));
+  ROSE_CUDA_CHECK(cudaMallocHost(&pinned_meta_, static_cast<size_t>(2 * b.meta)));
   // The sampler writes the ids straight into pinned, mapped host memory, so a step ends with its
   // last kernel and no copy (ROSEINFER_CUDA_SAMPLE_COPY=1: a device buffer and a copy, for
-  // comparisons).
-  ROSE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_sampled_), size_t(b.sampled),
+  // comparisons); one half per step in flight.
+  ROSE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_sampled_), size_t(2 * b.sampled),
                                 cudaHostAllocMapped | cudaHostAllocPortable));
   if (const char* env = std::getenv("ROSEINFER_CUDA_SAMPLE_COPY"); env && env[0] == '1') {
-    sampled_ = arena_.alloc_as<int32_t>(b.sampled);
+    sampled_ = arena_.alloc_as<int32_t>(2 * b.sampled);
     sample_target_ = sampled_;
   } else {
     ROSE_CUDA_CHECK(
         cudaHostGetDevicePointer(reinterpret_cast<void**>(&sample_target_), pinned_sampled_, 0));
   }
-  std::memset(pinned_meta_, 0, static_cast<size_t>(b.meta));
+  previous_ids_ = arena_.alloc_as<int32_t>(b.sampled);
+  std::memset(pinned_meta_, 0, static_cast<size_t>(2 * b.meta));
+  for (InFlight& step : in_flight_) {
+    ROSE_CUDA_CHECK(cudaEventCreateWithFlags(&step.done, cudaEventDisableTiming));
+  }
 }
 
 // The KV pool last, from what is left.
@@ -410,6 +414,10 @@ CudaBackend::~CudaBackend() {
   }
   // Destructors must not throw: errors here are ignored on purpose.
   cudaSetDevice(options_.device);
+  if (stream_) cudaStreamSynchronize(stream_);  // a step submitted and never collected
+  for (InFlight& step : in_flight_) {
+    if (step.done) cudaEventDestroy(step.done);
+  }
   graphs_.clear();
   invariant_gemm_.reset();
   bucketed_gemm_.reset();
@@ -421,7 +429,7 @@ CudaBackend::~CudaBackend() {
 }
 
 void CudaBackend::validate(const StepPlan& plan) const {
-  validate_step_plan(plan, limits_);
+  validate_step_plan(plan, limits_, previous_rows_);
   if (config_.uses_learned_positions()) {  // the table has no row past the model's positions
     for (int32_t position : plan.positions) {
       if (position >= config_.max_position_embeddings) {
@@ -432,9 +440,9 @@ void CudaBackend::validate(const StepPlan& plan) const {
   }
 }
 
-int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
+int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs, char* host,
+                          int32_t sample_offset) {
   const int n = plan.num_tokens(), s = plan.num_seqs(), block_size = options_.block_size;
-  char* host = static_cast<char*>(pinned_meta_);
   auto at = [&](int64_t offset) { return reinterpret_cast<int32_t*>(host + offset); };
   const MetaLayout layout = meta_layout(n + (padded_seqs - s), padded_seqs);
   // Padding (graph replay only: then n == s): one token per row, slot -1, context 1 over block 0.
@@ -452,6 +460,7 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs) {
   int32_t* token_seq = at(layout.token_seq);
   int32_t* tables = at(layout.block_tables);
   *at(layout.table_stride) = stride;
+  *at(layout.sample_slot) = sample_offset;
   for (int i = 0; i < s; ++i) {
     const SamplingParams& sp = plan.sampling[i];
     params[i] =
@@ -513,61 +522,97 @@ int CudaBackend::shared_prefix_keys(const StepPlan& plan) const {
 }
 
 void CudaBackend::execute(const StepPlan& plan, StepOutput& out) {
+  if (num_in_flight_ > 0) {
+    fail("execute: {} submitted steps are still to be collected", num_in_flight_);
+  }
+  enqueue(plan);
+  collect(out);
+  if (plan.return_logits && plan.num_seqs() > 0) copy_logits(plan, out);
+}
+
+void CudaBackend::submit(const StepPlan& plan) {
+  // The logits buffer is the next step's too: only a step collected before another is enqueued
+  // can still copy them.
+  if (plan.return_logits) fail("step plan: return_logits needs execute(), not submit()");
+  enqueue(plan);
+}
+
+void CudaBackend::enqueue(const StepPlan& plan) {
+  if (num_in_flight_ == 2) fail("step plan: two submitted steps are still to be collected");
   // Another replica's backend may have run on this thread since (cluster.h): select ours.
   ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
   const double t0 = host_seconds();
   validate(plan);
+  const int half = (first_in_flight_ + num_in_flight_) % 2;
+  InFlight& step = in_flight_[half];
   const int s = plan.num_seqs();
-  out.sampled.assign(s, -1);
-  out.logits.clear();
-  if (s == 0) return;
-
-  const bool use_graph = options_.cuda_graphs && plan.is_pure_decode();
-  const int padded = use_graph ? graphs_.bucket(s) : s;
-  const int max_context = *std::max_element(plan.context_lens.begin(), plan.context_lens.end());
-  step_splits_ = use_graph ? plan_.invariant_splits
-                           : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
-  step_shared_keys_ = shared_prefix_keys(plan);
-  if (step_shared_keys_ > 0) ++stats_.shared_prefix;
-  const double t1 = host_seconds();
-  const int64_t bytes = pack(plan, padded);
-  ROSE_CUDA_CHECK(
-      cudaMemcpyAsync(meta_device_, pinned_meta_, size_t(bytes), cudaMemcpyHostToDevice, stream_));
-  const double t2 = host_seconds();
-  const bool profile = stats_.steps == profile_step_;
-  if (profile) ROSE_CUDA_CHECK(cudaProfilerStart());
-  ++stats_.steps;
-  stats_.copy_bytes += bytes;
-  if (use_graph) {
-    for (int replay = 0; replay < graph_replays_; ++replay) {  // measurement: more than 1
-      const auto run = graphs_.run(
-          padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
-      ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
-    }
-  } else {
-    launch_eager(plan);
-  }
-  if (sampled_) {
+  step.num_seqs = s;
+  step.graph = options_.cuda_graphs && plan.is_pure_decode();
+  if (s > 0) {
+    const int padded = step.graph ? graphs_.bucket(s) : s;
+    const int max_context = *std::max_element(plan.context_lens.begin(), plan.context_lens.end());
+    step_splits_ = step.graph ? plan_.invariant_splits
+                              : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
+    step_shared_keys_ = shared_prefix_keys(plan);
+    if (step_shared_keys_ > 0) ++stats_.shared_prefix;
+    const double t1 = host_seconds();
+    char* host = static_cast<char*>(pinned_meta_) + half * plan_.bytes.meta;
+    const int32_t sample_offset = int32_t(half * plan_.max_seqs);
+    const int64_t bytes = pack(plan, padded, host, sample_offset);
     ROSE_CUDA_CHECK(
-        cudaMemcpyAsync(pinned_sampled_, sampled_, size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+        cudaMemcpyAsync(meta_device_, host, size_t(bytes), cudaMemcpyHostToDevice, stream_));
+    const double t2 = host_seconds();
+    const bool profile = stats_.steps == profile_step_;
+    if (profile) ROSE_CUDA_CHECK(cudaProfilerStart());
+    ++stats_.steps;
+    stats_.copy_bytes += bytes;
+    if (step.graph) {
+      for (int replay = 0; replay < graph_replays_; ++replay) {  // measurement: more than 1
+        const auto run = graphs_.run(
+            padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
+        ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
+      }
+    } else {
+      launch_eager(plan);
+    }
+    if (sampled_) {
+      ROSE_CUDA_CHECK(cudaMemcpyAsync(pinned_sampled_ + sample_offset, sampled_ + sample_offset,
+                                      size_t(s) * 4, cudaMemcpyDeviceToHost, stream_));
+    }
+    if (profile) ROSE_CUDA_CHECK(cudaProfilerStop());
+    const double t3 = host_seconds();
+    stats_.validate_s += t1 - t0;
+    stats_.pack_s += t2 - t1;
+    stats_.launch_s += t3 - t2;
+    step.pack_us = (t2 - t1) * 1e6;
+    step.launch_us = (t3 - t2) * 1e6;
   }
-  const double t3 = host_seconds();
-  ROSE_CUDA_CHECK(cudaStreamSynchronize(stream_));
-  if (profile) ROSE_CUDA_CHECK(cudaProfilerStop());
-  const double t4 = host_seconds();
-  stats_.validate_s += t1 - t0;
-  stats_.pack_s += t2 - t1;
-  stats_.launch_s += t3 - t2;
-  stats_.sync_s += t4 - t3;
+  ROSE_CUDA_CHECK(cudaEventRecord(step.done, stream_));
+  ++num_in_flight_;
+  previous_rows_ = s;
+}
+
+void CudaBackend::collect(StepOutput& out) {
+  if (num_in_flight_ == 0) fail("collect: no step was submitted");
+  ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
+  const int half = first_in_flight_;
+  const InFlight& step = in_flight_[half];
+  const double t0 = host_seconds();
+  ROSE_CUDA_CHECK(cudaEventSynchronize(step.done));
+  const double t1 = host_seconds();
+  first_in_flight_ = (first_in_flight_ + 1) % 2;
+  --num_in_flight_;
+  out.logits.clear();
+  const int32_t* ids = pinned_sampled_ + int64_t(half) * plan_.max_seqs;
+  out.sampled.assign(ids, ids + step.num_seqs);
+  if (step.num_seqs == 0) return;
+  stats_.sync_s += t1 - t0;
   if (print_step_times_ && !warming_up_) {
     std::fprintf(stderr,
-                 "cuda step %lld: %d tokens, %d seqs, %s; us: pack+copy %.1f, launch %.1f, "
-                 "wait %.1f\n",
-                 static_cast<long long>(stats_.steps - 1), plan.num_tokens(), s,
-                 use_graph ? "graph" : "eager", (t2 - t1) * 1e6, (t3 - t2) * 1e6, (t4 - t3) * 1e6);
+                 "cuda step %lld: %d seqs, %s; us: pack+copy %.1f, launch %.1f, wait %.1f\n",
+                 static_cast<long long>(stats_.steps - 1 - num_in_flight_), step.num_seqs,
+                 step.graph ? "graph" : "eager", step.pack_us, step.launch_us, (t1 - t0) * 1e6);
   }
-  std::memcpy(out.sampled.data(), pinned_sampled_, size_t(s) * 4);
-  if (plan.return_logits) copy_logits(plan, out);
 }
 
 namespace {

@@ -1,9 +1,12 @@
 #pragma once
 // The CUDA backend: bf16 (or fp16) weights and KV cache, fp32 accumulation and residual stream.
 // Everything is allocated at construction (weights, the KV pool, workspaces sized by the token and
-// sequence budgets); execute() copies the plan's small arrays in with one cudaMemcpyAsync, runs the
-// forward pass (eagerly, or as a CUDA graph for pure-decode steps), samples on the GPU and copies
-// only the sampled ids back: one synchronisation per step.
+// sequence budgets); a step copies the plan's small arrays in with one cudaMemcpyAsync, runs the
+// forward pass (eagerly, or as a CUDA graph for pure-decode steps), samples on the GPU and writes
+// only the sampled ids to the host: one synchronisation per step. submit() returns once the step
+// is enqueued, so the engine can enqueue the next behind it (overlapped steps, engine.h): the
+// host buffers come in two halves, one per step in flight, and the sampler also leaves its ids
+// on the device, where the next step's embedding reads its previous-step tokens.
 //
 // The parts: cuda_backend.cpp (construction, execute), device_weights (upload and binding),
 // workspace_plan (buffer sizes, plain C++), graph_cache (decode graphs), forward.cpp (the layers).
@@ -58,6 +61,7 @@ struct StepFields {
   const int32_t* sample_rows = nullptr;   // (num_seqs,)
   const int32_t* block_tables = nullptr;  // (num_seqs, *table_stride)
   const int32_t* table_stride = nullptr;  // (1,)
+  const int32_t* sample_slot = nullptr;   // (1,) this step's offset into the sampled ids' buffer
   const SampleRowParams* sample_params = nullptr;  // (num_seqs,)
   // Set on steps whose decode rows share a prefix (CudaBackend::shared_prefix_keys): the attention
   // runs the shared-prefix launch first (AttentionArgs::shared_keys).
@@ -84,6 +88,9 @@ class CudaBackend final : public Backend {
   ~CudaBackend() override;
 
   void execute(const StepPlan& plan, StepOutput& out) override;
+  void submit(const StepPlan& plan) override;  // not for return_logits plans (execute())
+  void collect(StepOutput& out) override;
+  bool overlaps_steps() const override { return true; }
   const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override { return device_name_; }
   const ModelConfig& config() const override { return config_; }
@@ -117,9 +124,11 @@ class CudaBackend final : public Backend {
 
   // One step (cuda_backend.cpp).
   void validate(const StepPlan& plan) const;
-  // Packs the plan (plus padding rows up to padded_seqs for graph replay) into the pinned buffer;
-  // returns the bytes to copy.
-  int64_t pack(const StepPlan& plan, int padded_seqs);
+  // Enqueues the step (copy in, forward, sampler) into the next free half of the host buffers.
+  void enqueue(const StepPlan& plan);
+  // Packs the plan (plus padding rows up to padded_seqs for graph replay) into `host`, one half
+  // of the pinned buffer, its sampler writing at `sample_offset`; returns the bytes to copy.
+  int64_t pack(const StepPlan& plan, int padded_seqs, char* host, int32_t sample_offset);
   // Keys every row of a pure-decode step holds in the same physical blocks (whole blocks, each
   // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
   // when the shared-prefix attention does not apply (attention.cuh).
@@ -290,9 +299,21 @@ class CudaBackend final : public Backend {
   std::unique_ptr<BucketedGemm> bucketed_gemm_;
   DeviceArena arena_;  // every device buffer below, freed in the destructor
   void* cublas_workspace_ = nullptr;
-  void* pinned_meta_ = nullptr;        // (plan_.bytes.meta) host mirror of meta_device_
-  int32_t* pinned_sampled_ = nullptr;  // (S,) mapped: the sampler's output, read after the sync
+  void* pinned_meta_ = nullptr;        // (2, plan_.bytes.meta) host mirrors of meta_device_,
+                                       // one per step in flight
+  int32_t* pinned_sampled_ = nullptr;  // (2, S) mapped: the sampler's output, one half per step
+                                       // in flight, read after its event
   void* meta_device_ = nullptr;        // (plan_.bytes.meta) this step's MetaLayout
+  // Steps submitted and not yet collected: half h of the host buffers is step (first + k) % 2's.
+  struct InFlight {
+    int num_seqs = 0;
+    bool graph = false;
+    double pack_us = 0, launch_us = 0;  // host time (ROSEINFER_CUDA_STATS=2)
+    cudaEvent_t done = nullptr;         // recorded after its last operation
+  };
+  InFlight in_flight_[2];
+  int first_in_flight_ = 0, num_in_flight_ = 0;
+  int previous_rows_ = 0;  // rows of the last enqueued step (its previous-step tokens' range)
 
   DeviceWeights weights_;
   std::vector<LayerArgs> layer_args_;  // (num_layers,)
@@ -315,9 +336,10 @@ class CudaBackend final : public Backend {
   float* logits_ = nullptr;        // (S, V) fp32
   float* shard_logits_ = nullptr;  // (S, vocab_shard_stride) fp32: tensor parallel, this rank's
   float* gathered_logits_ = nullptr;   // (tp_size, S, vocab_shard_stride) fp32: every rank's
-  int32_t* sampled_ = nullptr;         // (S,) only with ROSEINFER_CUDA_SAMPLE_COPY=1
-  int32_t* sample_target_ = nullptr;   // (S,) where the sampler writes: pinned_sampled_'s device
-                                       // address, or sampled_
+  int32_t* sampled_ = nullptr;         // (2, S) only with ROSEINFER_CUDA_SAMPLE_COPY=1
+  int32_t* sample_target_ = nullptr;   // (2, S) where the sampler writes: pinned_sampled_'s
+                                       // device address, or sampled_
+  int32_t* previous_ids_ = nullptr;    // (S,) the last step's sampled ids, also on the device
   void* sample_scratch_ = nullptr;     // (sample_scratch_bytes(S)) zeroed once (sampling.cuh)
   float* partial_out_ = nullptr;       // (partial_rows, head_dim) attention split partials
   float* partial_lse_ = nullptr;       // (partial_rows,)

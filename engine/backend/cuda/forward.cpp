@@ -141,6 +141,7 @@ StepFields CudaBackend::step_fields(int n, int num_seqs) const {
   step.sample_rows = meta<int32_t>(layout.sample_rows);
   step.block_tables = meta<int32_t>(layout.block_tables);
   step.table_stride = meta<int32_t>(layout.table_stride);
+  step.sample_slot = meta<int32_t>(layout.sample_slot);
   step.sample_params = meta<SampleRowParams>(layout.sample_params);
   step.fused_norms = n <= fused_norm_rows_;
   if (step_shared_keys_ > 0) {
@@ -159,8 +160,8 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   const bool embedding_in_norm =
       !layer_args_.empty() && layer_args_[0].attn_norm.tok_emb && !skipped(kSkipNorm);
   if (!embedding_in_norm) {
-    launch_embedding(residual_, weights_.tok_emb, weights_.pos_emb, step.token_ids, step.positions,
-                     n, c.hidden_size, dtype_, stream_);
+    launch_embedding(residual_, weights_.tok_emb, weights_.pos_emb, step.token_ids, previous_ids_,
+                     step.positions, n, c.hidden_size, dtype_, stream_);
   }
   for (int l = 0; l < c.num_layers; ++l) {
     attention_block(layer_args_[l], weights_.layers[l], step, max_query_len);
@@ -176,8 +177,8 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   add_norm(final_norm);
   ROSE_ASSERT(unreduced_rows_ == 0);
   lm_head_logits(num_seqs);
-  launch_sample(sample_target_, logits_, step.sample_params, num_seqs, c.vocab_size,
-                sample_scratch_, stream_);
+  launch_sample(SampleTargets{sample_target_, step.sample_slot, previous_ids_}, logits_,
+                step.sample_params, num_seqs, c.vocab_size, sample_scratch_, stream_);
 }
 
 // Add-norm, qkv, RoPE and the KV write, attention, o.
@@ -187,6 +188,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   AddNormArgs norm = layer.attn_norm;
   norm.num_rows = n;
   norm.token_ids = step.token_ids;  // read by layer 0's, which also does the embedding
+  norm.previous_ids = previous_ids_;
   norm.positions = step.positions;
   // Layer 0's norm (no pending output; it may also do the embedding) stays a kernel of its own.
   if (step.fused_norms && norm.delta) {

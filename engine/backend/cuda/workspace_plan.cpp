@@ -25,6 +25,7 @@ MetaLayout meta_layout(int64_t num_tokens, int64_t num_seqs) {
   layout.context_lens = take(num_seqs * 4);
   layout.sample_rows = take(num_seqs * 4);
   layout.table_stride = take(4);
+  layout.sample_slot = take(4);
   layout.token_ids = take(num_tokens * 4);
   layout.positions = take(num_tokens * 4);
   layout.slot_mapping = take(num_tokens * 4);

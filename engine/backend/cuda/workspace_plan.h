@@ -103,6 +103,8 @@ struct MetaLayout {
   int64_t context_lens = 0;   // (num_seqs,)
   int64_t sample_rows = 0;    // (num_seqs,) flat index of each sequence's last token
   int64_t table_stride = 0;   // (1,) block table stride of this step
+  int64_t sample_slot = 0;    // (1,) where the sampler writes: offset of this step's half of the
+                              // ids buffer (SampleTargets::slot_offset)
   int64_t token_ids = 0;      // (num_tokens,)
   int64_t positions = 0;      // (num_tokens,)
   int64_t slot_mapping = 0;   // (num_tokens,)
