@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:64:512:128 --model /tmp/models/smollm2-shape --no-overlap --json /root/out/smollm2_b64_no_overlap.json
