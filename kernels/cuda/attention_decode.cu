@@ -123,6 +123,17 @@ __device__ __forceinline__ ClusterRow cluster_row(const AttentionArgs& args) {
   r.kv_head = blockIdx.y / chunks;
   r.head_begin = r.kv_head * group + (blockIdx.y % chunks) * kAttentionMaxGroup;
   r.heads = min(kAttentionMaxGroup, r.kv_head * group + group - r.head_begin);
+  if (args.fuse_rope) {
+    // Every row is its sequence's one decode row (AttentionArgs::fuse_rope): row i is sequence i,
+    // so the sequence's context and table row need no token_seq load first (one dependent trip
+    // fewer before the K/V loads are issued, on the step's critical path when the wait below
+    // returns at once).
+    const int context = args.context_lens[r.token];
+    r.num_keys = context;
+    r.first_new_key = context - 1;
+    r.table = args.block_tables + int64_t(r.token) * (*args.block_table_stride);
+    return r;
+  }
   const int seq = args.token_seq[r.token];
   const int seq_end = args.query_start[seq + 1];
   const int context = args.context_lens[seq];
