@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_PROFILE_STEP=40 ncu --clock-control none --csv --page details --profile-from-start off --metrics gpu__time_duration.sum,dram__bytes_read.sum,launch__grid_size,launch__block_size,launch__registers_per_thread /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:1:512:128 --model llama-1b --no-cuda-graph

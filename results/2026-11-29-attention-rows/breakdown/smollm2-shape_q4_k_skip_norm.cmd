@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_SKIP=norm /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model /tmp/models/smollm2-shape --quantize q4_k --json /root/out/smollm2-shape_q4_k_skip_norm.json
