@@ -33,6 +33,12 @@ check "chosen percentile p90 is written" grep -q '"p90_ttft_ms":' "$TMP/grid.jso
 check "goodput with --slo" grep -q '"request_goodput":' "$TMP/grid.json"
 check "grid: 4 x 40 input tokens" grep -q '"total_input_tokens": *160' "$TMP/grid.json"
 check "grid: 4 x 5 output tokens" grep -q '"total_output_tokens": *20' "$TMP/grid.json"
+# The CPU backend runs one step at a time: no step went ahead, whatever --no-overlap says.
+check "overlap is on unless --no-overlap" grep -q '"overlap": *true' "$TMP/grid.json"
+check "no step ahead on the CPU" [ "$(grep -c '"steps_ahead": *0' "$TMP/grid.json")" -eq 2 ]
+"$BIN" bench --dataset-name grid:2:20:3 --no-overlap --json "$TMP/no_overlap.json" "${COMMON[@]}" \
+  >/dev/null 2>&1
+check "--no-overlap is recorded" grep -q '"overlap": *false' "$TMP/no_overlap.json"
 
 # 3. seed000's shared prompt hits the prefix cache; the same seed gives the same fingerprint.
 "$BIN" bench --dataset-name seed000 --num-prompts 6 --json "$TMP/s1.json" "${COMMON[@]}" >/dev/null 2>&1
