@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_REPLAY=1 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model gpt2 --json /root/out/gpt2_rep1_r1.json
