@@ -259,6 +259,10 @@ TEST_CASE("report tables: chosen percentiles as columns, aligned, readable numbe
   CHECK(table.find("16 of 40 tokens hit (40.0%)") != std::string::npos);
   CHECK(table.find("25 of 100 blocks (25.0%), 1 preemptions") != std::string::npos);
   CHECK(table.find("4.000 GB/s (50.0% of the copy-bandwidth floor)") != std::string::npos);
+  CHECK(table.find("enqueued ahead") == std::string::npos);  // no step went ahead
+  rose::BenchReport ahead = r;
+  ahead.steps.steps_ahead = 1234;  // overlapped steps (engine.h)
+  CHECK(rose::render_report_table(ahead).find("; 1,234 enqueued ahead)") != std::string::npos);
   // Every latency row has the same length: the columns line up.
   size_t ttft = table.find("  TTFT"), tpot = table.find("  TPOT");
   REQUIRE(ttft != std::string::npos);

@@ -283,10 +283,14 @@ std::string totals_table(const BenchReport& r, TableFormat format) {
   totals.add_row({"prefill / decode", fmt::format("{} tok/s prefill, {} tok/s in pure-decode steps",
                                                   format_number(r.prefill_throughput),
                                                   format_number(r.decode_throughput))});
-  totals.add_row(
-      {"steps",
-       fmt::format("{} ({} prefill tokens computed, {} decode tokens)", format_count(r.steps.steps),
-                   format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens))});
+  std::string steps =
+      fmt::format("{} ({} prefill tokens computed, {} decode tokens", format_count(r.steps.steps),
+                  format_count(r.steps.prefill_tokens), format_count(r.steps.decode_tokens));
+  // Overlapped steps (engine.h): how many were enqueued before the ids of the one before.
+  if (r.steps.steps_ahead > 0) {
+    steps += fmt::format("; {} enqueued ahead", format_count(r.steps.steps_ahead));
+  }
+  totals.add_row({"steps", steps + ")"});
   return totals.render_as(format, 2);
 }
 

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model /tmp/rose-model/SmolLM2-135M-Instruct.Q4_1.gguf --dtype bf16 --no-overlap --json /root/out/real_bf16_r1_no_overlap.json
