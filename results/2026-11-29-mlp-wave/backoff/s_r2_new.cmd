@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model /tmp/models/smollm2-shape --json /root/out/s_r2_new.json

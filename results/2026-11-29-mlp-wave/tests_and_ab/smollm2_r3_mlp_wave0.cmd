@@ -1,0 +1,1 @@
+env ROSEINFER_CUDA_MLP_WAVE=0 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model /tmp/models/smollm2-shape --json /root/out/smollm2_r3_mlp_wave0.json

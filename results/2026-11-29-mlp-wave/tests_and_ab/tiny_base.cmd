@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer-base bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:1:512:128 --model tiny --json /root/out/tiny_base.json
