@@ -8,6 +8,7 @@
 #include <doctest/doctest.h>
 
 #include <algorithm>
+#include <random>
 #include <string>
 #include <vector>
 
@@ -122,5 +123,95 @@ TEST_CASE("overlapped steps: a step that fails while another is submitted leaves
   for (size_t i = 0; i < requests.size(); ++i) {
     CAPTURE(i);
     CHECK(result.requests[i].output_ids == reference_generate(requests[i], kVocab, {}));
+  }
+}
+
+TEST_CASE(
+    "overlapped steps: random workloads, pools and budgets give the reference in every mode") {
+  // Many small runs where everything happens at once: prompts sharing prefixes, EOS coming up
+  // often (a vocabulary of 12 with EOS = 3), max_tokens from 1, staggered arrivals, pools small
+  // enough to preempt, budgets that chunk prompts, one or several sequences a step. Each run is
+  // checked against the unpaged reference, overlapped and not, and the two runs' finish reasons
+  // and preemption-free outputs must agree.
+  constexpr int kSmall = 12;
+  const std::vector<int> eos = {3};
+  std::mt19937 rng(2026);
+  int runs_ahead = 0, preempted = 0, stopped = 0;
+  for (int trial = 0; trial < 200; ++trial) {
+    CAPTURE(trial);
+    const int block_size = rng() % 2 == 0 ? 4 : 8;
+    const int num_blocks = 8 + int(rng() % 16);
+    std::vector<EngineRequest> requests(size_t(2 + rng() % 7));
+    const std::vector<int32_t> shared = testing::make_tokens(12, 500 + uint64_t(trial));
+    for (size_t i = 0; i < requests.size(); ++i) {
+      EngineRequest& r = requests[i];
+      if (rng() % 2 == 0) r.prompt.assign(shared.begin(), shared.begin() + 1 + rng() % 12);
+      const int extra = 1 + int(rng() % 20);
+      for (int t = 0; t < extra; ++t) r.prompt.push_back(int32_t(rng() % kSmall));
+      for (int32_t& t : r.prompt) t %= kSmall;
+      r.max_tokens = 1 + int(rng() % 16);
+      r.ignore_eos = rng() % 4 == 0;
+      r.arrival_s = 0.01 * double(rng() % 20);
+      // Fits the pool alone (the engine refuses one that never could).
+      while (int(r.prompt.size()) + r.max_tokens > (num_blocks - 1) * block_size)
+        r.prompt.pop_back();
+    }
+    const auto mode = SchedulerMode(rng() % 3);
+    EngineConfig config = testing::config_for(mode, rng() % 2 == 0);
+    config.max_num_seqs = 1 + int(rng() % 6);
+    config.max_num_batched_tokens = 8 + int(rng() % 56);
+    CAPTURE(mode_name(mode));
+    RunResult results[2];
+    for (int k = 0; k < 2; ++k) {
+      config.overlap = k == 0 ? StepOverlap::kOff : StepOverlap::kOn;
+      FakeClock clock;
+      AheadBackend backend(num_blocks, block_size, kSmall, eos, &clock, 0.004);
+      Engine engine(backend, config, "fake");
+      results[k] = engine.run(requests, {}, &clock);
+      REQUIRE(results[k].requests.size() == requests.size());
+      for (size_t i = 0; i < requests.size(); ++i) {
+        CAPTURE(i);
+        CHECK(results[k].requests[i].output_ids == reference_generate(requests[i], kSmall, eos));
+      }
+      if (k == 1) runs_ahead += backend.steps_ahead > 0;
+      preempted += results[k].kv.preemptions > 0;
+    }
+    for (size_t i = 0; i < requests.size(); ++i) {
+      CHECK(results[0].requests[i].finish_reason == results[1].requests[i].finish_reason);
+      stopped += results[0].requests[i].finish_reason == FinishReason::kStop;
+    }
+  }
+  // The trials covered what they are for.
+  CHECK(runs_ahead > 150);
+  CHECK(preempted >= 8);
+  CHECK(stopped > 60);
+}
+
+TEST_CASE("overlapped steps: a block completed by a token planned ahead is cached under its id") {
+  // A's first generated token completes its second block (4 + 3 prompt tokens): the step planned
+  // ahead computes that block before the token is known, so it may only be keyed after update().
+  // B, arriving once A is done, repeats A's prompt and first two tokens: it must hit both blocks,
+  // as it does without overlap (a key taken over the unknown token would hit one).
+  EngineRequest a;
+  a.prompt = testing::make_tokens(7, 61);
+  a.max_tokens = 4;
+  a.ignore_eos = true;
+  const std::vector<int32_t> a_out = reference_generate(a, kVocab, {});
+  EngineRequest b;
+  b.prompt = a.prompt;
+  b.prompt.insert(b.prompt.end(), a_out.begin(), a_out.begin() + 2);
+  b.max_tokens = 2;
+  b.ignore_eos = true;
+  b.arrival_s = 10.0;
+  for (StepOverlap overlap : {StepOverlap::kOff, StepOverlap::kOn}) {
+    CAPTURE(overlap == StepOverlap::kOn);
+    FakeClock clock;
+    AheadBackend backend(32, 4, kVocab, {}, &clock);
+    Engine engine(backend, testing::config_for(SchedulerMode::kOnline, true, overlap), "fake");
+    const RunResult result = engine.run({a, b}, {}, &clock);
+    CHECK(result.requests[0].output_ids == a_out);
+    CHECK(result.requests[1].output_ids == reference_generate(b, kVocab, {}));
+    CHECK(result.requests[1].cached_prompt_tokens == 8);
+    CHECK((backend.steps_ahead > 0) == (overlap == StepOverlap::kOn));
   }
 }
