@@ -1,10 +1,11 @@
 // Overlapped steps (engine.h, EngineConfig::overlap): step N+1 is scheduled and submitted before
 // step N's ids are applied, its decode tokens naming N's rows (previous_step_token). Over the fake
 // backend (whose next token hashes the KV read through the block table, so a wrong token, slot or
-// block shows) a non-finite row and a failed step must leave every other output the unpaged
-// reference, and no step may go ahead unless asked. Every mode with and without the cache, EOS,
-// stop strings, preemption (test_engine.cpp) and requests added between steps into reused slots
-// (test_engine_step.cpp) run overlapped in those files' tests.
+// block shows): a non-finite row and a failed step leave every other output the unpaged
+// reference; no step goes ahead unless asked; 200 random workloads give the reference overlapped
+// and not; a block completed by a token planned ahead is cached under its real id. Every mode with
+// and without the cache, EOS, stop strings, preemption (test_engine.cpp) and requests added
+// between steps into reused slots (test_engine_step.cpp) run overlapped in those files' tests.
 #include <doctest/doctest.h>
 
 #include <algorithm>
