@@ -272,8 +272,10 @@ bool Engine::Impl::schedule_and_submit(double now, StepPlan& into, Submitted& re
   record.num_seqs = into.num_seqs();
   record.prefill_tokens = scheduler->last_prefill_tokens();
   record.decode_tokens = scheduler->last_decode_tokens();
-  record.context_tokens = 0;
-  for (int32_t len : into.context_lens) record.context_tokens += len;
+  record.context_tokens = 0;  // read for pure-decode steps only (record_step)
+  if (record.pure_decode) {
+    for (int32_t len : into.context_lens) record.context_tokens += len;
+  }
   record.at = std::chrono::steady_clock::now();
   backend.submit(into);
   ++submitted;

@@ -177,7 +177,7 @@ void Scheduler::register_full_blocks(Sequence& seq) {
   if (!index_) return;
   int full = seq.num_computed / block_size_;
   // A block holding a previous-step token is keyed once update() knows its id.
-  if (seq.pending_token >= 0) full = std::min(full, seq.pending_token / block_size_);
+  if (seq.has_pending_token()) full = std::min(full, (seq.num_tokens() - 1) / block_size_);
   if (full <= seq.num_registered) return;
   const std::span<const int32_t> tokens(seq.tokens);
   index_->extend_keys(tokens, full, seq.block_keys);
@@ -290,7 +290,7 @@ void Scheduler::admit_waiting(int reserve_blocks, int seat_limit) {
     if (capped && !seq.admitted_once && in_flight_ >= config_.max_concurrency) break;
     // Preempted while its last token was a previous-step token: its prefix is hashed (and it is
     // recomputed) once update() has the id.
-    if (seq.pending_token >= 0) break;
+    if (seq.has_pending_token()) break;
     // First come, first served: when the front does not fit, nothing behind it jumps the queue.
     if (!try_admit(seq, reserve_blocks)) break;
     waiting_.pop_front();
@@ -396,7 +396,6 @@ bool Scheduler::continue_ahead() {
     Sequence& seq = *row.seq;
     // One that reaches max_tokens with this token ends here for certain: nothing to plan.
     if (seq.num_generated() + 1 >= seq.max_tokens) continue;
-    seq.pending_token = seq.num_tokens();
     seq.tokens.push_back(previous_step_token(int(k)));
     any = true;
   }
@@ -434,9 +433,7 @@ void Scheduler::update(const StepOutput& out, double now, const RunCallbacks& ca
     ROSE_ASSERT(k < out.sampled.size() &&
                 (out.sampled[k] >= 0 || out.sampled[k] == kSampledNonFinite));
     const int32_t token = out.sampled[k];
-    const bool pending = seq.pending_token >= 0;
-    ROSE_ASSERT(!pending || seq.pending_token == seq.num_tokens() - 1);
-    seq.pending_token = -1;
+    const bool pending = seq.has_pending_token();
     Timeline& timeline = seq.result.timeline;
     if (token == kSampledNonFinite) {
       // The other requests of the step are not affected: only this one ends.

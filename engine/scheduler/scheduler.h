@@ -34,10 +34,6 @@ struct Sequence {
   std::vector<int32_t> blocks;       // block table, append-only while running
   std::vector<BlockKey> block_keys;  // keys of the first full blocks, computed once each
   int num_registered = 0;            // leading blocks already offered to the prefix index
-  // Index in `tokens` of a previous-step token (sampling_rule.h) that continue_ahead() appended
-  // and update() has not yet replaced by the sampled id; -1: none. Blocks holding it are neither
-  // hashed nor offered to the prefix index until then.
-  int pending_token = -1;
   SeqStatus status = SeqStatus::kPending;
   bool admitted_once = false;   // counts toward max_concurrency until it finishes
   int64_t scheduled_step = -1;  // last step that scheduled it (guards same-step preemption)
@@ -45,6 +41,12 @@ struct Sequence {
   std::shared_ptr<StopStringMatcher> stop_matcher;  // set when the request has stop strings
 
   int num_tokens() const { return int(tokens.size()); }
+  // Whether the last token is a previous-step token (sampling_rule.h) that continue_ahead()
+  // appended and update() has not yet replaced by the sampled id (prompt ids are never negative).
+  // Blocks holding it are neither hashed nor offered to the prefix index until then.
+  bool has_pending_token() const {
+    return !tokens.empty() && is_previous_step_token(tokens.back());
+  }
   int num_generated() const { return num_tokens() - prompt_len; }
 };
 
@@ -109,8 +111,6 @@ class Scheduler {
   int last_decode_tokens() const { return last_decode_tokens_; }
   // The last step's sequences in plan order (row s of the plan is scheduled()[s]).
   const std::vector<Scheduled>& scheduled() const { return scheduled_; }
-  // The last scheduled step's number (1, 2, ...).
-  int64_t step_number() const { return step_; }
 
  private:
   void validate(const EngineRequest& request, int index) const;
