@@ -10,9 +10,7 @@ set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/attention_inbox
-for t in "$B"/gpu_test_*; do
-  [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
-done
+gpu_tests
 step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
 # roseinfer-mid (an intermediate form of the change), where carried, between base and new.
 mid_bench() {  # NAME BATCH ARGS...

@@ -10,9 +10,7 @@ source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/b1_status
 # SKIP_TESTS=1: not the GPU tests (a caller that has just run them in the same call).
 if [[ ${SKIP_TESTS:-0} != 1 ]]; then
-  for t in "$B"/gpu_test_*; do
-    [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
-  done
+  gpu_tests
 fi
 [[ -d /tmp/models/smollm2-shape ]] || step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
 offline_bench smollm2-shape_bf16_wave0 1 ROSEINFER_CUDA_GEMV_WAVE=0 --model /tmp/models/smollm2-shape

@@ -10,9 +10,7 @@ set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/dense_fused_norm
-for t in "$B"/gpu_test_*; do
-  [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
-done
+gpu_tests
 step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
 for round in $(seq 1 "${ROUNDS:-2}"); do
   offline_bench "smollm2-shape_unfused_r$round" 1 ROSEINFER_CUDA_FUSED_NORM=0 \

@@ -17,6 +17,15 @@ step() {  # NAME LIMIT_S COMMAND...
   return 0
 }
 
+# Every GPU test program in the bundle ($B/gpu_test_*) as a step of its own, 300 s each.
+gpu_tests() {
+  local t
+  for t in "$B"/gpu_test_*; do
+    [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
+  done
+  return 0
+}
+
 # The start every such script shares: with DEFAULT_OUT given, $OUT defaults to it and is made
 # (else $OUT must exist); unpack the carried bundle unless bundle/ is there, set B (the bundle) and
 # LD_LIBRARY_PATH, start an empty $SUMMARY, and record the device, driver and the bundle's

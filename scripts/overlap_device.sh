@@ -9,9 +9,7 @@ set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/overlap
-for t in "$B"/gpu_test_*; do
-  [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
-done
+gpu_tests
 step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
 model_args() {  # MODEL: the bench arguments of one of the models below
   case $1 in

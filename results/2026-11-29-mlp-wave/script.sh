@@ -8,9 +8,7 @@ set -uo pipefail
 # shellcheck source=scripts/device_step.sh
 source scripts/device_step.sh
 device_begin /tmp/mlp_wave
-for t in "$B"/gpu_test_*; do
-  [[ -x $t ]] && step "$(basename "$t")" 300 "$t"
-done
+gpu_tests
 step make_smollm2_shape 120 python3 scripts/make_smollm2_shape.py /tmp/models
 for round in $(seq 1 "${ROUNDS:-3}"); do
   base_offline_bench "smollm2_r${round}_base" 1 --model /tmp/models/smollm2-shape
