@@ -558,6 +558,7 @@ __global__ void __launch_bounds__(kThreads, kRows <= 2 ? 3 : 2)
     if (t < items) issue(t);
     cp_async_commit();
   }
+  prefetch_norm_weight(fusion, in, int(sizeof(T)));
   if (weights_before_wait) {
     pdl_wait();
     pdl_launch_dependents();
@@ -970,6 +971,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
   int load_f = 0, load_k = 0;  // the next item to load
   if (items > 0) load(load_f, load_k, current);
   advance(load_f, load_k);
+  prefetch_norm_weight(fusion, in, int(sizeof(T)));
   if (weights_before_wait) {
     pdl_wait();
     pdl_launch_dependents();

@@ -161,6 +161,26 @@ __device__ __forceinline__ void rms_inverse_rows(const float* rows, int n, int h
   __syncthreads();
 }
 
+// Before a fused GEMV's PDL wait: asks this SM's L1 for the norm weight's lines (in elements of
+// elem_bytes each; the weights are constants of the run), so normalized_words' loads of it after
+// the wait need not go to HBM: a decode step streams far more weight bytes than the L2 holds, so
+// the previous step's copy is gone by then. One line a thread (a prefetch, not a load: nothing
+// waits for it). The quantized GEMVs call it (llama-1b and llama-8b Q4_K batch-1 decode +0.6-1.0%,
+// H200). Not the dense one-wave GEMV: its SmolLM2-shape step was 11% slower with this prefetch
+// and 20% slower with a cp.async copy of the weight into shared memory in its place, cause not
+// found (results/2026-11-29-norm-prefetch).
+__device__ __forceinline__ void prefetch_norm_weight(const GemvFusion& fusion, int in,
+                                                     int elem_bytes) {
+  if (!fusion.norm_weight) return;  // uniform over the grid
+  const auto first = reinterpret_cast<uintptr_t>(fusion.norm_weight);
+  const uintptr_t end = first + uintptr_t(in) * uintptr_t(elem_bytes);
+  for (uintptr_t line = (first & ~uintptr_t(127)) + 128 * threadIdx.x; line < end;
+       line += 128 * uintptr_t(blockDim.x)) {
+    const uintptr_t at = line < first ? first : line;  // never an address before the weight
+    asm volatile("prefetch.global.L1 [%0];" ::"l"(at));
+  }
+}
+
 // Elements at..at+7 of the normalized rows (n, in) (in % 8 == 0) as one 16-byte word of T:
 // RMSNorm(fusion.norm_residual) * fusion.norm_weight rounded to T, with row r's inverse scale
 // inv[r].
