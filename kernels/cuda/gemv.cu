@@ -206,8 +206,19 @@ __device__ const T* normalize_rows(const GemvFusion& fusion, int n, int in) {
 // blocks.
 constexpr int kPreChunks = 2;
 
+// The fewest blocks of gemv_wave_kernel an SM must hold, which caps its registers: the batch-1
+// SiLU-gated kernel needs 72-78 registers uncapped, so only 7 blocks (28 warps) fit an SM; 8
+// blocks cap it at 64, and 32 warps stream instead (SmolLM2-135M's shape, batch-1 decode on the
+// H200: 2,048-2,050 -> 2,148-2,151 tok/s; results/2026-11-29-fixed-costs). Not at split 4, where
+// 64 registers spill; the other epilogues need 56-58 at one row and stay uncapped, as do the 2-
+// and 4-row kernels.
+template <Epilogue E, int kSplit, int kRows>
+constexpr int wave_min_blocks() {
+  return E == Epilogue::kSiluMul && kSplit <= 2 && kRows == 1 ? 8 : 1;
+}
+
 template <typename T, Epilogue E, int kSplit, int kRows>
-__global__ void __launch_bounds__(kWarps * 32)
+__global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>())
     gemv_wave_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
                      GemvFusion fusion) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
