@@ -896,8 +896,10 @@ struct Direct<BlockQ6_K> {
 // shared memory, so fewer, larger blocks quantize it fewer times per SM (llama-8b's down, in =
 // 14336, went from 17.6 to 15.1 us at 512 for Q4_K; results/2026-11-25-gemv-quant-direct).
 // Loading two items ahead instead of one was slower on every Q4_K shape measured there.
-template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
-__global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : 1)
+// kMinBlocks: the blocks of 512 threads an SM must hold (2: at most 64 registers; see
+// kTwoBlockMinFeatures).
+template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads, int kMinBlocks = 1>
+__global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMinBlocks)
     gemv_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                        bool weights_before_wait, GemvFusion fusion) {
   using D = Direct<B>;
@@ -1088,10 +1090,33 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
   return int((warps + block_warps - 1) / block_warps);
 }
 
+// The 1-row plain products (not gate|up) of at least kTwoBlockMinFeatures features run a build of
+// the direct kernel capped at 64 registers (58-63, no spills), so two 512-thread blocks fit an SM:
+// its one wave has twice the warps, each with half the features. Batch-1 decode on the H200
+// (results/2026-11-29-fixed-costs/quant_cap): llama-8b Q4_K 537 -> 582 tok/s (its qkv, o, down
+// and lm_head take it); on llama-1b only the lm_head does (2,225 -> 2,201-2,258 in three runs).
+// Capping every plain product cost llama-1b 3.5% (its o and down, 2,048 features, get the same
+// grid either way), and capping gate|up too spilled and lost on both.
+// ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never (comparisons).
+constexpr int kTwoBlockMinFeatures = 4096;
+
+bool two_blocks_enabled() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
+}
+
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       const GemvFusion& fusion, cudaStream_t stream) {
   auto* kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads>;
+  if constexpr (kRows == 1 && kBlockThreads == 512 && E != Epilogue::kSiluMul) {
+    if (out >= kTwoBlockMinFeatures && two_blocks_enabled()) {
+      kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 2>;
+    }
+  }
   const size_t smem = size_t(n * x_row_bytes(in));
   const Occupancy occ =
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
