@@ -5,11 +5,9 @@
 # then roseinfer-base and roseinfer side by side, two interleaved rounds of llama-8b and llama-1b
 # Q4_K at batch 1. bundle-pack/ carried (roseinfer, roseinfer-base, gpu_test_cuda_gemv_quant).
 set -uo pipefail
-OUT=${OUT:-/tmp/quant_two_blocks}
-mkdir -p "$OUT"
 # shellcheck source=scripts/device_step.sh
 source "$(dirname "$0")/device_step.sh"
-device_begin
+device_begin /tmp/quant_two_blocks
 step gpu_test_cuda_gemv_quant 300 "$B/gpu_test_cuda_gemv_quant"
 for r in 1 2; do
   for m in llama-8b llama-1b; do
