@@ -1091,12 +1091,12 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
 }
 
 // The 1-row plain products (not gate|up) of at least kTwoBlockMinFeatures features run a build of
-// the direct kernel capped at 64 registers (58-63, no spills), so two 512-thread blocks fit an SM:
-// its one wave has twice the warps, each with half the features. Batch-1 decode on the H200
-// (results/2026-11-29-fixed-costs/quant_cap): llama-8b Q4_K 537 -> 582 tok/s (its qkv, o, down
-// and lm_head take it); on llama-1b only the lm_head does (2,225 -> 2,201-2,258 in three runs).
-// Capping every plain product cost llama-1b 3.5% (its o and down, 2,048 features, get the same
-// grid either way), and capping gate|up too spilled and lost on both.
+// the direct kernel capped at 64 registers (56-63 by type, no spills), so two 512-thread blocks
+// fit an SM: its one wave has twice the warps, each with half the features. Batch-1 decode on the
+// H200 (results/2026-11-29-fixed-costs/two_blocks): llama-8b Q4_K 537 -> 581 tok/s (its qkv, o,
+// down and lm_head take it); llama-1b Q4_K 2,223 -> 2,254 (only its lm_head does). Capping every
+// plain product cost llama-1b 3.5% (its o and down, 2,048 features, get the same grid either
+// way), and capping gate|up too spilled and lost on both (quant_cap/ there).
 // ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never (comparisons).
 constexpr int kTwoBlockMinFeatures = 4096;
 
