@@ -1095,8 +1095,8 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
 // fit an SM: its one wave has twice the warps, each with half the features. Batch-1 decode on the
 // H200 (results/2026-11-29-fixed-costs/two_blocks): llama-8b Q4_K 537 -> 581 tok/s (its qkv, o,
 // down and lm_head take it); llama-1b Q4_K 2,223 -> 2,254 (only its lm_head does). Capping every
-// plain product cost llama-1b 3.5% (its o and down, 2,048 features, get the same grid either
-// way), and capping gate|up too spilled and lost on both (quant_cap/ there).
+// plain product cost llama-1b 3.5% (not measured apart: its qkv's grid doubles, its o and down
+// keep theirs), and capping gate|up too spilled and lost on both (quant_cap/ there).
 // ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never (comparisons).
 constexpr int kTwoBlockMinFeatures = 4096;
 
