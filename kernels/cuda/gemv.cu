@@ -210,9 +210,8 @@ constexpr int kPreChunks = 2;
 // SiLU-gated kernel needs 72-78 registers uncapped, so only 7 blocks (28 warps) fit an SM; 8
 // blocks cap it at 64, and 32 warps stream instead (SmolLM2-135M's shape, batch-1 decode on the
 // H200: +2.0% against the previous build in one call, +4.9% on another machine;
-// results/2026-11-29-fixed-costs). Not at split 4, where
-// 64 registers spill; the other epilogues need 56-58 at one row and stay uncapped, as do the 2-
-// and 4-row kernels.
+// results/2026-11-29-fixed-costs). Not at split 4, where 64 registers spill; the other epilogues
+// need 55-59 at one row and stay uncapped, as do the 2- and 4-row kernels.
 template <Epilogue E, int kSplit, int kRows>
 constexpr int wave_min_blocks() {
   return E == Epilogue::kSiluMul && kSplit <= 2 && kRows == 1 ? 8 : 1;
