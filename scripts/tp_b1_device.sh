@@ -1,0 +1,68 @@
+#!/usr/bin/env bash
+# Tensor parallel's batch-1 step against one GPU's (issue 13), on nvidia-h200-x2 (NCCL_NVLS_ENABLE=0
+# as that machine sets it), from the repository root with bundle-pack/ carried (roseinfer,
+# gpu_test_cuda_all_reduce, gpu_test_cuda_tensor_parallel; roseinfer-base optional):
+#   - TESTS=1 (default): both GPU tests;
+#   - llama-8b, ROUNDS rounds in turn: batch 1 at TP=1 and TP=2 (and the base build's when the
+#     bundle has one), and the probes PROBES names (VAR=VALUE[,VAR=VALUE] words, each run at TP=1
+#     and TP=2: outputs wrong where they skip kernels, step times real);
+#   - batch 64 at TP=1 and TP=2, llama-70b batch 1 at TP=2, while time is left.
+# Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
+# summary.txt has the table.
+set -uo pipefail
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin /tmp/tp_b1_out
+DEADLINE=${DEADLINE:-480}
+if [[ ${TESTS:-1} == 1 ]]; then
+  step gpu_test_cuda_all_reduce 120 "$B/gpu_test_cuda_all_reduce"
+  step gpu_test_cuda_tensor_parallel 300 "$B/gpu_test_cuda_tensor_parallel"
+fi
+RUN=(--mode offline --max-num-seqs 64 --max-num-batched-tokens 8192)
+B1=(--model llama-8b --dataset-name grid:1:512:128 "${RUN[@]}")
+base_bench() {  # NAME [VAR=VALUE...] -- ARGS...: deadline_bench with the base build
+  [[ -x $B/roseinfer-base ]] || return 0
+  local name=$1
+  shift
+  local envs=()
+  while [[ $# -gt 0 && $1 != -- ]]; do
+    envs+=("$1")
+    shift
+  done
+  shift
+  step "$name" 200 env "${envs[@]}" "$B/roseinfer-base" bench --device cuda "$@" --json "$OUT/$name.json"
+}
+for round in $(seq 1 "${ROUNDS:-2}"); do
+  for tp in 1 2; do
+    base_bench "llama8b_b1_tp${tp}_base_r$round" -- "${B1[@]}" --tensor-parallel "$tp"
+    deadline_bench "llama8b_b1_tp${tp}_r$round" -- "${B1[@]}" --tensor-parallel "$tp"
+  done
+  for probe in ${PROBES:-}; do
+    IFS=, read -r -a envs <<<"$probe"
+    tag=$(echo "$probe" | tr -c 'a-zA-Z0-9\n' _ | tr 'A-Z' 'a-z' | sed 's/roseinfer_cuda_//g')
+    for tp in 1 2; do
+      deadline_bench "llama8b_b1_tp${tp}_${tag}_r$round" "${envs[@]}" -- "${B1[@]}" --tensor-parallel "$tp"
+    done
+  done
+done
+for tp in 1 2; do
+  deadline_bench "llama8b_b64_tp$tp" -- --model llama-8b --dataset-name grid:64:512:128 "${RUN[@]}" \
+    --tensor-parallel "$tp"
+done
+deadline_bench llama70b_b1_tp2 -- --model llama-70b --dataset-name grid:1:512:128 "${RUN[@]}" \
+  --tensor-parallel 2
+python3 - "$OUT" <<'PY' | tee -a "$SUMMARY"
+import glob, json, os, sys
+print("| run | decode step ms | decode tok/s | prefill tok/s |")
+print("|---|---|---|---|")
+for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
+    try:
+        r = json.load(open(path))["runs"][0]
+    except Exception as e:
+        print(f"| {os.path.basename(path)} | unreadable: {e} |"); continue
+    steps = r.get("decode_steps") or 0
+    ms = 1e3 * r.get("decode_time_s", 0) / steps if steps else float("nan")
+    print(f"| {os.path.basename(path)[:-5]} | {ms:.3f} | {r.get('decode_throughput', 0):.0f} | "
+          f"{r.get('prefill_throughput', 0):.0f} |")
+PY
+device_pack
