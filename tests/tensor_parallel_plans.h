@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "engine/backend/backend.h"
+#include "kernels/common/sampling_rule.h"
 
 namespace tptest {
 
@@ -81,6 +82,38 @@ inline Run greedy_run(rose::Backend& backend, int vocab, int decode_steps,
     }
   }
   return run;
+}
+
+// greedy_run's steps submitted as the engine overlaps them: step k + 1 is submitted before step k
+// is collected, its decode tokens previous_step_token(s) (read by the backend from what step k
+// sampled). Every step's ids, to compare with greedy_run's.
+inline std::vector<std::vector<int32_t>> overlapped_ids(rose::Backend& backend, int vocab,
+                                                        int decode_steps) {
+  std::vector<int> context = {5, 17, 40};
+  std::mt19937 rng(7);
+  rose::StepPlan plan;
+  for (int s = 0; s < 3; ++s) {
+    std::vector<int32_t> prompt;
+    for (int i = 0; i < context[size_t(s)]; ++i) prompt.push_back(int32_t(rng() % uint32_t(vocab)));
+    add_tokens(plan, s, prompt, 0);
+  }
+  std::vector<std::vector<int32_t>> ids;
+  rose::StepOutput out;
+  for (int step = 0; step <= decode_steps; ++step) {
+    backend.submit(plan);
+    if (step > 0) {  // the step before, while this one runs
+      backend.collect(out);
+      ids.push_back(out.sampled);
+    }
+    plan.clear();
+    for (int s = 0; s < 3; ++s) {
+      add_tokens(plan, s, {rose::previous_step_token(s)}, context[size_t(s)]);
+      ++context[size_t(s)];
+    }
+  }
+  backend.collect(out);
+  ids.push_back(out.sampled);
+  return ids;
 }
 
 // Same ids at every step; logits within `tolerance` (absolute).

@@ -312,6 +312,16 @@ TEST_CASE("a preset split over 2 ranks (synthetic weights read as slices)") {
   CHECK_THROWS_AS(rose::make_cpu_tensor_parallel_backend(*tiny, small_options(), 4), rose::Error);
 }
 
+// The CPU shards do not overlap: submit() runs the step (Backend's default), with the previous
+// step's ids filled in on the host.
+TEST_CASE("steps submitted ahead over CPU ranks give execute()'s ids") {
+  const RandomWeights weights(llama_config());
+  const auto split = rose::make_cpu_tensor_parallel_backend(weights, small_options(), 2);
+  CHECK_FALSE(split->overlaps_steps());
+  const Run want = greedy_run(*split, llama_config().vocab_size, 5);
+  CHECK(tptest::overlapped_ids(*split, llama_config().vocab_size, 5) == want.ids);
+}
+
 TEST_CASE("time_collectives: a decode step's collectives on the CPU ranks, counted and timed") {
   const auto tiny = rose::open_preset("tiny");
   const rose::ModelConfig& c = tiny->config();

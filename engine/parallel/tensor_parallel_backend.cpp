@@ -26,6 +26,12 @@ class TensorParallelBackend final : public Backend {
   ~TensorParallelBackend() override;
 
   void execute(const StepPlan& plan, StepOutput& out) override;
+  // Overlapped steps where every shard overlaps (GPUs): each rank enqueues the step and returns,
+  // so the GPUs run step N+1 while the host applies step N's ids. Shards that do not (the CPU)
+  // keep Backend's default, which runs the step in submit().
+  void submit(const StepPlan& plan) override;
+  void collect(StepOutput& out) override;
+  bool overlaps_steps() const override { return overlaps_; }
   void warm_up() override;
   std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
   const PlanLimits& limits() const override { return limits_; }
@@ -61,6 +67,8 @@ class TensorParallelBackend final : public Backend {
   std::vector<std::unique_ptr<Backend>> shards_;          // (degree,)
   std::vector<StepOutput> rank_outputs_;                  // (degree,) ranks 1.. (discarded)
   RankThreads threads_;
+  bool overlaps_ = false;  // every shard's submit() returns before its step has run
+  int previous_rows_ = 0;  // the rows of the last submitted step (its ids may be read by the next)
 };
 
 TensorParallelBackend::TensorParallelBackend(const WeightSource& weights,
@@ -95,6 +103,8 @@ TensorParallelBackend::TensorParallelBackend(const WeightSource& weights,
     shards_[size_t(rank)] = make_shard(*sources_[size_t(rank)], rank_options);
   });
   if (!options.defer_warm_up) warm_up();
+  overlaps_ = std::all_of(shards_.begin(), shards_.end(),
+                          [](const auto& shard) { return shard->overlaps_steps(); });
   // The engine sees one pool: the blocks every rank has.
   limits_ = shards_[0]->limits();
   limits_.vocab_size = config_.vocab_size;
@@ -128,6 +138,21 @@ void TensorParallelBackend::execute(const StepPlan& plan, StepOutput& out) {
   validate_step_plan(plan, limits_);
   run_ranks([&](int rank) {
     shards_[size_t(rank)]->execute(plan, rank == 0 ? out : rank_outputs_[size_t(rank)]);
+  });
+  previous_rows_ = plan.num_seqs();
+}
+
+void TensorParallelBackend::submit(const StepPlan& plan) {
+  if (!overlaps_) return Backend::submit(plan);
+  validate_step_plan(plan, limits_, previous_rows_);  // once, as in execute()
+  run_ranks([&](int rank) { shards_[size_t(rank)]->submit(plan); });
+  previous_rows_ = plan.num_seqs();
+}
+
+void TensorParallelBackend::collect(StepOutput& out) {
+  if (!overlaps_) return Backend::collect(out);
+  run_ranks([&](int rank) {
+    shards_[size_t(rank)]->collect(rank == 0 ? out : rank_outputs_[size_t(rank)]);
   });
 }
 
