@@ -136,10 +136,13 @@ __global__ void __launch_bounds__(kNormThreads)
     return reinterpret_cast<T*>(static_cast<char*>(a.stages[holder]) +
                                 int64_t(epoch & 1) * a.slot_bytes + source * region_bytes);
   };
-  const T* delta = static_cast<const T*>(norm.delta);  // (num_rows, hidden) this rank's partial
+  const T* delta = static_cast<const T*>(norm.delta);  // (rows_in, hidden) this rank's partial
+  // Output row `row` reads source row source_row(row) (the final norm gathers rows); the staging
+  // regions are indexed by output row, alike on every rank.
+  auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
   const int vectors = hidden * int(sizeof(T)) / 16;
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
-    const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(row) * hidden);
+    const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
     for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
       const uint4 x = mine[v];
       for (int peer = 0; peer < a.size; ++peer) {
@@ -153,7 +156,8 @@ __global__ void __launch_bounds__(kNormThreads)
   pdl_launch_dependents();
   const T* delta_bias = static_cast<const T*>(norm.delta_bias);
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
-    float* res = norm.residual + int64_t(row) * hidden;
+    const int64_t source_offset = int64_t(source_row(row)) * hidden;
+    float* res = norm.residual + source_offset;
     const int64_t offset = int64_t(row) * hidden;
     // The residual's loads first, in flight while the partials are summed; then the sums. The
     // stores come last (finish_add_norm_row), as in add_norm_kernel: a load used at once, or
@@ -173,7 +177,7 @@ __global__ void __launch_bounds__(kNormThreads)
     // loop over ranks inside the element loop would wait for each load in turn).
     float reduced[kPerThread] = {};
     for (int source = 0; source < a.size; ++source) {
-      const T* partial = (source == a.rank ? delta : region(a.rank, source)) + offset;
+      const T* partial = source == a.rank ? delta + source_offset : region(a.rank, source) + offset;
       unsigned short bits[kPerThread];  // raw, converted in the sum (see load_bits_cg)
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -198,7 +202,72 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
+// x's lanes into recv: vector v of rank `source`'s chunk holds its floats v * 4 .. v * 4 + 3, the
+// source's (rows, count[source]) columns row-major; float e is recv[e / count, begin + e % count].
+// Floats past rows * count are the chunk's padding.
+__device__ __forceinline__ void place_columns(const uint4& x, int64_t v, int source, float* recv,
+                                              const PeerColumnGather& g) {
+  const float lanes[4] = {__uint_as_float(x.x), __uint_as_float(x.y), __uint_as_float(x.z),
+                          __uint_as_float(x.w)};
+  const int count = g.count[source];
+  if (count <= 0) return;
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    const int64_t e = v * 4 + i;
+    const int64_t row = e / count;
+    if (row < g.rows) recv[row * g.recv_stride + g.begin[source] + (e - row * count)] = lanes[i];
+  }
+}
+
+// grid (kPeerAllReduceBlocks,), block (kPeerAllReduceThreads,). send (chunk / 4,) vectors of
+// fp32, recv (rows, recv_stride) fp32 (launch_peer_all_gather_columns).
+__global__ void peer_all_gather_columns_kernel(PeerAllReduceArgs a, const uint4* send, float* recv,
+                                               PeerColumnGather g) {
+  pdl_wait();
+  __shared__ uint32_t epoch_shared;
+  if (threadIdx.x == 0) {
+    epoch_shared = a.epochs[blockIdx.x] + 1;
+    a.epochs[blockIdx.x] = epoch_shared;
+  }
+  __syncthreads();
+  const uint32_t epoch = epoch_shared;
+  const int64_t region_bytes = a.slot_bytes / a.size / 16 * 16;
+  // (vectors,) of rank `source`'s shard as held in rank `holder`'s staging this epoch.
+  auto region = [&](int holder, int source) {
+    return reinterpret_cast<uint4*>(static_cast<char*>(a.stages[holder]) +
+                                    int64_t(epoch & 1) * a.slot_bytes + source * region_bytes);
+  };
+  const int64_t vectors = g.chunk / 4;
+  const int64_t stride = int64_t(kPeerAllReduceBlocks) * kPeerAllReduceThreads;
+  const int64_t first = int64_t(blockIdx.x) * kPeerAllReduceThreads + threadIdx.x;
+  for (int64_t v = first; v < vectors; v += stride) {
+    const uint4 x = send[v];
+    for (int peer = 0; peer < a.size; ++peer) {
+      if (peer != a.rank) region(peer, a.rank)[v] = x;
+    }
+    place_columns(x, v, a.rank, recv, g);
+  }
+  __syncthreads();  // the block's stores, then the release by its flag-writing threads
+  exchange_flags(a, epoch);
+  pdl_launch_dependents();
+  for (int source = 0; source < a.size; ++source) {
+    if (source == a.rank) continue;
+    const uint4* held = region(a.rank, source);
+    for (int64_t v = first; v < vectors; v += stride) {
+      place_columns(__ldcg(held + v), v, source, recv, g);  // L2: another GPU wrote it
+    }
+  }
+}
+
 }  // namespace
+
+void launch_peer_all_gather_columns(const PeerAllReduceArgs& args, const float* send, float* recv,
+                                    const PeerColumnGather& layout, cudaStream_t stream) {
+  if (layout.rows <= 0) return;
+  launch_kernel(peer_all_gather_columns_kernel, dim3(kPeerAllReduceBlocks),
+                dim3(kPeerAllReduceThreads), 0, stream, args, reinterpret_cast<const uint4*>(send),
+                recv, layout);
+}
 
 void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t count,
                             PeerReduceType type, cudaStream_t stream) {

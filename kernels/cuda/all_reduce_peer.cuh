@@ -61,10 +61,36 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 // regions, so the epochs' argument above holds row by row; use a group of its own (its own
 // epochs), never one launch_peer_all_reduce also uses.
 //
-// Needs: norm.row_index and norm.tok_emb null, hidden * element size a multiple of 16 and hidden
-// at most kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down
-// to 16 (PeerAllReduce::fuses_add_norm checks).
+// With norm.row_index (the final norm: write_residual false), output row r sums and normalizes
+// source row row_index[r]: only the gathered rows cross between the GPUs.
+//
+// Needs: norm.tok_emb null, hidden * element size a multiple of 16 and hidden at most
+// kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down to 16
+// (PeerAllReduce::fuses_add_norm checks).
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
                                      cudaStream_t stream);
+
+// Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
+// count[r]) columns row-major (the lm_head's output), padded to chunk floats, and they land in
+// every rank's recv rows (recv_stride floats each) at columns [begin[r], begin[r] + count[r]).
+struct PeerColumnGather {
+  int rows = 0;
+  int64_t chunk = 0;  // floats a rank sends, the same on every rank, a multiple of 4 (16 bytes)
+  int recv_stride = 0;
+  int begin[kPeerAllReduceMaxRanks] = {};
+  int count[kPeerAllReduceMaxRanks] = {};
+};
+
+// Tensor parallel's vocab-split logits put together on every rank in one kernel, in place of an
+// NCCL all-gather and a copy of each rank's columns into place: send (chunk,) fp32 is this rank's
+// shard; recv (rows, recv_stride) gets every rank's columns (the same bits on every rank). Pushes
+// as launch_peer_all_reduce_add_norm does: this rank's chunk into its region of every peer's
+// staging, one flag per block, then each rank places the peers' columns from its own memory (and
+// its own straight from send). Block b owns the chunk's 16-byte vectors b * kPeerAllReduceThreads
+// + t (mod kPeerAllReduceBlocks * kPeerAllReduceThreads), so the epochs' argument above holds;
+// use a group of its own. Needs chunk * 4 <= slot_bytes / size rounded down to 16
+// (PeerAllReduce::gathers_columns checks).
+void launch_peer_all_gather_columns(const PeerAllReduceArgs& args, const float* send, float* recv,
+                                    const PeerColumnGather& layout, cudaStream_t stream);
 
 }  // namespace rose

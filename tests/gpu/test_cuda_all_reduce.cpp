@@ -7,6 +7,8 @@
 // The all-reduce fused with the add-norm after it (all_reduce_add_norm) is checked against the
 // two kernels it replaces (all_reduce_sum, itself checked against the host above, then
 // launch_add_norm) on the same inputs: every rank's residual and normalized rows, bit for bit.
+// The logits' column gather (all_gather_columns) against the host's placement of every rank's
+// vocab shard: every rank's logits rows, bit for bit.
 #include <cuda_fp16.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -21,6 +23,7 @@
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/parallel/rank_threads.h"
+#include "engine/parallel/shard_plan.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
@@ -227,14 +230,23 @@ void check_graph_replays(Ranks& ranks) {
 }
 
 // One add-norm shape: rows of hidden, the dtype, the norm, whether the norm has a bias and the
-// summed sub-layer output one (AddNormArgs::bias, delta_bias).
+// summed sub-layer output one (AddNormArgs::bias, delta_bias), and whether it gathers rows as the
+// final norm does (rows rows - 1, rows - 3, ..., residual not written back).
 struct AddNormCase {
   int rows = 1;
   int hidden = 0;
   DType dtype = DType::kBF16;
   NormKind kind = NormKind::kRmsNorm;
   bool biases = false;
+  bool gathered = false;
 };
+
+// A gathered case's source rows: every other row from the last.
+std::vector<int32_t> gathered_rows(int rows) {
+  std::vector<int32_t> index;
+  for (int r = rows - 1; r >= 0; r -= 2) index.push_back(r);
+  return index;
+}
 
 // One way's buffers on a rank (gputest::DeviceArray: the output starts poisoned, so a row the
 // kernel fails to write shows in the comparison).
@@ -249,10 +261,13 @@ struct AddNormWay {
 // A rank's buffers for one case, made and freed on the rank's device and thread.
 struct AddNormBuffers {
   AddNormBuffers(const std::vector<uint16_t>& partial, const std::vector<float>& residual,
-                 const std::vector<uint16_t>& params)
-      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual)}, weights(params) {}
-  AddNormWay ways[2];                      // [0]: the two kernels' run, [1]: the fused one's
-  gputest::DeviceArray<uint16_t> weights;  // (3, hidden): norm weight, norm bias, delta bias
+                 const std::vector<uint16_t>& params, const std::vector<int32_t>& rows)
+      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual)},
+        weights(params),
+        row_index(rows) {}
+  AddNormWay ways[2];                       // [0]: the two kernels' run, [1]: the fused one's
+  gputest::DeviceArray<uint16_t> weights;   // (3, hidden): norm weight, norm bias, delta bias
+  gputest::DeviceArray<int32_t> row_index;  // a gathered case's source rows
 };
 
 // Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
@@ -291,13 +306,15 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     // no earlier case had loaded these kernels, as the two-GPU case does).
     std::vector<std::unique_ptr<AddNormBuffers>> buffers;
     buffers.resize(size_t(n));
+    const std::vector<int32_t> rows = gathered_rows(c.rows);
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params);
+      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params, rows);
     });
     AddNormArgs norm;
-    norm.num_rows = c.rows;
+    norm.num_rows = c.gathered ? int(rows.size()) : c.rows;
+    norm.write_residual = !c.gathered;
     norm.hidden = c.hidden;
     norm.kind = c.kind;
     norm.dtype = c.dtype;
@@ -311,6 +328,7 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
       a.residual = b.ways[k].res.get();
       a.delta = b.ways[k].delta.get();
       a.out = b.ways[k].out.get();
+      if (c.gathered) a.row_index = b.row_index.get();
       return a;
     };
     const CollectiveType type =
@@ -351,18 +369,144 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
 }
 
 // llama-8b's rows, SmolLM2's, rows past the 32 blocks (a block takes two), the staging's limit,
-// the widest row, and fp16 LayerNorm with both biases (gpt2's kind), back to back.
+// the widest row, fp16 LayerNorm with both biases (gpt2's kind), and the final norm's gathered
+// rows (one of one, 30 of 60, 3 of 5), back to back.
 const std::vector<AddNormCase> kAddNormCases = {
     {1, 4096, DType::kBF16, NormKind::kRmsNorm, false},
     {3, 576, DType::kBF16, NormKind::kRmsNorm, true},
+    {1, 4096, DType::kBF16, NormKind::kRmsNorm, false, true},
     {33, 2048, DType::kFP16, NormKind::kLayerNorm, true},
     {64, 2048, DType::kBF16, NormKind::kRmsNorm, false},
     {2, 8192, DType::kBF16, NormKind::kRmsNorm, false},
     {1, 4096, DType::kBF16, NormKind::kRmsNorm, false},
-    {5, 768, DType::kFP16, NormKind::kLayerNorm, true},
+    {60, 2048, DType::kBF16, NormKind::kRmsNorm, false, true},
+    {5, 768, DType::kFP16, NormKind::kLayerNorm, true, true},
 };
 
+constexpr int64_t kGatherBytes = int64_t(1) << 20;
+
+// A column gather of `vocab` logits split as tensor parallel splits them (vocab_shard) over the
+// ranks on `devices`, for each row count in turn (back to back: the epochs alternate the staging's
+// slots); returns the number of (rows, rank) pairs whose logits differ from the host's placement.
+int check_column_gathers(const std::vector<int>& devices, int vocab,
+                         const std::vector<int>& row_counts) {
+  const int n = int(devices.size());
+  const auto group = PeerAllReduce::make_group(devices, kGatherBytes, PeerAllReduce::Use::kGather);
+  REQUIRE(int(group.size()) == n);
+  RankThreads threads(n);
+  std::vector<cudaStream_t> streams(size_t(n), nullptr);
+  threads.run([&](int r) {
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&streams[size_t(r)], cudaStreamNonBlocking));
+  });
+  std::mt19937 rng(31);
+  std::uniform_real_distribution<float> dist(-8.0f, 8.0f);
+  int wrong = 0;
+  for (int rows : row_counts) {
+    CAPTURE(rows);
+    const int64_t stride = vocab_shard_stride(vocab, n);
+    PeerColumnGather layout;
+    layout.rows = rows;
+    layout.chunk = (rows * stride + 3) / 4 * 4;
+    layout.recv_stride = vocab;
+    for (int r = 0; r < n; ++r) {
+      const RowRun shard = vocab_shard(vocab, n, r);
+      layout.begin[r] = int(shard.begin);
+      layout.count[r] = int(shard.count);
+    }
+    REQUIRE(group[0]->gathers_columns(layout));
+    // Rank r's chunk: its (rows, count) logits row-major, then padding; the expected rows.
+    std::vector<std::vector<float>> sends(static_cast<size_t>(n));
+    std::vector<float> expected(size_t(rows) * size_t(vocab));
+    for (int r = 0; r < n; ++r) {
+      sends[size_t(r)].resize(size_t(layout.chunk));
+      for (float& v : sends[size_t(r)]) v = dist(rng);
+      for (int row = 0; row < rows; ++row) {
+        for (int col = 0; col < layout.count[r]; ++col) {
+          expected[size_t(row) * size_t(vocab) + size_t(layout.begin[r] + col)] =
+              sends[size_t(r)][size_t(row) * size_t(layout.count[r]) + size_t(col)];
+        }
+      }
+    }
+    // Three rounds, as in check_add_norm_cases: no rank copies while another's gather waits.
+    std::vector<std::unique_ptr<gputest::DeviceArray<float>>> send(static_cast<size_t>(n));
+    std::vector<std::unique_ptr<gputest::DeviceArray<float>>> recv(static_cast<size_t>(n));
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      send[i] = std::make_unique<gputest::DeviceArray<float>>(sends[i]);
+      // Poisoned: a column left out shows.
+      recv[i] = std::make_unique<gputest::DeviceArray<float>>(expected.size());
+    });
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      group[i]->all_gather_columns(send[i]->get(), recv[i]->get(), layout, streams[i]);
+      ROSE_CUDA_CHECK(cudaStreamSynchronize(streams[i]));
+    });
+    std::vector<int> rank_wrong(size_t(n), 0);
+    threads.run([&](int r) {
+      const size_t i = size_t(r);
+      ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
+      const std::vector<float> got = recv[i]->download();
+      rank_wrong[i] = std::memcmp(got.data(), expected.data(), expected.size() * 4) != 0;
+      send[i].reset();
+      recv[i].reset();
+    });
+    for (int w : rank_wrong) wrong += w;
+  }
+  threads.run([&](int r) {
+    ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
+    ROSE_CUDA_CHECK(cudaStreamDestroy(streams[size_t(r)]));
+  });
+  return wrong;
+}
+
+// An odd vocab (shards of unequal width, chunks not whole rows of vectors) and llama-3's.
+const std::vector<int> kGatherRows = {1, 3, 8, 1, 2};
+
 }  // namespace
+
+TEST_CASE("the logits gather takes chunks of whole vectors that fit, and only its own groups") {
+  REQUIRE(cuda_device_count() >= 1);
+  const auto gather = PeerAllReduce::make_group({0, 0}, kGatherBytes, PeerAllReduce::Use::kGather);
+  const auto sums = PeerAllReduce::make_group({0, 0}, kGatherBytes);
+  REQUIRE(gather.size() == 2);
+  PeerColumnGather layout;
+  layout.rows = 2;
+  layout.chunk = 2 * 100;
+  layout.recv_stride = 199;
+  layout.begin[1] = 100;
+  layout.count[0] = 100;
+  layout.count[1] = 99;
+  CHECK(gather[0]->gathers_columns(layout));
+  CHECK_FALSE(sums[0]->gathers_columns(layout));
+  layout.chunk = 202;  // not whole vectors
+  CHECK_FALSE(gather[0]->gathers_columns(layout));
+  layout.chunk = 196;  // rank 0's rows do not fit its chunk
+  CHECK_FALSE(gather[0]->gathers_columns(layout));
+  layout.chunk = 200;
+  layout.recv_stride = 198;  // rank 1's columns past the row
+  CHECK_FALSE(gather[0]->gathers_columns(layout));
+  layout.recv_stride = 199;
+  layout.chunk = kGatherBytes / 4 + 4;  // past the staging
+  CHECK_FALSE(gather[0]->gathers_columns(layout));
+}
+
+TEST_CASE("the logits gather over 2 GPUs: every rank's columns in place" *
+          doctest::skip(cuda_device_count() < 2)) {
+  for (int vocab : {50257, 128256}) {
+    CAPTURE(vocab);
+    CHECK(check_column_gathers({0, 1}, vocab, kGatherRows) == 0);
+  }
+}
+
+TEST_CASE("the logits gather, 2 and 4 ranks on one GPU: every rank's columns in place") {
+  for (int n : {2, 4}) {
+    CAPTURE(n);
+    CHECK(check_column_gathers(std::vector<int>(size_t(n), 0), 50257, kGatherRows) == 0);
+  }
+}
 
 TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only its own groups") {
   REQUIRE(cuda_device_count() >= 1);
@@ -386,8 +530,10 @@ TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only i
   CHECK_FALSE(fused[0]->fuses_add_norm(norm));
   norm.hidden = 2048;
   int32_t rows[1] = {0};
-  norm.row_index = rows;  // the final norm's gathered rows
+  norm.row_index = rows;  // gathered rows: only where the residual is not written back
   CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  norm.write_residual = false;  // the final norm
+  CHECK(fused[0]->fuses_add_norm(norm));
   norm.row_index = nullptr;
   norm.delta = nullptr;
   CHECK_FALSE(fused[0]->fuses_add_norm(norm));

@@ -347,7 +347,8 @@ TEST_CASE("llama-8b split over 2 GPUs matches one GPU, CUDA graphs" * doctest::s
 // Over 2 GPUs each o and down all-reduce of a small step runs fused with the add-norm after it
 // (AddNormReducer); ROSEINFER_CUDA_FUSED_ALL_REDUCE=0 keeps the two kernels. The same logits bit
 // for bit. The fused run raises the row cap to 64 so the prefill step (62 rows: blocks of two
-// rows) fuses too; graphed decode, and the final norm (gathered rows: never fused), included.
+// rows) fuses too; graphed decode, and the final norm (its gathered rows fused at any step),
+// included. Both runs gather the logits through the same path.
 TEST_CASE("over 2 GPUs the fused all-reduce add-norm gives the two kernels' logits bit for bit" *
           doctest::skip(!two_gpus())) {
   for (const char* preset : {"tiny", "gpt2", "llama-1b"}) {
@@ -383,6 +384,26 @@ TEST_CASE("greedy ids over 2 GPUs do not depend on CUDA graphs" * doctest::skip(
   const auto b = make_cuda_tensor_parallel_backend(*weights, graphs, {0, 1});
   const tptest::Run got = tptest::greedy_run(*b, 512, 8);
   for (size_t step = 0; step < want.ids.size(); ++step) CHECK(got.ids[step] == want.ids[step]);
+}
+
+// The engine overlaps steps over GPUs too: each rank enqueues step k + 1 before step k's ids reach
+// the host, and reads its decode tokens from what its own step k sampled (every rank samples the
+// same gathered logits).
+TEST_CASE("over 2 GPUs steps submitted ahead give execute()'s ids" * doctest::skip(!two_gpus())) {
+  for (const char* preset : {"tiny", "llama-1b"}) {
+    CAPTURE(preset);
+    const auto weights = open_preset(preset);
+    const int vocab = weights->config().vocab_size;
+    for (bool graphs : {true, false}) {
+      CAPTURE(graphs);
+      BackendOptions options = tptest::small_options();
+      options.cuda_graphs = graphs;
+      const auto split = make_cuda_tensor_parallel_backend(*weights, options, {0, 1});
+      REQUIRE(split->overlaps_steps());
+      const tptest::Run want = tptest::greedy_run(*split, vocab, 8);
+      CHECK(tptest::overlapped_ids(*split, vocab, 8) == want.ids);
+    }
+  }
 }
 
 TEST_CASE("a degree the model does not allow is refused before any GPU work") {

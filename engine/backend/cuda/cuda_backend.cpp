@@ -39,6 +39,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       collective_(options.collective && options.collective->size() > 1 ? options.collective
                                                                        : nullptr),
       add_norm_reducer_(dynamic_cast<AddNormReducer*>(collective_)),
+      logits_gatherer_(dynamic_cast<LogitsGatherer*>(collective_)),
       graphs_(options.max_num_seqs) {
   resolve_options();
   open_device();
@@ -637,7 +638,8 @@ constexpr int kCollectiveWarmUpCalls = 3;
 }  // namespace
 
 // A pure-decode step of `rows` sequences runs at its graph bucket (execute()): all_reduce_proj()
-// on (padded, H) twice per layer and lm_head_logits()' one gather of (padded, stride) fp32. Each
+// on (padded, H) twice per layer and gather_logits() of (padded, stride) fp32 (the peer kernel or
+// the all-gather and its copies into place, as the step runs it). Each
 // is enqueued on the step's stream over the step's buffers (proj_ zeroed first, so the repeated
 // in-place sums stay 0) and timed with events around `iterations` calls, replayed from a graph
 // when the steps use graphs.
@@ -688,10 +690,7 @@ std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iter
     return double(ms) / 1e3 / t.iterations;
   };
   t.all_reduce_s = time_calls([&] { collective_->all_reduce_sum(proj_, count, type, stream_); });
-  t.all_gather_s = time_calls([&] {
-    collective_->all_gather(shard_logits_, gathered_logits_, gather_count, CollectiveType::kF32,
-                            stream_);
-  });
+  t.all_gather_s = time_calls([&] { gather_logits(t.rows); });
   return t;
 }
 

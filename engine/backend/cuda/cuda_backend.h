@@ -23,6 +23,7 @@
 #include "engine/backend/cuda/device_arena.h"
 #include "engine/backend/cuda/device_weights.h"
 #include "engine/backend/cuda/graph_cache.h"
+#include "engine/backend/cuda/logits_gatherer.h"
 #include "engine/backend/cuda/workspace_plan.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/dtype.cuh"
@@ -171,6 +172,8 @@ class CudaBackend final : public Backend {
   // The lm_head's logits into logits_ (num_seqs, V): this rank's vocab rows, gathered from every
   // rank under tensor parallel.
   void lm_head_logits(int num_seqs);
+  // Tensor parallel: every rank's shard_logits_ (num_seqs, its vocab rows) into logits_.
+  void gather_logits(int num_seqs);
   // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
   void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
                   const GemvFusion& fusion = {});
@@ -289,6 +292,8 @@ class CudaBackend final : public Backend {
   Collective* collective_ = nullptr;
   // The same collective where it fuses an all-reduce with the add-norm after it; else null.
   AddNormReducer* add_norm_reducer_ = nullptr;
+  // The same collective where it gathers the vocab-split logits in one kernel; else null.
+  LogitsGatherer* logits_gatherer_ = nullptr;
   // Rows of proj_ that still hold this rank's partial: project_out leaves the all-reduce to the
   // next add_norm() when add_norm_reducer_ is set (0: nothing pending).
   int unreduced_rows_ = 0;

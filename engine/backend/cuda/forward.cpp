@@ -304,7 +304,10 @@ void CudaBackend::all_reduce_proj(int n) {
 
 void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   const int pending = std::exchange(unreduced_rows_, 0);
-  if (pending > 0 && run_norm && norm.delta == proj_ && norm.num_rows == pending &&
+  // The final norm gathers rows (row_index) and writes no residual: only its rows need the sum,
+  // however many rows are pending.
+  const bool rows_covered = norm.row_index ? !norm.write_residual : norm.num_rows == pending;
+  if (pending > 0 && run_norm && norm.delta == proj_ && rows_covered &&
       add_norm_reducer_->fuses_add_norm(norm)) {
     add_norm_reducer_->all_reduce_add_norm(norm, stream_);
     return;
@@ -313,15 +316,36 @@ void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   if (run_norm) launch_add_norm(norm, stream_);
 }
 
-// Under tensor parallel each rank computes its vocab rows' logits (num_seqs, its rows), sends a
-// whole (num_seqs, stride) chunk, and copies every rank's rows into place in logits_ (num_seqs, V);
-// every rank then samples the same logits.
+// Under tensor parallel each rank computes its vocab rows' logits (num_seqs, its rows) into
+// shard_logits_, and gather_logits() puts every rank's in place; every rank then samples the same
+// logits.
 void CudaBackend::lm_head_logits(int num_seqs) {
   if (!collective_) return gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true);
-  const ModelConfig& c = config_;
   gemm(final_normed_, weights_.lm_head, shard_logits_, num_seqs, true);
-  if (skipped(kSkipCollective)) return;
+  if (!skipped(kSkipCollective)) gather_logits(num_seqs);
+}
+
+// By one peer-memory kernel where the collective has one that takes the rows (LogitsGatherer),
+// else by sending a whole (num_seqs, stride) chunk through all_gather and copying each rank's rows
+// into place.
+void CudaBackend::gather_logits(int num_seqs) {
+  const ModelConfig& c = config_;
   const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
+  if (logits_gatherer_ && c.tp_size <= kPeerAllReduceMaxRanks) {
+    PeerColumnGather layout;  // rank r's (num_seqs, its vocab rows) into logits_' columns
+    layout.rows = num_seqs;
+    layout.chunk = (num_seqs * stride + 3) / 4 * 4;  // shard_logits_ holds whole vectors
+    layout.recv_stride = c.vocab_size;
+    for (int rank = 0; rank < c.tp_size; ++rank) {
+      const RowRun vocab = vocab_shard(c.vocab_size, c.tp_size, rank);
+      layout.begin[rank] = int(vocab.begin);
+      layout.count[rank] = int(vocab.count);
+    }
+    if (logits_gatherer_->gathers_logits(layout)) {
+      logits_gatherer_->all_gather_logits(shard_logits_, logits_, layout, stream_);
+      return;
+    }
+  }
   collective_->all_gather(shard_logits_, gathered_logits_, num_seqs * stride, CollectiveType::kF32,
                           stream_);
   for (int rank = 0; rank < c.tp_size; ++rank) {

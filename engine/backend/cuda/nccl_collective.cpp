@@ -10,6 +10,7 @@
 #include <mutex>
 
 #include "engine/backend/cuda/add_norm_reducer.h"
+#include "engine/backend/cuda/logits_gatherer.h"
 #include "engine/backend/cuda/peer_all_reduce.h"
 #include "engine/common/error.h"
 #include "engine/parallel/shard_plan.h"
@@ -39,17 +40,25 @@ ncclDataType_t nccl_type(CollectiveType type) {
   return ncclFloat32;
 }
 
-// NCCL, with the small all-reduces sent through peer memory when `peer` is given, and the
-// add-norms of up to fused_max_rows rows fused with theirs when `peer_add_norm` is.
-class NcclCollective final : public Collective, public AddNormReducer {
+// A rank's peer-memory groups (PeerAllReduce), each null where unused.
+struct PeerPaths {
+  std::unique_ptr<PeerAllReduce> sum;       // the small all-reduces
+  std::unique_ptr<PeerAllReduce> add_norm;  // all-reduces fused with the add-norm after them
+  std::unique_ptr<PeerAllReduce> gather;    // the logits' column gather
+};
+
+// NCCL, with the small all-reduces sent through peer memory where `peers` has a sum group, the
+// add-norms of up to fused_max_rows rows fused with theirs where it has an add-norm group, and
+// the logits gathered through peer memory where it has a gather group.
+class NcclCollective final : public Collective, public AddNormReducer, public LogitsGatherer {
  public:
-  NcclCollective(ncclComm_t comm, int rank, int size, std::unique_ptr<PeerAllReduce> peer,
-                 std::unique_ptr<PeerAllReduce> peer_add_norm, int fused_max_rows)
+  NcclCollective(ncclComm_t comm, int rank, int size, PeerPaths peers, int fused_max_rows)
       : comm_(comm),
         rank_(rank),
         size_(size),
-        peer_(std::move(peer)),
-        peer_add_norm_(std::move(peer_add_norm)),
+        peer_(std::move(peers.sum)),
+        peer_add_norm_(std::move(peers.add_norm)),
+        peer_gather_(std::move(peers.gather)),
         fused_max_rows_(fused_max_rows) {}
   ~NcclCollective() override {              // errors ignored: destructors never throw
     if (!aborted_) ncclCommDestroy(comm_);  // an aborted communicator is gone already
@@ -76,6 +85,15 @@ class NcclCollective final : public Collective, public AddNormReducer {
     check_not_aborted();
     if (!peer_add_norm_) fail("tensor parallel: no fused all-reduce add-norm on these GPUs");
     peer_add_norm_->all_reduce_add_norm(norm, stream);
+  }
+  bool gathers_logits(const PeerColumnGather& layout) const override {
+    return peer_gather_ && peer_gather_->gathers_columns(layout);
+  }
+  void all_gather_logits(const float* shard, float* logits, const PeerColumnGather& layout,
+                         cudaStream_t stream) override {
+    check_not_aborted();
+    if (!peer_gather_) fail("tensor parallel: no peer-memory logits gather on these GPUs");
+    peer_gather_->all_gather_columns(shard, logits, layout, stream);
   }
   void all_gather(const void* send, void* recv, int64_t count, CollectiveType type,
                   void* stream) override {
@@ -106,6 +124,7 @@ class NcclCollective final : public Collective, public AddNormReducer {
   int rank_, size_;
   std::unique_ptr<PeerAllReduce> peer_;           // null: every all-reduce through NCCL
   std::unique_ptr<PeerAllReduce> peer_add_norm_;  // null: no fused add-norms
+  std::unique_ptr<PeerAllReduce> peer_gather_;    // null: logits through NCCL's all-gather
   int fused_max_rows_;
   std::once_flag abort_once_;
   std::atomic<bool> aborted_ = false;
@@ -121,7 +140,7 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   setenv("NCCL_RUNTIME_CONNECT", "0", 0);
   std::vector<ncclComm_t> comms(static_cast<size_t>(n));
   ROSE_NCCL_CHECK(ncclCommInitAll(comms.data(), n, devices.data()));
-  std::vector<std::unique_ptr<PeerAllReduce>> peers, add_norm_peers;
+  std::vector<std::unique_ptr<PeerAllReduce>> peers, add_norm_peers, gather_peers;
   const int fused_max_rows = fused_all_reduce_max_rows();
   if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
     peers = PeerAllReduce::make_group(devices, max_bytes);
@@ -129,14 +148,18 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
       add_norm_peers = PeerAllReduce::make_group(devices, max_bytes, PeerAllReduce::Use::kAddNorm);
     }
   }
+  if (const int64_t max_bytes = peer_gather_max_bytes(); max_bytes > 0) {
+    gather_peers = PeerAllReduce::make_group(devices, max_bytes, PeerAllReduce::Use::kGather);
+  }
   const auto rank_of = [](std::vector<std::unique_ptr<PeerAllReduce>>& group,
                           int r) -> std::unique_ptr<PeerAllReduce> {
     return group.empty() ? nullptr : std::move(group[size_t(r)]);
   };
   std::vector<std::unique_ptr<Collective>> ranks;
   for (int r = 0; r < n; ++r) {
-    ranks.push_back(std::make_unique<NcclCollective>(comms[size_t(r)], r, n, rank_of(peers, r),
-                                                     rank_of(add_norm_peers, r), fused_max_rows));
+    PeerPaths paths{rank_of(peers, r), rank_of(add_norm_peers, r), rank_of(gather_peers, r)};
+    ranks.push_back(
+        std::make_unique<NcclCollective>(comms[size_t(r)], r, n, std::move(paths), fused_max_rows));
   }
   return ranks;
 }

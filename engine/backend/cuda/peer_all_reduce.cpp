@@ -9,15 +9,26 @@
 
 namespace rose {
 
-int64_t peer_all_reduce_max_bytes() {
-  const char* env = std::getenv("ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES");
-  if (env == nullptr || *env == '\0') return int64_t(512) << 10;
+namespace {
+
+// A byte count from `name`, `fallback` when unset; 0 turns the path it sizes off.
+int64_t bytes_from_env(const char* name, int64_t fallback) {
+  const char* env = std::getenv(name);
+  if (env == nullptr || *env == '\0') return fallback;
   char* end = nullptr;
   const long long value = std::strtoll(env, &end, 10);
-  if (*end != '\0' || value < 0) {
-    fail("ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES={}: expected a byte count (0 turns it off)", env);
-  }
+  if (*end != '\0' || value < 0) fail("{}={}: expected a byte count (0 turns it off)", name, env);
   return value;
+}
+
+}  // namespace
+
+int64_t peer_all_reduce_max_bytes() {
+  return bytes_from_env("ROSEINFER_CUDA_PEER_ALL_REDUCE_BYTES", int64_t(512) << 10);
+}
+
+int64_t peer_gather_max_bytes() {
+  return bytes_from_env("ROSEINFER_CUDA_PEER_GATHER_BYTES", int64_t(2) << 20);
 }
 
 int fused_all_reduce_max_rows() {
@@ -35,7 +46,7 @@ struct PeerAllReduce::Group {
   std::vector<int> devices;
   Use use = Use::kSum;
   int64_t max_bytes = 0;   // per rank and call
-  int64_t slot_bytes = 0;  // kSum: max_bytes; kAddNorm: a max_bytes region per rank
+  int64_t slot_bytes = 0;  // kSum: max_bytes; kAddNorm, kGather: a max_bytes region per rank
   // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,).
   std::vector<void*> stages;
   std::vector<uint32_t*> flags, epochs;
@@ -157,8 +168,8 @@ bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
   const int64_t row_bytes = int64_t(norm.hidden) * int64_t(dtype_size(norm.dtype));
   return group_->use == Use::kAddNorm && norm.num_rows > 0 && norm.hidden > 0 &&
          norm.hidden <= kAddNormMaxHidden && row_bytes % 16 == 0 &&
-         norm.num_rows * row_bytes <= group_->max_bytes && norm.delta && !norm.row_index &&
-         !norm.tok_emb;
+         norm.num_rows * row_bytes <= group_->max_bytes && norm.delta &&
+         (!norm.row_index || !norm.write_residual) && !norm.tok_emb;
 }
 
 void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const {
@@ -166,6 +177,30 @@ void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t st
     fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
   }
   launch_peer_all_reduce_add_norm(args_, norm, stream);
+}
+
+bool PeerAllReduce::gathers_columns(const PeerColumnGather& layout) const {
+  const int n = int(group_->devices.size());
+  if (group_->use != Use::kGather || layout.rows <= 0 || layout.chunk <= 0 ||
+      layout.chunk % 4 != 0 || layout.chunk * 4 > group_->max_bytes) {
+    return false;
+  }
+  for (int r = 0; r < n; ++r) {
+    if (layout.count[r] < 0 || int64_t(layout.rows) * layout.count[r] > layout.chunk ||
+        layout.begin[r] < 0 || layout.begin[r] + layout.count[r] > layout.recv_stride) {
+      return false;
+    }
+  }
+  return true;
+}
+
+void PeerAllReduce::all_gather_columns(const float* send, float* recv,
+                                       const PeerColumnGather& layout, cudaStream_t stream) const {
+  if (!gathers_columns(layout)) {
+    fail("peer gather: {} rows in a chunk of {} floats do not fit its staging", layout.rows,
+         layout.chunk);
+  }
+  launch_peer_all_gather_columns(args_, send, recv, layout, stream);
 }
 
 }  // namespace rose

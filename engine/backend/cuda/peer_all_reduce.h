@@ -25,6 +25,10 @@ int64_t peer_all_reduce_max_bytes();
 // llama-8b batch-1 step and 3-4% at 16 rows, and lost 1% at 64, where a block takes two rows
 // (results/2026-11-29-tp-fused-norm).
 int fused_all_reduce_max_rows();
+// The largest logits gather (bytes per rank) done through peer memory
+// (PeerAllReduce::Use::kGather): ROSEINFER_CUDA_PEER_GATHER_BYTES, default 2 MiB (8 rows of
+// llama-8b's vocab shard); 0 keeps NCCL's all-gather and the copies into place.
+int64_t peer_gather_max_bytes();
 
 class PeerAllReduce {
  public:
@@ -32,6 +36,7 @@ class PeerAllReduce {
   enum class Use {
     kSum,      // all_reduce_sum
     kAddNorm,  // all_reduce_add_norm (a region per source rank in each slot)
+    kGather,   // all_gather_columns (a region per source rank in each slot)
   };
   struct Group;  // every rank's staging, flags and epochs, freed when the last rank goes
   // One per rank, rank r on devices[r], each taking calls of up to max_bytes per rank. A device may
@@ -49,11 +54,19 @@ class PeerAllReduce {
   void all_reduce_sum(void* buffer, int64_t count, CollectiveType type, cudaStream_t stream) const;
 
   // Whether all_reduce_add_norm takes `norm` (a kAddNorm group; launch_peer_all_reduce_add_norm's
-  // needs: its rows of whole 16-byte vectors, at most max_bytes, no gathered rows or embedding).
+  // needs: its rows of whole 16-byte vectors, at most max_bytes, no embedding; gathered rows only
+  // where the residual is not written back, as in the final norm).
   bool fuses_add_norm(const AddNormArgs& norm) const;
   // norm.delta (num_rows, hidden), this rank's partial, all-reduced and consumed by the add-norm
   // in one kernel: the bits of all_reduce_sum(delta) followed by launch_add_norm(norm).
   void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const;
+
+  // Whether all_gather_columns takes `layout` (a kGather group; a chunk of whole 16-byte vectors
+  // and at most max_bytes holding every rank's rows, whose columns fit recv's rows).
+  bool gathers_columns(const PeerColumnGather& layout) const;
+  // launch_peer_all_gather_columns on this rank's stream: every rank's columns into recv.
+  void all_gather_columns(const float* send, float* recv, const PeerColumnGather& layout,
+                          cudaStream_t stream) const;
 
  private:
   std::shared_ptr<Group> group_;

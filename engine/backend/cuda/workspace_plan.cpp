@@ -95,7 +95,8 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
   b.logits = S * c.vocab_size * 4;
   if (c.is_shard()) {
     const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
-    b.shard_logits = S * stride * 4;
+    // Rounded up to whole 16-byte vectors: the peer gather reads its chunk in vectors.
+    b.shard_logits = (S * stride + 3) / 4 * 4 * 4;
     b.gathered_logits = c.tp_size * S * stride * 4;
   }
   b.sampled = S * 4;

@@ -147,7 +147,8 @@ struct WorkspaceBytes {
   int64_t final_normed = 0;  // (S, H) e: each sequence's last row, normed
   int64_t logits = 0;        // (S, V) fp32
   // Tensor parallel (ModelConfig::is_shard), else 0: this rank's logits, (S, stride) fp32 with
-  // stride = vocab_shard_stride, and every rank's gathered, (tp_size, S, stride) fp32.
+  // stride = vocab_shard_stride (rounded up to 16 bytes), and every rank's gathered, (tp_size, S,
+  // stride) fp32.
   int64_t shard_logits = 0;
   int64_t gathered_logits = 0;
   int64_t sampled = 0;         // (S,) int32: pinned, mapped host memory the sampler writes
