@@ -4,8 +4,9 @@
 # gpu_test_cuda_all_reduce, gpu_test_cuda_tensor_parallel; roseinfer-base optional):
 #   - TESTS=1 (default): both GPU tests;
 #   - llama-8b, ROUNDS rounds in turn: batch 1 at TP=1 and TP=2 (and the base build's when the
-#     bundle has one), and the probes PROBES names (VAR=VALUE[,VAR=VALUE] words, each run at TP=1
-#     and TP=2: outputs wrong where they skip kernels, step times real);
+#     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
+#     and --bench-flags, each run at TP=1 and TP=2: outputs wrong where they skip kernels, step
+#     times real);
 #   - batch 64 at TP=1 and TP=2, llama-70b batch 1 at TP=2, while time is left.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
 # summary.txt has the table.
@@ -38,10 +39,15 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     deadline_bench "llama8b_b1_tp${tp}_r$round" -- "${B1[@]}" --tensor-parallel "$tp"
   done
   for probe in ${PROBES:-}; do
-    IFS=, read -r -a envs <<<"$probe"
-    tag=$(echo "$probe" | tr -c 'a-zA-Z0-9\n' _ | tr 'A-Z' 'a-z' | sed 's/roseinfer_cuda_//g')
+    IFS=, read -r -a words <<<"$probe"
+    envs=() args=()
+    for word in "${words[@]}"; do
+      if [[ $word == --* ]]; then args+=("$word"); else envs+=("$word"); fi
+    done
+    tag=$(echo "$probe" | tr -c 'a-zA-Z0-9\n' _ | tr '[:upper:]' '[:lower:]' | sed 's/roseinfer_cuda_//g; s/^_*//')
     for tp in 1 2; do
-      deadline_bench "llama8b_b1_tp${tp}_${tag}_r$round" "${envs[@]}" -- "${B1[@]}" --tensor-parallel "$tp"
+      deadline_bench "llama8b_b1_tp${tp}_${tag}_r$round" "${envs[@]}" -- "${B1[@]}" "${args[@]}" \
+        --tensor-parallel "$tp"
     done
   done
 done
