@@ -2,7 +2,7 @@
 # Tensor parallel's batch-1 step against one GPU's (issue 13), on nvidia-h200-x2 (NCCL_NVLS_ENABLE=0
 # as that machine sets it), from the repository root with bundle-pack/ carried (roseinfer,
 # gpu_test_cuda_all_reduce, gpu_test_cuda_tensor_parallel; roseinfer-base optional):
-#   - TESTS=1 (default): both GPU tests;
+#   - TESTS=1 (default): both GPU tests, and memcheck of the peer kernels' cases;
 #   - llama-8b, ROUNDS rounds in turn: batch 1 at TP=1 and TP=2 (and the base build's when the
 #     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
 #     and --bench-flags, each run at TP=1 and TP=2: outputs wrong where they skip kernels, step
@@ -18,6 +18,10 @@ DEADLINE=${DEADLINE:-480}
 if [[ ${TESTS:-1} == 1 ]]; then
   step gpu_test_cuda_all_reduce 120 "$B/gpu_test_cuda_all_reduce"
   step gpu_test_cuda_tensor_parallel 300 "$B/gpu_test_cuda_tensor_parallel"
+  # The peer kernels' own cases under memcheck (API errors off: enabling peer access that is
+  # already on returns an error the code expects and clears).
+  step memcheck_peer_kernels 200 compute-sanitizer --tool memcheck --report-api-errors no \
+    --error-exitcode 1 "$B/gpu_test_cuda_all_reduce" -tc='*fused*,*gather*'
 fi
 RUN=(--mode offline --max-num-seqs 64 --max-num-batched-tokens 8192)
 B1=(--model llama-8b --dataset-name grid:1:512:128 "${RUN[@]}")
