@@ -129,10 +129,8 @@ __device__ __forceinline__ float bits_to_float(unsigned short bits) {
 }
 
 // This thread's elements threadIdx.x + j * kNormThreads of a row of flagged words (row_words:
-// (hidden / 2,)) as raw 16-bit values, once each word carries `epoch`. Every pass issues the loads
-// of all words still missing together, so the wait is the last word's arrival and one more round
-// trip (polling the words one by one would add a round trip per word). Traps after
-// kPeerWaitLimitNs.
+// (hidden / 2,)) as raw 16-bit values, once each word carries `epoch`: every load issued first,
+// then only the words not yet there loaded again. Traps after kPeerWaitLimitNs.
 template <int kPerThread>
 __device__ __forceinline__ void load_flagged_row(const uint64_t* row_words, int hidden,
                                                  uint32_t epoch,
@@ -141,27 +139,21 @@ __device__ __forceinline__ void load_flagged_row(const uint64_t* row_words, int 
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kNormThreads;
-    word[j] = i < hidden ? load_volatile_u64(row_words + i / 2) : 0;
-  }
-  const auto missing = [&](int j) {
-    return int(threadIdx.x) + j * kNormThreads < hidden && uint32_t(word[j] >> 32) != epoch;
-  };
-  uint64_t start = 0;
-  for (;;) {
-    bool any_missing = false;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) any_missing |= missing(j);
-    if (!any_missing) break;
-    if (start == 0) start = global_timer_ns();
-    if (global_timer_ns() - start > kPeerWaitLimitNs) __trap();
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      if (missing(j)) word[j] = load_volatile_u64(row_words + (threadIdx.x + j * kNormThreads) / 2);
-    }
+    if (i < hidden) word[j] = load_volatile_u64(row_words + i / 2);
   }
   const int half = int(threadIdx.x) & 1;  // kNormThreads is even: i % 2 == threadIdx.x % 2
+  uint64_t start = 0;
 #pragma unroll
-  for (int j = 0; j < kPerThread; ++j) bits[j] = (unsigned short)(word[j] >> (16 * half));
+  for (int j = 0; j < kPerThread; ++j) {
+    const int i = int(threadIdx.x) + j * kNormThreads;
+    if (i >= hidden) continue;
+    while (uint32_t(word[j] >> 32) != epoch) {
+      if (start == 0) start = global_timer_ns();
+      if (global_timer_ns() - start > kPeerWaitLimitNs) __trap();
+      word[j] = load_volatile_u64(row_words + i / 2);
+    }
+    bits[j] = (unsigned short)(word[j] >> (16 * half));
+  }
 }
 
 // grid (min(num_rows, kPeerAllReduceBlocks),), block (kNormThreads,): block b handles rows b,
@@ -195,14 +187,9 @@ __global__ void __launch_bounds__(kNormThreads)
   // Output row `row` reads source row source_row(row) (the final norm gathers rows); the staging
   // regions are indexed by output row, alike on every rank.
   auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
-  // Flagged words: block b's rows b, b + kPeerAllReduceBlocks, ... in turn, (hidden / 2) words
-  // each (element i is half i % 2 of word i / 2), in block b's own part of the region, so a word
-  // is only ever written by one block's calls and never holds another block's epoch (a row-indexed
-  // layout would, across calls of different hidden sizes). flagged_rows_fit() checks the size.
-  const int64_t block_words = region_bytes / 16 / kPeerAllReduceBlocks * 2;  // 16-byte aligned
-  auto block_row_words = [&](int holder, int source, int row) {
-    return reinterpret_cast<uint64_t*>(region(holder, source)) + blockIdx.x * block_words +
-           int64_t(row / kPeerAllReduceBlocks) * (hidden / 2);
+  // (num_rows, hidden / 2) flagged words: element i of a row is half i % 2 of word i / 2.
+  auto words = [&](int holder, int source) {
+    return reinterpret_cast<uint64_t*>(region(holder, source));
   };
   const int vectors = hidden * int(sizeof(T)) / 16;
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
@@ -212,7 +199,7 @@ __global__ void __launch_bounds__(kNormThreads)
       for (int peer = 0; peer < a.size; ++peer) {
         if (peer == a.rank) continue;
         if constexpr (kFlagged) {  // 8 elements: 4 words, 32 bytes
-          uint64_t* out = block_row_words(peer, a.rank, row) + int64_t(v) * 4;
+          uint64_t* out = words(peer, a.rank) + int64_t(row) * (hidden / 2) + int64_t(v) * 4;
           store_flagged_pair(out, x.x, x.y, epoch);
           store_flagged_pair(out + 2, x.z, x.w, epoch);
         } else {
@@ -251,7 +238,8 @@ __global__ void __launch_bounds__(kNormThreads)
     for (int source = 0; source < a.size; ++source) {
       unsigned short bits[kPerThread];  // raw, converted in the sum (see load_bits_cg)
       if (kFlagged && source != a.rank) {
-        load_flagged_row<kPerThread>(block_row_words(a.rank, source, row), hidden, epoch, bits);
+        load_flagged_row<kPerThread>(words(a.rank, source) + int64_t(row) * (hidden / 2), hidden,
+                                     epoch, bits);
       } else {
         const T* partial =
             source == a.rank ? delta + source_offset : region(a.rank, source) + offset;

@@ -145,8 +145,7 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
     peers = PeerAllReduce::make_group(devices, max_bytes);
     if (!peers.empty() && fused_max_rows > 0) {
-      // Flagged words take twice the bytes, and each block keeps its rows in its own 1/32 of a
-      // region: 1 MiB holds 32 rows of llama-70b's 8,192 and 64 of llama-8b's 4,096.
+      // Flagged words take twice the staging: the same rows fit.
       const int64_t staging = peer_flagged_words() ? 2 * max_bytes : max_bytes;
       add_norm_peers = PeerAllReduce::make_group(devices, staging, PeerAllReduce::Use::kAddNorm);
     }

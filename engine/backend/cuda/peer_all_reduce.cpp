@@ -175,14 +175,10 @@ void PeerAllReduce::all_reduce_sum(void* buffer, int64_t count, CollectiveType t
 
 bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
   const int64_t row_bytes = int64_t(norm.hidden) * int64_t(dtype_size(norm.dtype));
-  // Flagged words: twice the bytes, each block's rows in its own 1/kPeerAllReduceBlocks of the
-  // region (the kernel's block_row_words).
-  const int64_t block_rows = (norm.num_rows + kPeerAllReduceBlocks - 1) / kPeerAllReduceBlocks;
-  const int64_t block_bytes = group_->max_bytes / 16 / kPeerAllReduceBlocks * 16;
-  const bool fits = group_->flagged ? block_rows * 2 * row_bytes <= block_bytes
-                                    : norm.num_rows * row_bytes <= group_->max_bytes;
+  const int64_t staged_row_bytes = group_->flagged ? 2 * row_bytes : row_bytes;
   return group_->use == Use::kAddNorm && norm.num_rows > 0 && norm.hidden > 0 &&
-         norm.hidden <= kAddNormMaxHidden && row_bytes % 16 == 0 && fits && norm.delta &&
+         norm.hidden <= kAddNormMaxHidden && row_bytes % 16 == 0 &&
+         norm.num_rows * staged_row_bytes <= group_->max_bytes && norm.delta &&
          (!norm.row_index || !norm.write_residual) && !norm.tok_emb;
 }
 
