@@ -25,22 +25,6 @@ __device__ __forceinline__ uint32_t load_acquire_system(const uint32_t* address)
   return value;
 }
 
-// Two (data, epoch) words in one 16-byte store: a and b, each of two 16-bit elements, tagged with
-// the call's epoch. Each 8-byte half lands whole (NCCL's LL protocol rests on the same), so a
-// reader that sees the epoch in a word sees its data: no fence, no separate flag.
-__device__ __forceinline__ void store_flagged_pair(uint64_t* address, uint32_t a, uint32_t b,
-                                                   uint32_t epoch) {
-  asm volatile("st.volatile.global.v4.u32 [%0], {%1, %2, %3, %4};" ::"l"(address), "r"(a),
-               "r"(epoch), "r"(b), "r"(epoch)
-               : "memory");
-}
-
-__device__ __forceinline__ uint64_t load_volatile_u64(const uint64_t* address) {
-  uint64_t value;
-  asm volatile("ld.volatile.global.u64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
-  return value;
-}
-
 __device__ __forceinline__ uint64_t global_timer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -128,41 +112,10 @@ __device__ __forceinline__ float bits_to_float(unsigned short bits) {
   return to_float(value);
 }
 
-// This thread's elements threadIdx.x + j * kNormThreads of a row of flagged words (row_words:
-// (hidden / 2,)) as raw 16-bit values, once each word carries `epoch`: every load issued first,
-// then only the words not yet there loaded again. Traps after kPeerWaitLimitNs.
-template <int kPerThread>
-__device__ __forceinline__ void load_flagged_row(const uint64_t* row_words, int hidden,
-                                                 uint32_t epoch,
-                                                 unsigned short (&bits)[kPerThread]) {
-  uint64_t word[kPerThread];
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = int(threadIdx.x) + j * kNormThreads;
-    if (i < hidden) word[j] = load_volatile_u64(row_words + i / 2);
-  }
-  const int half = int(threadIdx.x) & 1;  // kNormThreads is even: i % 2 == threadIdx.x % 2
-  uint64_t start = 0;
-#pragma unroll
-  for (int j = 0; j < kPerThread; ++j) {
-    const int i = int(threadIdx.x) + j * kNormThreads;
-    if (i >= hidden) continue;
-    while (uint32_t(word[j] >> 32) != epoch) {
-      if (start == 0) start = global_timer_ns();
-      if (global_timer_ns() - start > kPeerWaitLimitNs) __trap();
-      word[j] = load_volatile_u64(row_words + i / 2);
-    }
-    bits[j] = (unsigned short)(word[j] >> (16 * half));
-  }
-}
-
 // grid (min(num_rows, kPeerAllReduceBlocks),), block (kNormThreads,): block b handles rows b,
 // b + kPeerAllReduceBlocks, ... The sum and add-norm are add_norm_kernel's (norm_row.cuh) with
 // delta's element replaced by the rounded rank-order sum peer_all_reduce_kernel computes.
-// kFlagged: the rows cross as (data, epoch) words (store_flagged_pair), (num_rows, hidden / 2)
-// uint64 a region, and each reader waits on its own words; else as the dtype's bytes, announced
-// by exchange_flags (a fence's round trip over NVLink, then the flag's one-way trip).
-template <typename T, int kPerThread, bool kFlagged>
+template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kNormThreads)
     peer_all_reduce_add_norm_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
   float w[kPerThread], b[kPerThread];
@@ -187,10 +140,6 @@ __global__ void __launch_bounds__(kNormThreads)
   // Output row `row` reads source row source_row(row) (the final norm gathers rows); the staging
   // regions are indexed by output row, alike on every rank.
   auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
-  // (num_rows, hidden / 2) flagged words: element i of a row is half i % 2 of word i / 2.
-  auto words = [&](int holder, int source) {
-    return reinterpret_cast<uint64_t*>(region(holder, source));
-  };
   const int vectors = hidden * int(sizeof(T)) / 16;
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
     const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
@@ -198,20 +147,12 @@ __global__ void __launch_bounds__(kNormThreads)
       const uint4 x = mine[v];
       for (int peer = 0; peer < a.size; ++peer) {
         if (peer == a.rank) continue;
-        if constexpr (kFlagged) {  // 8 elements: 4 words, 32 bytes
-          uint64_t* out = words(peer, a.rank) + int64_t(row) * (hidden / 2) + int64_t(v) * 4;
-          store_flagged_pair(out, x.x, x.y, epoch);
-          store_flagged_pair(out + 2, x.z, x.w, epoch);
-        } else {
-          reinterpret_cast<uint4*>(region(peer, a.rank) + int64_t(row) * hidden)[v] = x;
-        }
+        reinterpret_cast<uint4*>(region(peer, a.rank) + int64_t(row) * hidden)[v] = x;
       }
     }
   }
-  if constexpr (!kFlagged) {
-    __syncthreads();  // the block's stores, then the release by its flag-writing threads
-    exchange_flags(a, epoch);
-  }
+  __syncthreads();  // the block's stores, then the release by its flag-writing threads
+  exchange_flags(a, epoch);
   pdl_launch_dependents();
   const T* delta_bias = static_cast<const T*>(norm.delta_bias);
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
@@ -236,18 +177,12 @@ __global__ void __launch_bounds__(kNormThreads)
     // loop over ranks inside the element loop would wait for each load in turn).
     float reduced[kPerThread] = {};
     for (int source = 0; source < a.size; ++source) {
+      const T* partial = source == a.rank ? delta + source_offset : region(a.rank, source) + offset;
       unsigned short bits[kPerThread];  // raw, converted in the sum (see load_bits_cg)
-      if (kFlagged && source != a.rank) {
-        load_flagged_row<kPerThread>(words(a.rank, source) + int64_t(row) * (hidden / 2), hidden,
-                                     epoch, bits);
-      } else {
-        const T* partial =
-            source == a.rank ? delta + source_offset : region(a.rank, source) + offset;
 #pragma unroll
-        for (int j = 0; j < kPerThread; ++j) {
-          const int i = threadIdx.x + j * kNormThreads;
-          if (i < hidden) bits[j] = load_bits_cg(partial + i);
-        }
+      for (int j = 0; j < kPerThread; ++j) {
+        const int i = threadIdx.x + j * kNormThreads;
+        if (i < hidden) bits[j] = load_bits_cg(partial + i);
       }
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -355,19 +290,14 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 }
 
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     bool flagged, cudaStream_t stream) {
+                                     cudaStream_t stream) {
   if (norm.num_rows <= 0) return;
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
   dispatch_dtype(norm.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_norm_per_thread(norm.hidden, [&](auto per_thread) {
-      if (flagged) {
-        launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value, true>, grid,
-                      kNormThreads, 0, stream, args, norm);
-      } else {
-        launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value, false>, grid,
-                      kNormThreads, 0, stream, args, norm);
-      }
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value>, grid,
+                    kNormThreads, 0, stream, args, norm);
     });
   });
 }

@@ -67,13 +67,8 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 // Needs: norm.tok_emb null, hidden * element size a multiple of 16 and hidden at most
 // kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down to 16
 // (PeerAllReduce::fuses_add_norm checks).
-//
-// flagged: the rows cross as 8-byte words of two elements and the call's epoch, twice the bytes,
-// and each reader waits on its own words (NCCL's LL protocol): no fence and no flag exchange, so
-// a row arrives in one NVLink trip instead of a fence's round trip and a flag's trip. A region
-// then holds num_rows * hidden * 4 bytes. Either form gives the same bits.
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     bool flagged, cudaStream_t stream);
+                                     cudaStream_t stream);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
 // count[r]) columns row-major (the lm_head's output), padded to chunk floats, and they land in

@@ -14,7 +14,6 @@
 #include <doctest/doctest.h>
 
 #include <cstdint>
-#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <memory>
@@ -272,16 +271,11 @@ struct AddNormBuffers {
 };
 
 // Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
-// whose residual or normalized rows differ. `flagged`: the fused kernel's flagged words (twice the
-// staging: the same rows fit), else its fence and flag exchange.
-int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases,
-                         bool flagged) {
+// whose residual or normalized rows differ.
+int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases) {
   const int n = int(devices.size());
   const auto sums = PeerAllReduce::make_group(devices, kMaxBytes);
-  setenv("ROSEINFER_CUDA_PEER_FLAGGED", flagged ? "1" : "0", 1);  // read by make_group
-  const auto fused = PeerAllReduce::make_group(devices, flagged ? 2 * kMaxBytes : kMaxBytes,
-                                               PeerAllReduce::Use::kAddNorm);
-  unsetenv("ROSEINFER_CUDA_PEER_FLAGGED");
+  const auto fused = PeerAllReduce::make_group(devices, kMaxBytes, PeerAllReduce::Use::kAddNorm);
   REQUIRE(int(sums.size()) == n);
   REQUIRE(int(fused.size()) == n);
   RankThreads threads(n);
@@ -389,7 +383,7 @@ const std::vector<AddNormCase> kAddNormCases = {
     {5, 768, DType::kFP16, NormKind::kLayerNorm, true, true},
 };
 
-constexpr int64_t kGatherBytes = int64_t(2) << 20;  // 8 rows of llama-3's vocab shard
+constexpr int64_t kGatherBytes = int64_t(1) << 20;
 
 // A column gather of `vocab` logits split as tensor parallel splits them (vocab_shard) over the
 // ranks on `devices`, for each row count in turn (back to back: the epochs alternate the staging's
@@ -516,10 +510,7 @@ TEST_CASE("the logits gather, 2 and 4 ranks on one GPU: every rank's columns in 
 
 TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only its own groups") {
   REQUIRE(cuda_device_count() >= 1);
-  setenv("ROSEINFER_CUDA_PEER_FLAGGED", "0", 1);  // the staging holds the rows' own bytes
   const auto fused = PeerAllReduce::make_group({0, 0}, kMaxBytes, PeerAllReduce::Use::kAddNorm);
-  unsetenv("ROSEINFER_CUDA_PEER_FLAGGED");
-  const auto flagged = PeerAllReduce::make_group({0, 0}, kMaxBytes, PeerAllReduce::Use::kAddNorm);
   const auto sums = PeerAllReduce::make_group({0, 0}, kMaxBytes);
   REQUIRE(fused.size() == 2);
   int dummy = 0;
@@ -528,10 +519,6 @@ TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only i
   norm.hidden = 2048;
   norm.num_rows = 64;  // 256 KiB of bf16: the limit
   CHECK(fused[0]->fuses_add_norm(norm));
-  CHECK_FALSE(flagged[0]->fuses_add_norm(norm));  // flagged words: twice the bytes
-  norm.num_rows = 32;
-  CHECK(flagged[0]->fuses_add_norm(norm));
-  norm.num_rows = 64;
   CHECK_FALSE(sums[0]->fuses_add_norm(norm));  // a kSum group's epochs serve all_reduce_sum
   CHECK_FALSE(fused[0]->handles(8, CollectiveType::kBF16));
   norm.num_rows = 65;
@@ -554,19 +541,13 @@ TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only i
 
 TEST_CASE("the fused all-reduce add-norm over 2 GPUs: the two kernels' bits" *
           doctest::skip(cuda_device_count() < 2)) {
-  for (bool flagged : {true, false}) {
-    CAPTURE(flagged);
-    CHECK(check_add_norm_cases({0, 1}, kAddNormCases, flagged) == 0);
-  }
+  CHECK(check_add_norm_cases({0, 1}, kAddNormCases) == 0);
 }
 
 TEST_CASE("the fused all-reduce add-norm, 2 and 4 ranks on one GPU: the two kernels' bits") {
   for (int n : {2, 4}) {
-    for (bool flagged : {true, false}) {
-      CAPTURE(n);
-      CAPTURE(flagged);
-      CHECK(check_add_norm_cases(std::vector<int>(size_t(n), 0), kAddNormCases, flagged) == 0);
-    }
+    CAPTURE(n);
+    CHECK(check_add_norm_cases(std::vector<int>(size_t(n), 0), kAddNormCases) == 0);
   }
 }
 

@@ -145,9 +145,7 @@ std::vector<std::unique_ptr<Collective>> make_nccl_collectives(const std::vector
   if (const int64_t max_bytes = peer_all_reduce_max_bytes(); max_bytes > 0) {
     peers = PeerAllReduce::make_group(devices, max_bytes);
     if (!peers.empty() && fused_max_rows > 0) {
-      // Flagged words take twice the staging: the same rows fit.
-      const int64_t staging = peer_flagged_words() ? 2 * max_bytes : max_bytes;
-      add_norm_peers = PeerAllReduce::make_group(devices, staging, PeerAllReduce::Use::kAddNorm);
+      add_norm_peers = PeerAllReduce::make_group(devices, max_bytes, PeerAllReduce::Use::kAddNorm);
     }
   }
   if (const int64_t max_bytes = peer_gather_max_bytes(); max_bytes > 0) {

@@ -42,15 +42,9 @@ int fused_all_reduce_max_rows() {
   return int(value);
 }
 
-bool peer_flagged_words() {
-  const char* env = std::getenv("ROSEINFER_CUDA_PEER_FLAGGED");
-  return !(env && env[0] == '0');
-}
-
 struct PeerAllReduce::Group {
   std::vector<int> devices;
   Use use = Use::kSum;
-  bool flagged = false;    // kAddNorm: rows cross as flagged words, two bytes of staging per byte
   int64_t max_bytes = 0;   // per rank and call
   int64_t slot_bytes = 0;  // kSum: max_bytes; kAddNorm, kGather: a max_bytes region per rank
   // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,).
@@ -121,7 +115,6 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
   auto group = std::make_shared<Group>();
   group->devices = devices;
   group->use = use;
-  group->flagged = use == Use::kAddNorm && peer_flagged_words();
   group->max_bytes = max_bytes / 16 * 16;
   group->slot_bytes = use == Use::kSum ? group->max_bytes : n * group->max_bytes;
   const size_t flag_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks * kPeerAllReduceMaxRanks;
@@ -134,8 +127,6 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
     ROSE_CUDA_CHECK(cudaMalloc(&group->stages.back(), size_t(2 * group->slot_bytes)));
     ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&group->flags.back()), flag_bytes));
     ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&group->epochs.back()), epoch_bytes));
-    // Zeroed: a flagged word left from before must never carry an epoch a call waits for.
-    ROSE_CUDA_CHECK(cudaMemset(group->stages.back(), 0, size_t(2 * group->slot_bytes)));
     ROSE_CUDA_CHECK(cudaMemset(group->flags.back(), 0, flag_bytes));
     ROSE_CUDA_CHECK(cudaMemset(group->epochs.back(), 0, epoch_bytes));
   }
@@ -175,10 +166,9 @@ void PeerAllReduce::all_reduce_sum(void* buffer, int64_t count, CollectiveType t
 
 bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
   const int64_t row_bytes = int64_t(norm.hidden) * int64_t(dtype_size(norm.dtype));
-  const int64_t staged_row_bytes = group_->flagged ? 2 * row_bytes : row_bytes;
   return group_->use == Use::kAddNorm && norm.num_rows > 0 && norm.hidden > 0 &&
          norm.hidden <= kAddNormMaxHidden && row_bytes % 16 == 0 &&
-         norm.num_rows * staged_row_bytes <= group_->max_bytes && norm.delta &&
+         norm.num_rows * row_bytes <= group_->max_bytes && norm.delta &&
          (!norm.row_index || !norm.write_residual) && !norm.tok_emb;
 }
 
@@ -186,7 +176,7 @@ void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t st
   if (!fuses_add_norm(norm)) {
     fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
   }
-  launch_peer_all_reduce_add_norm(args_, norm, group_->flagged, stream);
+  launch_peer_all_reduce_add_norm(args_, norm, stream);
 }
 
 bool PeerAllReduce::gathers_columns(const PeerColumnGather& layout) const {

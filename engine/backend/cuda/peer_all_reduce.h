@@ -29,10 +29,6 @@ int fused_all_reduce_max_rows();
 // (PeerAllReduce::Use::kGather): ROSEINFER_CUDA_PEER_GATHER_BYTES, default 2 MiB (8 rows of
 // llama-8b's vocab shard); 0 keeps NCCL's all-gather and the copies into place.
 int64_t peer_gather_max_bytes();
-// Whether the fused all-reduce add-norm sends its rows as flagged words
-// (launch_peer_all_reduce_add_norm's `flagged`): ROSEINFER_CUDA_PEER_FLAGGED=0 keeps the fence and
-// flag exchange (comparisons). Read when a group is made.
-bool peer_flagged_words();
 
 class PeerAllReduce {
  public:
