@@ -64,7 +64,6 @@ __device__ void exchange_flags(const PeerAllReduceArgs& a, uint32_t epoch) {
 template <typename T>
 __global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64_t vectors) {
   pdl_wait();
-  if (a.early_dependents) pdl_launch_dependents();  // see PeerAllReduceArgs
   __shared__ uint32_t epoch_shared;
   if (threadIdx.x == 0) {
     epoch_shared = a.epochs[blockIdx.x] + 1;
@@ -82,7 +81,7 @@ __global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64
   for (int64_t v = first; v < vectors; v += stride) own[v] = buffer[v];
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
-  if (!a.early_dependents) pdl_launch_dependents();
+  pdl_launch_dependents();
   for (int64_t v = first; v < vectors; v += stride) {
     float sum[Lanes<T>::kCount] = {};
     for (int r = 0; r < a.size; ++r) {
@@ -122,7 +121,6 @@ __global__ void __launch_bounds__(kNormThreads)
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
   pdl_wait();
-  if (a.early_dependents) pdl_launch_dependents();  // see PeerAllReduceArgs
   __shared__ uint32_t epoch_shared;
   __shared__ float scratch[32];
   if (threadIdx.x == 0) {
@@ -155,7 +153,7 @@ __global__ void __launch_bounds__(kNormThreads)
   }
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
-  if (!a.early_dependents) pdl_launch_dependents();
+  pdl_launch_dependents();
   const T* delta_bias = static_cast<const T*>(norm.delta_bias);
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
     const int64_t source_offset = int64_t(source_row(row)) * hidden;
@@ -226,7 +224,6 @@ __device__ __forceinline__ void place_columns(const uint4& x, int64_t v, int sou
 __global__ void peer_all_gather_columns_kernel(PeerAllReduceArgs a, const uint4* send, float* recv,
                                                PeerColumnGather g) {
   pdl_wait();
-  if (a.early_dependents) pdl_launch_dependents();  // see PeerAllReduceArgs
   __shared__ uint32_t epoch_shared;
   if (threadIdx.x == 0) {
     epoch_shared = a.epochs[blockIdx.x] + 1;
@@ -252,7 +249,7 @@ __global__ void peer_all_gather_columns_kernel(PeerAllReduceArgs a, const uint4*
   }
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
-  if (!a.early_dependents) pdl_launch_dependents();
+  pdl_launch_dependents();
   for (int source = 0; source < a.size; ++source) {
     if (source == a.rank) continue;
     const uint4* held = region(a.rank, source);

@@ -41,11 +41,6 @@ struct PeerAllReduceArgs {
   int64_t slot_bytes;
   int rank;
   int size;
-  // Nonzero: the next kernel is let start (PDL) as soon as this one has waited for its
-  // predecessor, so its blocks load what they may before their own wait (a GEMV its first weights)
-  // while the ranks exchange; else only after this rank's flags are exchanged. The kernels
-  // compute the same either way (launch.cuh). ROSEINFER_CUDA_PEER_EARLY_DEPENDENTS=0: after.
-  int early_dependents;
 };
 
 // buffer (count,) of `type`, summed over the ranks in place. count * element size must be a

@@ -151,8 +151,6 @@ PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
   args_.slot_bytes = group_->slot_bytes;
   args_.rank = rank;
   args_.size = n;
-  const char* early = std::getenv("ROSEINFER_CUDA_PEER_EARLY_DEPENDENTS");
-  args_.early_dependents = early && early[0] == '0' ? 0 : 1;
 }
 
 bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
