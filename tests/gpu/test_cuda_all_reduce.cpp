@@ -383,7 +383,7 @@ const std::vector<AddNormCase> kAddNormCases = {
     {5, 768, DType::kFP16, NormKind::kLayerNorm, true, true},
 };
 
-constexpr int64_t kGatherBytes = int64_t(1) << 20;
+constexpr int64_t kGatherBytes = int64_t(2) << 20;  // 8 rows of llama-3's vocab shard
 
 // A column gather of `vocab` logits split as tensor parallel splits them (vocab_shard) over the
 // ranks on `devices`, for each row count in turn (back to back: the epochs alternate the staging's
