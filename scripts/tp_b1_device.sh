@@ -7,7 +7,8 @@
 #     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
 #     and --bench-flags, each run at TP=1 and TP=2: outputs wrong where they skip kernels, step
 #     times real);
-#   - batch 64 at TP=1 and TP=2, llama-70b batch 1 at TP=2, while time is left.
+#   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2,
+#     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
 # summary.txt has the table.
 set -uo pipefail
@@ -55,16 +56,25 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
     done
   done
 done
-for tp in 1 2; do
-  deadline_bench "llama8b_b64_tp$tp" -- --model llama-8b --dataset-name grid:64:512:128 "${RUN[@]}" \
-    --tensor-parallel "$tp"
+for b in ${BATCHES_8B:-64}; do
+  for tp in 1 2; do
+    deadline_bench "llama8b_b${b}_tp$tp" -- --model llama-8b --dataset-name "grid:$b:512:128" \
+      "${RUN[@]}" --tensor-parallel "$tp"
+  done
 done
-deadline_bench llama70b_b1_tp2 -- --model llama-70b --dataset-name grid:1:512:128 "${RUN[@]}" \
-  --tensor-parallel 2
+for b in ${BATCHES_70B:-1}; do
+  deadline_bench "llama70b_b${b}_tp2" -- --model llama-70b --dataset-name "grid:$b:512:128" \
+    "${RUN[@]}" --tensor-parallel 2
+done
+if [[ ${NANO_70B:-0} == 1 ]] && ((SECONDS <= DEADLINE)); then
+  step llama70b_nano256_tp2 240 "$B/roseinfer" bench --device cuda --mode offline \
+    --model llama-70b --dataset-name nano256 --tensor-parallel 2 --max-num-seqs 256 \
+    --max-num-batched-tokens 16384 --json "$OUT/llama70b_nano256_tp2.json"
+fi
 python3 - "$OUT" <<'PY' | tee -a "$SUMMARY"
 import glob, json, os, sys
-print("| run | decode step ms | decode tok/s | prefill tok/s |")
-print("|---|---|---|---|")
+print("| run | decode step ms | decode tok/s | prefill tok/s | output tok/s |")
+print("|---|---|---|---|---|")
 for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
     try:
         r = json.load(open(path))["runs"][0]
@@ -73,6 +83,6 @@ for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
     steps = r.get("decode_steps") or 0
     ms = 1e3 * r.get("decode_time_s", 0) / steps if steps else float("nan")
     print(f"| {os.path.basename(path)[:-5]} | {ms:.3f} | {r.get('decode_throughput', 0):.0f} | "
-          f"{r.get('prefill_throughput', 0):.0f} |")
+          f"{r.get('prefill_throughput', 0):.0f} | {r.get('output_throughput', 0):.0f} |")
 PY
 device_pack
