@@ -120,7 +120,7 @@ peer_decode_b1() {  # NAME MODEL_DIR
 
 # One `roseinfer bench --device cuda ARGS... --json $OUT/NAME.json` as step NAME (200 s limit),
 # or a "skipped" line once the script has run past $DEADLINE seconds. The VAR=VALUE words before
-# `--` are the run's environment.
+# `--` are the run's environment; BENCH_BIN, when set, is the binary (default $B/roseinfer).
 deadline_bench() {  # NAME [VAR=VALUE...] -- ARGS...
   local name=$1
   shift
@@ -134,7 +134,27 @@ deadline_bench() {  # NAME [VAR=VALUE...] -- ARGS...
     echo "$name: skipped (past ${DEADLINE:-540}s)" | tee -a "$SUMMARY"
     return 0
   fi
-  step "$name" 200 env "${envs[@]}" "$B/roseinfer" bench --device cuda "$@" --json "$OUT/$name.json"
+  step "$name" 200 env "${envs[@]}" "${BENCH_BIN:-$B/roseinfer}" bench --device cuda "$@" \
+    --json "$OUT/$name.json"
+}
+
+# A table of every $OUT/*.json bench result, appended to $SUMMARY: each run's decode step (decode
+# time / decode steps, ms), decode, prefill and output tok/s.
+decode_step_table() {
+  python3 - "$OUT" <<'PY' | tee -a "$SUMMARY"
+import glob, json, os, sys
+print("| run | decode step ms | decode tok/s | prefill tok/s | output tok/s |")
+print("|---|---|---|---|---|")
+for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
+    try:
+        r = json.load(open(path))["runs"][0]
+    except Exception as e:
+        print(f"| {os.path.basename(path)} | unreadable: {e} |"); continue
+    steps = r.get("decode_steps") or 0
+    ms = 1e3 * r.get("decode_time_s", 0) / steps if steps else float("nan")
+    print(f"| {os.path.basename(path)[:-5]} | {ms:.3f} | {r.get('decode_throughput', 0):.0f} | "
+          f"{r.get('prefill_throughput', 0):.0f} | {r.get('output_throughput', 0):.0f} |")
+PY
 }
 
 # Packs every file of $OUT except summary.txt into $OUT/outputs.tgz (and removes them), so a call

@@ -26,17 +26,9 @@ if [[ ${TESTS:-1} == 1 ]]; then
 fi
 RUN=(--mode offline --max-num-seqs 64 --max-num-batched-tokens 8192)
 B1=(--model llama-8b --dataset-name grid:1:512:128 "${RUN[@]}")
-base_bench() {  # NAME [VAR=VALUE...] -- ARGS...: deadline_bench with the base build
-  [[ -x $B/roseinfer-base ]] || return 0
-  local name=$1
-  shift
-  local envs=()
-  while [[ $# -gt 0 && $1 != -- ]]; do
-    envs+=("$1")
-    shift
-  done
-  shift
-  step "$name" 200 env "${envs[@]}" "$B/roseinfer-base" bench --device cuda "$@" --json "$OUT/$name.json"
+base_bench() {  # deadline_bench with the base build, when the bundle has one
+  [[ -x $B/roseinfer-base ]] && BENCH_BIN=$B/roseinfer-base deadline_bench "$@"
+  return 0
 }
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for tp in 1 2; do
@@ -71,18 +63,5 @@ if [[ ${NANO_70B:-0} == 1 ]] && ((SECONDS <= DEADLINE)); then
     --model llama-70b --dataset-name nano256 --tensor-parallel 2 --max-num-seqs 256 \
     --max-num-batched-tokens 16384 --json "$OUT/llama70b_nano256_tp2.json"
 fi
-python3 - "$OUT" <<'PY' | tee -a "$SUMMARY"
-import glob, json, os, sys
-print("| run | decode step ms | decode tok/s | prefill tok/s | output tok/s |")
-print("|---|---|---|---|---|")
-for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
-    try:
-        r = json.load(open(path))["runs"][0]
-    except Exception as e:
-        print(f"| {os.path.basename(path)} | unreadable: {e} |"); continue
-    steps = r.get("decode_steps") or 0
-    ms = 1e3 * r.get("decode_time_s", 0) / steps if steps else float("nan")
-    print(f"| {os.path.basename(path)[:-5]} | {ms:.3f} | {r.get('decode_throughput', 0):.0f} | "
-          f"{r.get('prefill_throughput', 0):.0f} | {r.get('output_throughput', 0):.0f} |")
-PY
+decode_step_table
 device_pack

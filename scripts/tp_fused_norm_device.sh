@@ -43,18 +43,5 @@ if ((SECONDS <= DEADLINE)); then
     --model llama-70b --dataset-name nano256 --tensor-parallel 2 --max-num-seqs 256 \
     --max-num-batched-tokens 16384 --json "$OUT/llama70b_nano256_tp2_fused.json"
 fi
-python3 - "$OUT" <<'PY' | tee -a "$SUMMARY"
-import glob, json, os, sys
-print("| run | decode step ms | decode tok/s | prefill tok/s | output tok/s |")
-print("|---|---|---|---|---|")
-for path in sorted(glob.glob(f"{sys.argv[1]}/*.json")):
-    try:
-        r = json.load(open(path))["runs"][0]
-    except Exception as e:
-        print(f"| {os.path.basename(path)} | unreadable: {e} |"); continue
-    steps = r.get("decode_steps") or 0
-    ms = 1e3 * r.get("decode_time_s", 0) / steps if steps else float("nan")
-    print(f"| {os.path.basename(path)[:-5]} | {ms:.3f} | {r.get('decode_throughput', 0):.0f} | "
-          f"{r.get('prefill_throughput', 0):.0f} | {r.get('output_throughput', 0):.0f} |")
-PY
+decode_step_table
 device_pack

@@ -60,17 +60,23 @@ __device__ void exchange_flags(const PeerAllReduceArgs& a, uint32_t epoch) {
   __syncthreads();
 }
 
-// grid (kPeerAllReduceBlocks,), block (kPeerAllReduceThreads,). buffer (vectors,) of 16 bytes.
-template <typename T>
-__global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64_t vectors) {
-  pdl_wait();
+// This block's epoch for this call: its last one + 1, kept in a.epochs (every rank's blocks count
+// their calls alike). Every thread of the block must call it, once per call.
+__device__ uint32_t next_epoch(const PeerAllReduceArgs& a) {
   __shared__ uint32_t epoch_shared;
   if (threadIdx.x == 0) {
     epoch_shared = a.epochs[blockIdx.x] + 1;
     a.epochs[blockIdx.x] = epoch_shared;
   }
   __syncthreads();
-  const uint32_t epoch = epoch_shared;
+  return epoch_shared;
+}
+
+// grid (kPeerAllReduceBlocks,), block (kPeerAllReduceThreads,). buffer (vectors,) of 16 bytes.
+template <typename T>
+__global__ void peer_all_reduce_kernel(PeerAllReduceArgs a, uint4* buffer, int64_t vectors) {
+  pdl_wait();
+  const uint32_t epoch = next_epoch(a);
   const int64_t slot_offset = int64_t(epoch & 1) * a.slot_bytes;
   const int64_t stride = int64_t(kPeerAllReduceBlocks) * kPeerAllReduceThreads;
   const int64_t first = int64_t(blockIdx.x) * kPeerAllReduceThreads + threadIdx.x;
@@ -121,14 +127,8 @@ __global__ void __launch_bounds__(kNormThreads)
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
   pdl_wait();
-  __shared__ uint32_t epoch_shared;
   __shared__ float scratch[32];
-  if (threadIdx.x == 0) {
-    epoch_shared = a.epochs[blockIdx.x] + 1;
-    a.epochs[blockIdx.x] = epoch_shared;
-  }
-  __syncthreads();
-  const uint32_t epoch = epoch_shared;
+  const uint32_t epoch = next_epoch(a);
   const int hidden = norm.hidden;
   const int64_t region_bytes = a.slot_bytes / a.size / 16 * 16;
   // (num_rows, hidden) of T: rank `source`'s rows as held in rank `holder`'s staging this epoch.
@@ -224,13 +224,7 @@ __device__ __forceinline__ void place_columns(const uint4& x, int64_t v, int sou
 __global__ void peer_all_gather_columns_kernel(PeerAllReduceArgs a, const uint4* send, float* recv,
                                                PeerColumnGather g) {
   pdl_wait();
-  __shared__ uint32_t epoch_shared;
-  if (threadIdx.x == 0) {
-    epoch_shared = a.epochs[blockIdx.x] + 1;
-    a.epochs[blockIdx.x] = epoch_shared;
-  }
-  __syncthreads();
-  const uint32_t epoch = epoch_shared;
+  const uint32_t epoch = next_epoch(a);
   const int64_t region_bytes = a.slot_bytes / a.size / 16 * 16;
   // (vectors,) of rank `source`'s shard as held in rank `holder`'s staging this epoch.
   auto region = [&](int holder, int source) {
