@@ -151,19 +151,20 @@ __global__ void __launch_bounds__(kNormThreads)
       }
     }
   }
-  __syncthreads();  // the block's stores, then the release by its flag-writing threads
-  exchange_flags(a, epoch);
-  pdl_launch_dependents();
+  // What a row needs from this GPU alone: its residual, the bias, this rank's partial (raw:
+  // converted where used, so no load waits for the one before). The block's first row's are
+  // loaded before the flags are exchanged, in flight while they cross (kEarly); a further row's
+  // (past 32 rows) after the row before it.
   const T* delta_bias = static_cast<const T*>(norm.delta_bias);
-  for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
+  // At 32 elements a thread (hidden > 4,096) holding the partial too would spill: there the row's
+  // loads all wait for the exchange, and the partial is read in the sum.
+  constexpr bool kEarly = kPerThread <= 16;
+  float x[kPerThread];
+  T bias_value[kPerThread];
+  unsigned short own[kPerThread];
+  auto load_own = [&](int row) {
     const int64_t source_offset = int64_t(source_row(row)) * hidden;
-    float* res = norm.residual + source_offset;
-    const int64_t offset = int64_t(row) * hidden;
-    // The residual's loads first, in flight while the partials are summed; then the sums. The
-    // stores come last (finish_add_norm_row), as in add_norm_kernel: a load used at once, or
-    // behind a store, costs a memory round trip per element.
-    float x[kPerThread];
-    T bias_value[kPerThread];  // raw: converted where used, so no load waits for the one before
+    const float* res = norm.residual + source_offset;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
@@ -171,18 +172,35 @@ __global__ void __launch_bounds__(kNormThreads)
       if (i < hidden) {
         x[j] = res[i];
         if (delta_bias) bias_value[j] = delta_bias[i];
+        if constexpr (kEarly) own[j] = load_bits_cg(delta + source_offset + i);
       }
     }
-    // The ranks' partials summed in rank order, each rank's kPerThread loads issued together (a
-    // loop over ranks inside the element loop would wait for each load in turn).
+  };
+  if constexpr (kEarly) load_own(blockIdx.x);  // the grid has at most num_rows blocks
+  __syncthreads();  // the block's stores, then the release by its flag-writing threads
+  exchange_flags(a, epoch);
+  pdl_launch_dependents();
+  for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
+    if (!kEarly || row != int(blockIdx.x)) load_own(row);
+    const int64_t offset = int64_t(row) * hidden;
+    // The ranks' partials summed in rank order, each peer's kPerThread loads issued together (a
+    // loop over ranks inside the element loop would wait for each load in turn). The stores come
+    // last (finish_add_norm_row), as in add_norm_kernel: a load used at once, or behind a store,
+    // costs a memory round trip per element.
     float reduced[kPerThread] = {};
     for (int source = 0; source < a.size; ++source) {
-      const T* partial = source == a.rank ? delta + source_offset : region(a.rank, source) + offset;
-      unsigned short bits[kPerThread];  // raw, converted in the sum (see load_bits_cg)
+      unsigned short bits[kPerThread];
+      if (kEarly && source == a.rank) {
 #pragma unroll
-      for (int j = 0; j < kPerThread; ++j) {
-        const int i = threadIdx.x + j * kNormThreads;
-        if (i < hidden) bits[j] = load_bits_cg(partial + i);
+        for (int j = 0; j < kPerThread; ++j) bits[j] = own[j];
+      } else {
+        const T* partial = source == a.rank ? delta + int64_t(source_row(row)) * hidden
+                                            : region(a.rank, source) + offset;
+#pragma unroll
+        for (int j = 0; j < kPerThread; ++j) {
+          const int i = threadIdx.x + j * kNormThreads;
+          if (i < hidden) bits[j] = load_bits_cg(partial + i);
+        }
       }
 #pragma unroll
       for (int j = 0; j < kPerThread; ++j) {
@@ -198,6 +216,7 @@ __global__ void __launch_bounds__(kNormThreads)
         if (delta_bias) x[j] += to_float(bias_value[j]);
       }
     }
+    float* res = norm.residual + int64_t(source_row(row)) * hidden;
     finish_add_norm_row<T>(norm, x, res, w, b, static_cast<T*>(norm.out) + offset, scratch);
   }
 }
