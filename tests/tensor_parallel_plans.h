@@ -6,6 +6,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <iterator>
 #include <random>
 #include <vector>
 
@@ -45,6 +46,27 @@ inline void add_tokens(rose::StepPlan& plan, int s, const std::vector<int32_t>& 
   plan.sample_index.push_back(0);
 }
 
+// The three prompts every run prefills: 5, 17 and 40 random ids below `vocab`.
+constexpr int kPromptLengths[3] = {5, 17, 40};
+inline std::vector<std::vector<int32_t>> make_prompts(int vocab) {
+  std::vector<std::vector<int32_t>> prompts;
+  std::mt19937 rng(7);
+  for (int len : kPromptLengths) {
+    std::vector<int32_t> p;
+    for (int i = 0; i < len; ++i) p.push_back(int32_t(rng() % uint32_t(vocab)));
+    prompts.push_back(p);
+  }
+  return prompts;
+}
+
+// The prefill of make_prompts(vocab), every sequence sampling.
+inline rose::StepPlan prefill_plan(int vocab) {
+  rose::StepPlan plan;
+  const std::vector<std::vector<int32_t>> prompts = make_prompts(vocab);
+  for (int s = 0; s < 3; ++s) add_tokens(plan, s, prompts[size_t(s)], 0);
+  return plan;
+}
+
 // Three prompts prefilled together, then greedy decode steps: every step's logits and ids.
 struct Run {
   std::vector<std::vector<float>> logits;  // per step (num_seqs, vocab)
@@ -55,20 +77,11 @@ struct Run {
 // see the same inputs at every step).
 inline Run greedy_run(rose::Backend& backend, int vocab, int decode_steps,
                       const Run* forced = nullptr) {
-  const std::vector<int> lengths = {5, 17, 40};
-  std::vector<std::vector<int32_t>> prompts;
-  std::mt19937 rng(7);
-  for (int len : lengths) {
-    std::vector<int32_t> p;
-    for (int i = 0; i < len; ++i) p.push_back(int32_t(rng() % uint32_t(vocab)));
-    prompts.push_back(p);
-  }
   Run run;
-  rose::StepPlan plan;
+  rose::StepPlan plan = prefill_plan(vocab);
   rose::StepOutput out;
-  for (int s = 0; s < 3; ++s) add_tokens(plan, s, prompts[size_t(s)], 0);
   plan.return_logits = true;
-  std::vector<int> context = lengths;
+  std::vector<int> context(std::begin(kPromptLengths), std::end(kPromptLengths));
   for (int step = 0; step <= decode_steps; ++step) {
     backend.execute(plan, out);
     run.logits.push_back(out.logits);
@@ -89,14 +102,8 @@ inline Run greedy_run(rose::Backend& backend, int vocab, int decode_steps,
 // sampled). Every step's ids, to compare with greedy_run's.
 inline std::vector<std::vector<int32_t>> overlapped_ids(rose::Backend& backend, int vocab,
                                                         int decode_steps) {
-  std::vector<int> context = {5, 17, 40};
-  std::mt19937 rng(7);
-  rose::StepPlan plan;
-  for (int s = 0; s < 3; ++s) {
-    std::vector<int32_t> prompt;
-    for (int i = 0; i < context[size_t(s)]; ++i) prompt.push_back(int32_t(rng() % uint32_t(vocab)));
-    add_tokens(plan, s, prompt, 0);
-  }
+  rose::StepPlan plan = prefill_plan(vocab);
+  std::vector<int> context(std::begin(kPromptLengths), std::end(kPromptLengths));
   std::vector<std::vector<int32_t>> ids;
   rose::StepOutput out;
   for (int step = 0; step <= decode_steps; ++step) {
