@@ -334,7 +334,7 @@ void CudaBackend::gather_logits(int num_seqs) {
   if (logits_gatherer_ && c.tp_size <= kPeerAllReduceMaxRanks) {
     PeerColumnGather layout;  // rank r's (num_seqs, its vocab rows) into logits_' columns
     layout.rows = num_seqs;
-    layout.chunk = (num_seqs * stride + 3) / 4 * 4;  // shard_logits_ holds whole vectors
+    layout.chunk = shard_logits_floats(num_seqs, stride);
     layout.recv_stride = c.vocab_size;
     for (int rank = 0; rank < c.tp_size; ++rank) {
       const RowRun vocab = vocab_shard(c.vocab_size, c.tp_size, rank);

@@ -95,8 +95,7 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
   b.logits = S * c.vocab_size * 4;
   if (c.is_shard()) {
     const int64_t stride = vocab_shard_stride(c.vocab_size, c.tp_size);
-    // Rounded up to whole 16-byte vectors: the peer gather reads its chunk in vectors.
-    b.shard_logits = (S * stride + 3) / 4 * 4 * 4;
+    b.shard_logits = shard_logits_floats(S, stride) * 4;
     b.gathered_logits = c.tp_size * S * stride * 4;
   }
   b.sampled = S * 4;

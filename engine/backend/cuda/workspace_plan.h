@@ -79,6 +79,12 @@ constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true)
   }
   return kQuantGemmMaxRows;
 }
+// Tensor parallel: the fp32 logits a rank's shard holds for `rows` sequences of `stride`
+// (vocab_shard_stride) each, rounded up to whole 16-byte vectors: the peer gather sends the chunk
+// in vectors.
+constexpr int64_t shard_logits_floats(int64_t rows, int64_t stride) {
+  return (rows * stride + 3) / 4 * 4;
+}
 // --batch-invariant with ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 sends every product (prefill
 // chunks too) through the GEMM: its split workspace holds this many rows, and larger products run
 // in launches of as many (the same bits: rows are independent).
