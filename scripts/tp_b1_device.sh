@@ -5,8 +5,8 @@
 #   - TESTS=1 (default): both GPU tests, and memcheck of the peer kernels' cases;
 #   - llama-8b, ROUNDS rounds in turn: batch 1 at TP=1 and TP=2 (and the base build's when the
 #     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
-#     and --bench-flags, each run at TP=1 and TP=2: outputs wrong where they skip kernels, step
-#     times real);
+#     and --bench-flags, each run at the degrees PROBE_TPS names, default "1 2": outputs wrong
+#     where they skip kernels, step times real);
 #   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2,
 #     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
@@ -42,7 +42,7 @@ for round in $(seq 1 "${ROUNDS:-2}"); do
       if [[ $word == --* ]]; then args+=("$word"); else envs+=("$word"); fi
     done
     tag=$(echo "$probe" | tr -c 'a-zA-Z0-9\n' _ | tr '[:upper:]' '[:lower:]' | sed 's/roseinfer_cuda_//g; s/^_*//')
-    for tp in 1 2; do
+    for tp in ${PROBE_TPS:-1 2}; do
       deadline_bench "llama8b_b1_tp${tp}_${tag}_r$round" "${envs[@]}" -- "${B1[@]}" "${args[@]}" \
         --tensor-parallel "$tp"
     done

@@ -43,12 +43,22 @@ struct Lanes {
   }
 };
 
+__device__ __forceinline__ void store_relaxed_system(uint32_t* address, uint32_t value) {
+  asm volatile("st.relaxed.sys.global.u32 [%0], %1;" ::"l"(address), "r"(value) : "memory");
+}
+
 // Block b's part of the exchange: announce epoch to every peer, wait for every peer's announcement.
 __device__ void exchange_flags(const PeerAllReduceArgs& a, uint32_t epoch) {
   const int b = blockIdx.x;
   const int peer = threadIdx.x;
+  if (a.probe & 4) return;
   if (peer < a.size && peer != a.rank) {
-    store_release_system(&a.flags[peer][b * kPeerAllReduceMaxRanks + a.rank], epoch);
+    uint32_t* flag = &a.flags[peer][b * kPeerAllReduceMaxRanks + a.rank];
+    if (a.probe & 2) {
+      store_relaxed_system(flag, epoch);
+    } else {
+      store_release_system(flag, epoch);
+    }
     const uint32_t* mine = &a.flags[a.rank][b * kPeerAllReduceMaxRanks + peer];
     const uint64_t start = global_timer_ns();
     // >= : a fast peer may already have announced epoch + 1 (it cannot get further ahead: that
@@ -141,7 +151,7 @@ __global__ void __launch_bounds__(kNormThreads)
   // regions are indexed by output row, alike on every rank.
   auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
   const int vectors = hidden * int(sizeof(T)) / 16;
-  for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
+  for (int row = blockIdx.x; row < norm.num_rows && !(a.probe & 1); row += kPeerAllReduceBlocks) {
     const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
     for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
       const uint4 x = mine[v];

@@ -41,6 +41,10 @@ struct PeerAllReduceArgs {
   int64_t slot_bytes;
   int rank;
   int size;
+  // Timing probes of the fused add-norm's exchange (ROSEINFER_CUDA_PEER_PROBE, wrong outputs, real
+  // times; 0 in every real run): bit 1 skips the push of this rank's rows, bit 2 announces with a
+  // relaxed store (no release fence), bit 4 skips the flag exchange altogether.
+  int probe;
 };
 
 // buffer (count,) of `type`, summed over the ranks in place. count * element size must be a

@@ -21,6 +21,20 @@ int64_t bytes_from_env(const char* name, int64_t fallback) {
   return value;
 }
 
+// ROSEINFER_CUDA_PEER_PROBE (PeerAllReduceArgs::probe): timing probes of the fused add-norm's
+// exchange, which make its outputs wrong; unset or 0 in every real run.
+int peer_probe() {
+  const char* env = std::getenv("ROSEINFER_CUDA_PEER_PROBE");
+  if (env == nullptr || *env == '\0') return 0;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || value < 0 || value > 7) {
+    fail("ROSEINFER_CUDA_PEER_PROBE={}: expected 0-7 (bits: 1 no push, 2 relaxed flag, 4 no flags)",
+         env);
+  }
+  return int(value);
+}
+
 }  // namespace
 
 int64_t peer_all_reduce_max_bytes() {
@@ -151,6 +165,7 @@ PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
   args_.slot_bytes = group_->slot_bytes;
   args_.rank = rank;
   args_.size = n;
+  args_.probe = group_->use == Use::kAddNorm ? peer_probe() : 0;
 }
 
 bool PeerAllReduce::handles(int64_t count, CollectiveType type) const {
