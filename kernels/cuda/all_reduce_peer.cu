@@ -187,6 +187,7 @@ __global__ void __launch_bounds__(kNormThreads)
     }
   };
   if constexpr (kEarly) load_own(blockIdx.x);  // the grid has at most num_rows blocks
+  if (a.probe & 8) pdl_launch_dependents();
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
   pdl_launch_dependents();

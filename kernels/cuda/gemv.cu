@@ -165,13 +165,35 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
 // accumulator per weight row instead of four, so it needs fewer registers and more blocks fit on
 // an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of operations for every
 // kRows and n, so row r of y does not depend on the other rows.
+// Asks L2 for the first `bytes` of each weight row of feature group `group` (the chunks
+// product_group reads first), before the PDL wait: weights are constants of the run, and a block
+// resident while the previous kernel still runs (a tensor-parallel exchange leaves the GPU idle for
+// microseconds) gets them streaming early.
+template <typename T, int kSplit, int kWeightRows>
+__device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, int group,
+                                                  int bytes) {
+  constexpr int kFeatures = kWarps / kSplit, kLine = 128;
+  const int row_bytes = in * int(sizeof(T));
+  const int lines = (std::min(bytes, row_bytes) + kLine - 1) / kLine;  // a row's
+  for (int i = int(threadIdx.x); i < kFeatures * kWeightRows * lines; i += int(blockDim.x)) {
+    const int line = i % lines, feature = i / lines % kFeatures, r = i / lines / kFeatures;
+    const int o = group * kFeatures + feature;
+    if (o >= out) continue;
+    const char* p = reinterpret_cast<const char*>(w + (int64_t(o) + int64_t(r) * out) * in);
+    asm volatile("prefetch.global.L2 [%0];" ::"l"(p + int64_t(line) * kLine));
+  }
+}
+
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add) {
+                bool residual_add, int prefetch_bytes) {
+  constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
+  if (prefetch_bytes > 0) {
+    prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
+  }
   pdl_wait();
   pdl_launch_dependents();
-  constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   __shared__ float partial[kWarps][kWeightRows][kRows];
   const uint4 none[kWeightRows][1] = {};
   product_group<T, E, kSplit, kRows, 0>(x, w, bias, y, n, in, out, residual_add, int(blockIdx.x),
@@ -326,6 +348,16 @@ bool rows_specialized() {
   return value;
 }
 
+// ROSEINFER_CUDA_GEMV_PREFETCH=bytes: gemv_kernel's L2 prefetch of each weight row's first bytes
+// before the PDL wait (prefetch_group_l2); 0 or unset: none.
+int prefetch_bytes() {
+  static const int value = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PREFETCH");
+    return env && *env ? std::max(0, std::atoi(env)) : 0;
+  }();
+  return value;
+}
+
 template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
                  const GemvFusion& fusion, cudaStream_t stream) {
@@ -344,7 +376,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add);
+                fusion.residual_add, prefetch_bytes());
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).
