@@ -187,9 +187,9 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add, int prefetch_bytes) {
+                bool residual_add, int prefetch_bytes, int prefetch_blocks) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
-  if (prefetch_bytes > 0) {
+  if (prefetch_bytes > 0 && int(blockIdx.x) < prefetch_blocks) {
     prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
   }
   pdl_wait();
@@ -358,6 +358,20 @@ int prefetch_bytes() {
   return value;
 }
 
+// ROSEINFER_CUDA_GEMV_PREFETCH_TOTAL=bytes: only the first blocks of a launch prefetch, as many
+// as ask for that many bytes in all; unset: every block.
+template <typename T, Epilogue E, int kSplit>
+int prefetch_blocks(int in) {
+  static const int64_t total = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PREFETCH_TOTAL");
+    return env && *env ? std::max<int64_t>(0, std::atoll(env)) : int64_t(1) << 40;
+  }();
+  const int64_t per_block =
+      int64_t(kWarps / kSplit) * (E == Epilogue::kSiluMul ? 2 : 1) *
+      std::min<int64_t>(std::max(prefetch_bytes(), 1), int64_t(in) * sizeof(T));
+  return int(std::min<int64_t>(total / per_block, 1 << 30));
+}
+
 template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
                  const GemvFusion& fusion, cudaStream_t stream) {
@@ -376,7 +390,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add, prefetch_bytes());
+                fusion.residual_add, prefetch_bytes(), prefetch_blocks<T, E, kSplit>(in));
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).
