@@ -136,11 +136,10 @@ __global__ void __launch_bounds__(kNormThreads)
     peer_all_reduce_add_norm_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
-  pdl_wait();
   __shared__ float scratch[32];
-  const uint32_t epoch = next_epoch(a);
   const int hidden = norm.hidden;
   const int64_t region_bytes = a.slot_bytes / a.size / 16 * 16;
+  uint32_t epoch = 0;
   // (num_rows, hidden) of T: rank `source`'s rows as held in rank `holder`'s staging this epoch.
   auto region = [&](int holder, int source) {
     return reinterpret_cast<T*>(static_cast<char*>(a.stages[holder]) +
@@ -150,17 +149,6 @@ __global__ void __launch_bounds__(kNormThreads)
   // Output row `row` reads source row source_row(row) (the final norm gathers rows); the staging
   // regions are indexed by output row, alike on every rank.
   auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
-  const int vectors = hidden * int(sizeof(T)) / 16;
-  for (int row = blockIdx.x; row < norm.num_rows && !(a.probe & 1); row += kPeerAllReduceBlocks) {
-    const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
-    for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
-      const uint4 x = mine[v];
-      for (int peer = 0; peer < a.size; ++peer) {
-        if (peer == a.rank) continue;
-        reinterpret_cast<uint4*>(region(peer, a.rank) + int64_t(row) * hidden)[v] = x;
-      }
-    }
-  }
   // What a row needs from this GPU alone: its residual, the bias, this rank's partial (raw:
   // converted where used, so no load waits for the one before). The block's first row's are
   // loaded before the flags are exchanged, in flight while they cross (kEarly); a further row's
@@ -172,9 +160,8 @@ __global__ void __launch_bounds__(kNormThreads)
   float x[kPerThread];
   T bias_value[kPerThread];
   unsigned short own[kPerThread];
-  auto load_own = [&](int row) {
-    const int64_t source_offset = int64_t(source_row(row)) * hidden;
-    const float* res = norm.residual + source_offset;
+  auto load_residual = [&](int row) {
+    const float* res = norm.residual + int64_t(source_row(row)) * hidden;
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
@@ -182,17 +169,57 @@ __global__ void __launch_bounds__(kNormThreads)
       if (i < hidden) {
         x[j] = res[i];
         if (delta_bias) bias_value[j] = delta_bias[i];
-        if constexpr (kEarly) own[j] = load_bits_cg(delta + source_offset + i);
       }
     }
   };
-  if constexpr (kEarly) load_own(blockIdx.x);  // the grid has at most num_rows blocks
+  auto load_partial = [&](int row) {
+    const int64_t source_offset = int64_t(source_row(row)) * hidden;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      if (i < hidden) own[j] = load_bits_cg(delta + source_offset + i);
+    }
+  };
+  auto load_own = [&](int row) {
+    load_residual(row);
+    if constexpr (kEarly) load_partial(row);
+  };
+  // Probe bit 16: the flag-writing threads load their row after the exchange (their release
+  // fence would wait for these loads too).
+  const bool late_flagger = (a.probe & 16) && int(threadIdx.x) < a.size;
+  // Probe bit 32: the epoch and the first row's residual read before the wait (both written two
+  // or more kernels back, which completed before the kernel just before this one began).
+  const bool before_wait = (a.probe & 32) && !norm.row_index;
+  if (before_wait) {
+    epoch = next_epoch(a);
+    if (kEarly && !late_flagger) load_residual(blockIdx.x);
+  }
+  pdl_wait();
+  if (!before_wait) epoch = next_epoch(a);
+  const int vectors = hidden * int(sizeof(T)) / 16;
+  for (int row = blockIdx.x; row < norm.num_rows && !(a.probe & 1); row += kPeerAllReduceBlocks) {
+    const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
+    for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
+      const uint4 x = mine[v];
+      for (int peer = 0; peer < a.size; ++peer) {
+        if (peer == a.rank) continue;
+        reinterpret_cast<uint4*>(region(peer, a.rank) + int64_t(row) * hidden)[v] = x;
+      }
+    }
+  }
+  if (kEarly && !late_flagger) {  // the grid has at most num_rows blocks
+    if (before_wait) {
+      load_partial(blockIdx.x);
+    } else {
+      load_own(blockIdx.x);
+    }
+  }
   if (a.probe & 8) pdl_launch_dependents();
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
   pdl_launch_dependents();
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
-    if (!kEarly || row != int(blockIdx.x)) load_own(row);
+    if (!kEarly || row != int(blockIdx.x) || late_flagger) load_own(row);
     const int64_t offset = int64_t(row) * hidden;
     // The ranks' partials summed in rank order, each peer's kPerThread loads issued together (a
     // loop over ranks inside the element loop would wait for each load in turn). The stores come

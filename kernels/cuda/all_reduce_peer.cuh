@@ -44,7 +44,9 @@ struct PeerAllReduceArgs {
   // Timing probes of the fused add-norm's exchange (ROSEINFER_CUDA_PEER_PROBE, wrong outputs, real
   // times; 0 in every real run): bit 1 skips the push of this rank's rows, bit 2 announces with a
   // relaxed store (no release fence), bit 4 skips the flag exchange altogether; bit 8 (outputs
-  // right) lets the next kernel launch before the exchange instead of after it.
+  // right) lets the next kernel launch before the exchange instead of after it; bit 16 (right)
+  // has the flag writers load their row after the exchange; bit 32 (right) reads the epoch and
+  // the residual before the PDL wait.
   int probe;
 };
 

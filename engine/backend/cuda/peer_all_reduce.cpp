@@ -28,7 +28,7 @@ int peer_probe() {
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
   const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > 15) {
+  if (*end != '\0' || value < 0 || value > 63) {
     fail(
         "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-15 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
         "8 early launch)",
