@@ -184,15 +184,17 @@ __global__ void __launch_bounds__(kNormThreads)
     load_residual(row);
     if constexpr (kEarly) load_partial(row);
   };
-  // Probe bit 16: the flag-writing threads load their row after the exchange (their release
-  // fence would wait for these loads too).
-  const bool late_flagger = (a.probe & 16) && int(threadIdx.x) < a.size;
-  // Probe bit 32: the epoch and the first row's residual read before the wait (both written two
-  // or more kernels back, which completed before the kernel just before this one began).
-  const bool before_wait = (a.probe & 32) && !norm.row_index;
+  // The epoch and the block's first residual row are read before the PDL wait, off the path from
+  // the partial's arrival to the flags (-54 us a llama-8b TP=2 batch-1 step on two H200s,
+  // results/2026-11-29-tp-prefetch). Both were written two or more kernels back: the previous
+  // call of this group and the add-norm or embedding before it, with at least the row-parallel
+  // product that feeds this call in between, so they completed before the kernel just before this
+  // one passed its own wait and could launch this one. Not for the final norm (row_index, which
+  // the host wrote for this step; a read of it would be the first).
+  const bool before_wait = !(a.probe & 8) && !norm.row_index;
   if (before_wait) {
     epoch = next_epoch(a);
-    if (kEarly && !late_flagger) load_residual(blockIdx.x);
+    if (kEarly) load_residual(blockIdx.x);
   }
   pdl_wait();
   if (!before_wait) epoch = next_epoch(a);
@@ -207,19 +209,18 @@ __global__ void __launch_bounds__(kNormThreads)
       }
     }
   }
-  if (kEarly && !late_flagger) {  // the grid has at most num_rows blocks
+  if (kEarly) {  // the grid has at most num_rows blocks
     if (before_wait) {
       load_partial(blockIdx.x);
     } else {
       load_own(blockIdx.x);
     }
   }
-  if (a.probe & 8) pdl_launch_dependents();
   __syncthreads();  // the block's stores, then the release by its flag-writing threads
   exchange_flags(a, epoch);
   pdl_launch_dependents();
   for (int row = blockIdx.x; row < norm.num_rows; row += kPeerAllReduceBlocks) {
-    if (!kEarly || row != int(blockIdx.x) || late_flagger) load_own(row);
+    if (!kEarly || row != int(blockIdx.x)) load_own(row);
     const int64_t offset = int64_t(row) * hidden;
     // The ranks' partials summed in rank order, each peer's kPerThread loads issued together (a
     // loop over ranks inside the element loop would wait for each load in turn). The stores come

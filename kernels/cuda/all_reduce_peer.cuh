@@ -41,12 +41,10 @@ struct PeerAllReduceArgs {
   int64_t slot_bytes;
   int rank;
   int size;
-  // Timing probes of the fused add-norm's exchange (ROSEINFER_CUDA_PEER_PROBE, wrong outputs, real
-  // times; 0 in every real run): bit 1 skips the push of this rank's rows, bit 2 announces with a
-  // relaxed store (no release fence), bit 4 skips the flag exchange altogether; bit 8 (outputs
-  // right) lets the next kernel launch before the exchange instead of after it; bit 16 (right)
-  // has the flag writers load their row after the exchange; bit 32 (right) reads the epoch and
-  // the residual before the PDL wait.
+  // Probes of the fused add-norm's exchange (ROSEINFER_CUDA_PEER_PROBE; 0 in every real run).
+  // Timing probes, outputs wrong, times real: bit 1 skips the push of this rank's rows, bit 2
+  // announces with a relaxed store (no release fence), bit 4 skips the flag exchange altogether.
+  // Bit 8 (outputs right) reads the epoch and residual after the PDL wait, as before 2026-11-29.
   int probe;
 };
 

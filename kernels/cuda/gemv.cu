@@ -159,7 +159,8 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
   }
 }
 
-// One block per feature group (product_group), after the PDL wait. residual_add: y is the fp32
+// One block per feature group (product_group), after the PDL wait and an L2 prefetch of the
+// group's first weight bytes (prefetch_group_l2, prefetch_bytes()). residual_add: y is the fp32
 // residual stream, and each output, rounded to T, is added to it (gemv_fusion.cuh). kRows (1, 2 or
 // 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1 kernel keeps one
 // accumulator per weight row instead of four, so it needs fewer registers and more blocks fit on
@@ -187,9 +188,9 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add, int prefetch_bytes, int prefetch_blocks) {
+                bool residual_add, int prefetch_bytes) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
-  if (prefetch_bytes > 0 && int(blockIdx.x) < prefetch_blocks) {
+  if (prefetch_bytes > 0) {
     prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
   }
   pdl_wait();
@@ -348,28 +349,17 @@ bool rows_specialized() {
   return value;
 }
 
-// ROSEINFER_CUDA_GEMV_PREFETCH=bytes: gemv_kernel's L2 prefetch of each weight row's first bytes
-// before the PDL wait (prefetch_group_l2); 0 or unset: none.
+// gemv_kernel's L2 prefetch of each weight row's first bytes before the PDL wait
+// (prefetch_group_l2). 768 bytes measured best of 256-4,096 on llama-8b at batch 1, two H200s:
+// TP=1 -1.1%, TP=2 -1.6% (1,024 close behind, 2,048 no gain, 4,096 +6%: the prefetches crowd out
+// the demand loads); results/2026-11-29-tp-prefetch. ROSEINFER_CUDA_GEMV_PREFETCH=bytes sets it,
+// 0 turns it off.
 int prefetch_bytes() {
   static const int value = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PREFETCH");
-    return env && *env ? std::max(0, std::atoi(env)) : 0;
+    return env && *env ? std::max(0, std::atoi(env)) : 768;
   }();
   return value;
-}
-
-// ROSEINFER_CUDA_GEMV_PREFETCH_TOTAL=bytes: only the first blocks of a launch prefetch, as many
-// as ask for that many bytes in all; unset: every block.
-template <typename T, Epilogue E, int kSplit>
-int prefetch_blocks(int in) {
-  static const int64_t total = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PREFETCH_TOTAL");
-    return env && *env ? std::max<int64_t>(0, std::atoll(env)) : int64_t(1) << 40;
-  }();
-  const int64_t per_block =
-      int64_t(kWarps / kSplit) * (E == Epilogue::kSiluMul ? 2 : 1) *
-      std::min<int64_t>(std::max(prefetch_bytes(), 1), int64_t(in) * sizeof(T));
-  return int(std::min<int64_t>(total / per_block, 1 << 30));
 }
 
 template <typename T, Epilogue E, int kSplit>
@@ -390,7 +380,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add, prefetch_bytes(), prefetch_blocks<T, E, kSplit>(in));
+                fusion.residual_add, prefetch_bytes());
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).

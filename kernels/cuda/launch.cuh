@@ -5,11 +5,14 @@
 // previous kernel drains and start the moment it completes.
 //
 // Rule for every kernel launched through launch_kernel: call pdl_wait() before its first global
-// memory access. griddepcontrol.wait returns once the preceding grid has completed and its writes
-// are visible, so the kernel sees exactly what a plain stream-ordered launch would see (and none of
-// its writes can race with the predecessor's reads). pdl_launch_dependents() lets the next kernel
-// be scheduled early; it changes scheduling only, never what the kernels compute.
-// ROSEINFER_CUDA_PDL=0 launches without the attribute (plain stream order), for comparison.
+// memory access. Exceptions, each argued where it is made: weights and other constants of the run
+// (the GEMVs' early loads and L2 prefetches), and data written two or more kernels back (the fused
+// all-reduce add-norm's epoch and residual, all_reduce_peer.cu). griddepcontrol.wait returns once
+// the preceding grid has completed and its writes are visible, so the kernel sees exactly what a
+// plain stream-ordered launch would see (and none of its writes can race with the predecessor's
+// reads). pdl_launch_dependents() lets the next kernel be scheduled early; it changes scheduling
+// only, never what the kernels compute. ROSEINFER_CUDA_PDL=0 launches without the attribute (plain
+// stream order), for comparison.
 #include <cuda_runtime.h>
 
 #include "kernels/cuda/check.cuh"

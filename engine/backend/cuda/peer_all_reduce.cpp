@@ -21,14 +21,14 @@ int64_t bytes_from_env(const char* name, int64_t fallback) {
   return value;
 }
 
-// ROSEINFER_CUDA_PEER_PROBE (PeerAllReduceArgs::probe): timing probes of the fused add-norm's
-// exchange, which make its outputs wrong; unset or 0 in every real run.
+// ROSEINFER_CUDA_PEER_PROBE (PeerAllReduceArgs::probe): probes of the fused add-norm's exchange,
+// for before/after timings with one binary; unset or 0 in every real run.
 int peer_probe() {
   const char* env = std::getenv("ROSEINFER_CUDA_PEER_PROBE");
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
   const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > 63) {
+  if (*end != '\0' || value < 0 || value > 15) {
     fail(
         "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-15 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
         "8 early launch)",
