@@ -32,7 +32,6 @@
 
 namespace {
 
-constexpr double kDefaultCudaCopyBandwidthGbps = 3000;  // H100 HBM3, for the % of the floor
 // Timed calls of each collective per measurement (--tensor-parallel N > 1, after each run).
 constexpr int kCollectiveTimingCalls = 100;
 
@@ -497,6 +496,10 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));
   c.emplace_back("copy_bandwidth_gbps",
                  b.copy_bandwidth ? ConfigValue(*b.copy_bandwidth) : ConfigValue());
+  c.emplace_back("copy_bandwidth_source", args.copy_bandwidth_opt->count()
+                                              ? ConfigValue(std::string("given"))
+                                          : b.copy_bandwidth ? ConfigValue(std::string("measured"))
+                                                             : ConfigValue());
   return c;
 }
 
@@ -539,6 +542,13 @@ void serve_rank(BenchArgs& args) {
   serve_rank_replicas(served, model.tokenizer.get(), replicas.concurrent);
 }
 
+// The % of floor's denominator: --copy-bandwidth-gbps, else what the first replica measures now,
+// before any run holds KV (a fixed figure read 122% on an H200, whose HBM outruns the H100's).
+std::optional<double> copy_bandwidth(const BenchArgs& args, rose::Backend& backend) {
+  if (args.copy_bandwidth_opt->count()) return args.copy_bandwidth_gbps;
+  return backend.measure_copy_bandwidth_gbps();
+}
+
 void bench_command(BenchArgs& args) {
   using namespace rose;
   std::vector<double> percentiles;
@@ -563,20 +573,17 @@ void bench_command(BenchArgs& args) {
   const BenchInput in = load_bench_input(args, model, context, std::move(file));
   const OnlineArrivals arrivals = online_arrivals(args, in);
   BenchContext b{args, in, arrivals, percentiles, slo, std::nullopt, model.tokenizer.get()};
-  if (args.copy_bandwidth_opt->count()) {
-    b.copy_bandwidth = args.copy_bandwidth_gbps;
-  } else if (model.cuda) {
-    // Under tensor parallel every GPU reads its shard at once: the floor is N GPUs' bandwidth
-    // (the backend's weight bytes are the sum of the shards').
-    b.copy_bandwidth = kDefaultCudaCopyBandwidthGbps * args.model.tensor_parallel;
-  }
-
   cli::Replicas replicas = cli::make_replicas(model, args.model, args.engine, args.cluster);
   const Backend* backend = replicas.backends.front().get();
+  b.copy_bandwidth = copy_bandwidth(args, *replicas.backends.front());
   // With md or csv, stdout holds only the tables (a PR paste, a CSV file): this goes to stderr.
   std::FILE* info = args.table_format == TableFormat::kText ? stdout : stderr;
   fmt::print(info, "roseinfer bench: {} requests ({} input tokens) from {}; model {} on {}\n",
              in.base.size(), in.input_tokens, in.name, model.name, replicas.device_name());
+  if (b.copy_bandwidth) {
+    fmt::print(info, "copy bandwidth: {:.0f} GB/s ({}), the floor decode's GB/s is held against\n",
+               *b.copy_bandwidth, args.copy_bandwidth_opt->count() ? "given" : "measured");
+  }
   if (args.mode == "online" || args.mode == "all") {
     fmt::print(info, "online arrivals: {}{}\n", arrivals.text,
                args.max_concurrency ? fmt::format(", at most {} in flight", args.max_concurrency)
@@ -752,8 +759,9 @@ void add_output_flags(CLI::App* cmd, BenchArgs& args) {
                 "still has its own engine, so runs never share a cache)");
   args.copy_bandwidth_opt =
       cmd->add_option("--copy-bandwidth-gbps", args.copy_bandwidth_gbps,
-                      "device copy bandwidth in GB/s for the decode '% of floor' figure (default "
-                      "3000 per GPU on CUDA, times --tensor-parallel; none on the CPU)")
+                      "device copy bandwidth in GB/s for the decode '% of floor' figure (default: "
+                      "measured at start by device-to-device copies, summed over "
+                      "--tensor-parallel GPUs; none on the CPU)")
           ->check(CLI::PositiveNumber);
 }
 

@@ -39,6 +39,15 @@ check "no step ahead on the CPU" [ "$(grep -c '"steps_ahead": *0' "$TMP/grid.jso
 "$BIN" bench --dataset-name grid:2:20:3 --no-overlap --json "$TMP/no_overlap.json" "${COMMON[@]}" \
   >/dev/null 2>&1
 check "--no-overlap is recorded" grep -q '"overlap": *false' "$TMP/no_overlap.json"
+check "no copy bandwidth measured on the CPU" grep -q '"copy_bandwidth_source": *null' "$TMP/grid.json"
+"$BIN" bench --dataset-name grid:1:20:3 --copy-bandwidth-gbps 250 --json "$TMP/floor.json" \
+  "${COMMON[@]}" >"$TMP/floor.out" 2>/dev/null
+check "a given copy bandwidth is said and recorded" grep -q "copy bandwidth: 250 GB/s (given)" "$TMP/floor.out"
+check "a given copy bandwidth is recorded as given" grep -q '"copy_bandwidth_source": *"given"' "$TMP/floor.json"
+check "its floor fraction is decode GB/s over it" python3 -c '
+import json, sys
+run = json.load(open(sys.argv[1]))["runs"][0]
+sys.exit(abs(run["bandwidth_floor_fraction"] - run["decode_gbps"] / 250) > 1e-9)' "$TMP/floor.json"
 
 # 3. seed000's shared prompt hits the prefix cache; the same seed gives the same fingerprint.
 "$BIN" bench --dataset-name seed000 --num-prompts 6 --json "$TMP/s1.json" "${COMMON[@]}" >/dev/null 2>&1

@@ -128,6 +128,12 @@ class Backend {
   // First-use costs paid before the first step (CUDA: kernels, cuBLAS algorithms, decode graphs).
   // The constructor calls it unless BackendOptions::defer_warm_up.
   virtual void warm_up() {}
+  // The device's copy bandwidth in GB/s, measured now: bytes read plus bytes written per second by
+  // device-to-device copies large enough to leave the caches behind (under tensor parallel, every
+  // GPU copying at once, summed). bench holds decode's bytes against it (the "% of floor"). The
+  // copies go through the KV pool: call it before any sequence holds KV. nullopt where nothing is
+  // measured (the CPU backend, or a pool too small to leave L2 behind).
+  virtual std::optional<double> measure_copy_bandwidth_gbps() { return std::nullopt; }
   // Tensor parallel: times the collectives of one pure-decode step of `rows` sequences
   // (CollectiveTiming), `iterations` calls of each after warm-up calls, on the backend's own
   // collective, stream and preallocated buffers (nothing is allocated; rows is clamped to what the

@@ -34,6 +34,7 @@ class TensorParallelBackend final : public Backend {
   bool overlaps_steps() const override { return overlaps_; }
   void warm_up() override;
   std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
+  std::optional<double> measure_copy_bandwidth_gbps() override;
   const PlanLimits& limits() const override { return limits_; }
   std::string device_name() const override {
     return fmt::format("{} x {} (tensor parallel)", degree(), shards_[0]->device_name());
@@ -170,6 +171,21 @@ std::optional<CollectiveTiming> TensorParallelBackend::time_collectives(int rows
     slowest->all_gather_s = std::max(slowest->all_gather_s, t->all_gather_s);
   }
   return slowest;
+}
+
+// Every GPU copies at once, as every rank reads its shard at once in a step; the floor is their
+// sum (weight_bytes() is the sum of the shards').
+std::optional<double> TensorParallelBackend::measure_copy_bandwidth_gbps() {
+  std::vector<std::optional<double>> measured(shards_.size());
+  run_ranks([&](int rank) {
+    measured[size_t(rank)] = shards_[size_t(rank)]->measure_copy_bandwidth_gbps();
+  });
+  double sum = 0.0;
+  for (const std::optional<double>& gbps : measured) {
+    if (!gbps) return std::nullopt;
+    sum += *gbps;
+  }
+  return sum;
 }
 
 }  // namespace

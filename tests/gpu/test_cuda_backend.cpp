@@ -10,6 +10,7 @@
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <optional>
 #include <random>
 #include <span>
 #include <string>
@@ -209,20 +210,23 @@ void compare_backends(const WeightSource& weights, const std::vector<int>& promp
   }
 }
 
-// What greedy_run records: each sequence's sampled ids, each step's logits (with `logits`), and
-// the backend's fused_norm_rows().
+// What greedy_run records: each sequence's sampled ids, each step's logits (with `logits`), the
+// backend's fused_norm_rows(), and with measure_copy its measured copy bandwidth.
 struct GreedyRun {
   std::vector<std::vector<int32_t>> outputs;
   std::vector<std::vector<float>> logits;
   int fused_norm_rows = 0;
+  std::optional<double> copy_gbps;
 };
 
 // `steps` greedy steps on a fresh CUDA backend: the prompts in one chunk, then one token a
-// sequence per step.
+// sequence per step. measure_copy: a KV pool sized from memory (a third of it), whose copy
+// bandwidth is measured before the first step.
 GreedyRun greedy_run(const WeightSource& weights, bool graphs, const std::vector<int>& prompt_lens,
-                     int steps, bool logits = false) {
+                     int steps, bool logits = false, bool measure_copy = false) {
   BackendOptions options;
-  options.num_kv_blocks = 256;
+  options.num_kv_blocks = measure_copy ? 0 : 256;
+  options.gpu_memory_utilization = 0.3;
   options.max_num_seqs = 16;
   options.max_num_batched_tokens = 256;
   options.max_model_len = std::min(512, weights.config().max_position_embeddings);  // GPT-2: 256
@@ -230,6 +234,7 @@ GreedyRun greedy_run(const WeightSource& weights, bool graphs, const std::vector
   std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
   GreedyRun run;
   run.fused_norm_rows = dynamic_cast<CudaBackend&>(*gpu).fused_norm_rows();
+  if (measure_copy) run.copy_gbps = gpu->measure_copy_bandwidth_gbps();
   std::mt19937 rng(7);
   std::vector<Seq> seqs =
       make_seqs(prompt_lens, weights.config().vocab_size, 16, options.max_model_len, rng);
@@ -441,6 +446,18 @@ TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
     const auto graphed = greedy_run(*weights, true, lens, 24).outputs;
     CHECK(eager == graphed);
   }
+}
+
+TEST_CASE("the copy bandwidth is measured through the KV pool, and the steps after it are the same") {
+  std::unique_ptr<WeightSource> weights = open_model("tiny");
+  const std::vector<int> lens = {7, 30, 16, 1};
+  const GreedyRun measured = greedy_run(*weights, true, lens, 24, false, true);
+  REQUIRE(measured.copy_gbps.has_value());
+  // HBM GPUs copy at 1,000-5,000 GB/s (bytes read plus written; the H100 ~3,000); a figure far
+  // outside means the timing or the byte count is wrong.
+  CHECK(*measured.copy_gbps > 300.0);
+  CHECK(*measured.copy_gbps < 20000.0);
+  CHECK(measured.outputs == greedy_run(*weights, true, lens, 24).outputs);
 }
 
 TEST_CASE("overlapped steps: ids read on the device from the step before give the same outputs") {

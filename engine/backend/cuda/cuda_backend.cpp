@@ -635,7 +635,41 @@ struct EventPair {
 
 constexpr int kCollectiveWarmUpCalls = 3;
 
+// The copy bandwidth's copies: each at most 1 GiB and at least 256 MiB (five times an H100's or
+// H200's 50 MB L2, so the bytes come from HBM), after 2 untimed ones.
+constexpr int64_t kCopyMaxBytes = int64_t(1) << 30;
+constexpr int64_t kCopyMinBytes = int64_t(256) << 20;
+constexpr int kCopyWarmUpCalls = 2;
+constexpr int kCopyTimedCalls = 8;
+
 }  // namespace
+
+// The first half of the KV pool copied onto the second: no sequence holds KV yet, so nothing is
+// lost, and the bytes copied are the pool's zeros or KV values, finite as graph replays' padding
+// rows (which read block 0) need.
+std::optional<double> CudaBackend::measure_copy_bandwidth_gbps() {
+  ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
+  const int64_t pool_bytes =
+      int64_t(num_kv_blocks_) * kv_block_bytes(config_, options_.block_size, element_size_);
+  const int64_t bytes = std::min(pool_bytes / 2 / 256 * 256, kCopyMaxBytes);
+  if (bytes < kCopyMinBytes) return std::nullopt;
+  char* source = static_cast<char*>(kv_pool_);
+  char* target = source + pool_bytes / 2 / 256 * 256;
+  const auto copy = [&] {
+    ROSE_CUDA_CHECK(
+        cudaMemcpyAsync(target, source, size_t(bytes), cudaMemcpyDeviceToDevice, stream_));
+  };
+  for (int i = 0; i < kCopyWarmUpCalls; ++i) copy();
+  EventPair events;
+  ROSE_CUDA_CHECK(cudaEventRecord(events.start, stream_));
+  for (int i = 0; i < kCopyTimedCalls; ++i) copy();
+  ROSE_CUDA_CHECK(cudaEventRecord(events.stop, stream_));
+  ROSE_CUDA_CHECK(cudaEventSynchronize(events.stop));
+  float ms = 0;
+  ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
+  if (ms <= 0.0f) return std::nullopt;
+  return 2.0 * double(bytes) * kCopyTimedCalls / (double(ms) / 1e3) / 1e9;
+}
 
 // A pure-decode step of `rows` sequences runs at its graph bucket (execute()): all_reduce_proj()
 // on (padded, H) twice per layer and gather_logits() of (padded, stride) fp32 (the peer kernel or

@@ -104,6 +104,7 @@ class CudaBackend final : public Backend {
   }
   void warm_up() override;
   std::optional<CollectiveTiming> time_collectives(int rows, int iterations) override;
+  std::optional<double> measure_copy_bandwidth_gbps() override;
 
  private:
   // Construction, in this order (cuda_backend.cpp).
