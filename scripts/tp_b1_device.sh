@@ -7,6 +7,8 @@
 #     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
 #     and --bench-flags, each run at the degrees PROBE_TPS names, default "1 2": outputs wrong
 #     where they skip kernels, step times real);
+#   - MODELS_SMALL (default none): those models on one GPU at batches 1 and 4, as built and with
+#     each probe;
 #   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2,
 #     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
@@ -30,21 +32,38 @@ base_bench() {  # deadline_bench with the base build, when the bundle has one
   [[ -x $B/roseinfer-base ]] && BENCH_BIN=$B/roseinfer-base deadline_bench "$@"
   return 0
 }
+# A probe's words (comma-separated VAR=VALUE settings and --bench-flags) into envs and args, and
+# a tag for the run names; "default" is no setting.
+parse_probe() {  # PROBE
+  envs=() args=()
+  [[ $1 == default ]] && { tag=default; return; }
+  IFS=, read -r -a words <<<"$1"
+  for word in "${words[@]}"; do
+    if [[ $word == --* ]]; then args+=("$word"); else envs+=("$word"); fi
+  done
+  tag=$(echo "$1" | tr -c 'a-zA-Z0-9\n' _ | tr '[:upper:]' '[:lower:]' | sed 's/roseinfer_cuda_//g; s/^_*//')
+}
 for round in $(seq 1 "${ROUNDS:-2}"); do
   for tp in 1 2; do
     base_bench "llama8b_b1_tp${tp}_base_r$round" -- "${B1[@]}" --tensor-parallel "$tp"
     deadline_bench "llama8b_b1_tp${tp}_r$round" -- "${B1[@]}" --tensor-parallel "$tp"
   done
   for probe in ${PROBES:-}; do
-    IFS=, read -r -a words <<<"$probe"
-    envs=() args=()
-    for word in "${words[@]}"; do
-      if [[ $word == --* ]]; then args+=("$word"); else envs+=("$word"); fi
-    done
-    tag=$(echo "$probe" | tr -c 'a-zA-Z0-9\n' _ | tr '[:upper:]' '[:lower:]' | sed 's/roseinfer_cuda_//g; s/^_*//')
+    parse_probe "$probe"
     for tp in ${PROBE_TPS:-1 2}; do
       deadline_bench "llama8b_b1_tp${tp}_${tag}_r$round" "${envs[@]}" -- "${B1[@]}" "${args[@]}" \
         --tensor-parallel "$tp"
+    done
+  done
+done
+# One GPU's smaller models (MODELS_SMALL, e.g. "llama-1b gpt2") at batches 1 and 4, as built and
+# with each probe: what a kernel change does outside tensor parallel.
+for m in ${MODELS_SMALL:-}; do
+  for b in 1 4; do
+    for probe in default ${PROBES:-}; do
+      parse_probe "$probe"
+      deadline_bench "${m}_b${b}_tp1_$tag" "${envs[@]}" -- --model "$m" \
+        --dataset-name "grid:$b:512:128" "${RUN[@]}" "${args[@]}"
     done
   done
 done
