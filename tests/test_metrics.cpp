@@ -345,4 +345,12 @@ TEST_CASE("report tables: the collectives line only for tensor-parallel runs") {
   r.collectives = rose::collective_figures(sample_timing(), rose::StepStats{});
   CHECK(rose::render_report_table(r).find("0.340 ms (no pure-decode step to compare)") !=
         std::string::npos);
+  // Fused with the add-norm, the all-reduce's time is the fused kernel's over the plain one's.
+  rose::CollectiveTiming fused = sample_timing();
+  fused.fused_add_norm = true;
+  r.collectives = rose::collective_figures(fused, steps);
+  CHECK(r.collectives->fused_add_norm);
+  CHECK(rose::render_report_table(r).find(
+            "1.638 GB/s bus (each all-reduce timed as its fused add-norm over the plain add-norm, "
+            "the gather standalone, at these sizes)") != std::string::npos);
 }

@@ -386,8 +386,10 @@ TEST_CASE("results JSON: a tensor-parallel run's collective figures survive a ro
   f.all_gather_us = 40.25;
   f.ms_per_decode_step = 0.44025;
   f.decode_step_fraction = 0.25;
+  f.fused_add_norm = true;
   written.runs[0].collectives = f;
   f.decode_step_fraction = std::nan("");  // a run without a pure-decode step: written as null
+  f.fused_add_norm = false;
   written.runs[1].collectives = f;
   const std::string text = rose::results_to_json(written, false);
   CHECK(text.find("\"collective_decode_step_fraction\": null") != std::string::npos);
@@ -405,8 +407,10 @@ TEST_CASE("results JSON: a tensor-parallel run's collective figures survive a ro
   CHECK(g.all_gather_us == 40.25);
   CHECK(g.ms_per_decode_step == 0.44025);
   CHECK(g.decode_step_fraction == 0.25);
+  CHECK(g.fused_add_norm);
   REQUIRE(read.runs[1].collectives.has_value());
   CHECK(std::isnan(read.runs[1].collectives->decode_step_fraction));
+  CHECK_FALSE(read.runs[1].collectives->fused_add_norm);
   CHECK(read.run_values[0].at("collective_ms_per_decode_step") == 0.44025);
   CHECK(read.run_values[0].at("all_reduce_bus_gbps") == 5.24288);
   // A run without tensor parallel has none of the keys.

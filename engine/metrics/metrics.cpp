@@ -217,6 +217,7 @@ CollectiveFigures collective_figures(const CollectiveTiming& timing, const StepS
   f.all_reduce_bytes = double(timing.all_reduce_bytes);
   f.all_reduce_us = timing.all_reduce_s * 1e6;
   f.all_reduce_bus_gbps = timing.all_reduce_bus_gbps();
+  f.fused_add_norm = timing.fused_add_norm;
   f.all_gathers_per_step = timing.all_gathers_per_step;
   f.all_gather_bytes = double(timing.all_gather_bytes);
   f.all_gather_us = timing.all_gather_s * 1e6;

@@ -67,7 +67,8 @@ struct CollectiveFigures {
   int64_t rows = 0;  // the step's rows timed (the mean decode batch; a CUDA graph's padded bucket)
   int64_t all_reduces_per_step = 0;
   double all_reduce_bytes = 0;     // one call's buffer on each rank
-  double all_reduce_us = 0;        // one call
+  double all_reduce_us = 0;        // one call (fused: the fused add-norm's time over the plain's)
+  bool fused_add_norm = false;     // CollectiveTiming::fused_add_norm
   double all_reduce_bus_gbps = 0;  // nccl-tests' busBw: 2 (N-1)/N x bytes / time
   int64_t all_gathers_per_step = 0;
   double all_gather_bytes = 0;    // one call's send buffer on each rank

@@ -237,13 +237,15 @@ std::string collectives_text(const CollectiveFigures& f) {
   const std::string share = std::isfinite(f.decode_step_fraction)
                                 ? format_percent(f.decode_step_fraction) + " of the step"
                                 : std::string("no pure-decode step to compare");
-  return fmt::format(
-      "{} of {} + {} of {} per decode step of {}: {} ms ({}), {} GB/s bus (measured standalone "
-      "at these sizes)",
-      plural(f.all_reduces_per_step, "all-reduce"), bytes_text(f.all_reduce_bytes),
-      plural(f.all_gathers_per_step, "all-gather"), bytes_text(f.all_gather_bytes),
-      plural(f.rows, "row"), format_number(f.ms_per_decode_step), share,
-      format_number(f.all_reduce_bus_gbps));
+  const char* how = f.fused_add_norm
+                        ? "each all-reduce timed as its fused add-norm over the plain add-norm, "
+                          "the gather standalone, at these sizes"
+                        : "measured standalone at these sizes";
+  return fmt::format("{} of {} + {} of {} per decode step of {}: {} ms ({}), {} GB/s bus ({})",
+                     plural(f.all_reduces_per_step, "all-reduce"), bytes_text(f.all_reduce_bytes),
+                     plural(f.all_gathers_per_step, "all-gather"), bytes_text(f.all_gather_bytes),
+                     plural(f.rows, "row"), format_number(f.ms_per_decode_step), share,
+                     format_number(f.all_reduce_bus_gbps), how);
 }
 
 // Throughputs, token counts, cache and KV use, bandwidth and step counts, one figure a row.

@@ -100,6 +100,7 @@ std::vector<std::pair<std::string, double>> run_numbers(const BenchReport& r) {
     add("all_reduce_bytes", f.all_reduce_bytes);
     add("all_reduce_us", f.all_reduce_us);
     add("all_reduce_bus_gbps", f.all_reduce_bus_gbps);
+    add("all_reduce_fused_add_norm", f.fused_add_norm ? 1.0 : 0.0);  // 1: all_reduce_us is fused
     add("all_gathers_per_step", double(f.all_gathers_per_step));
     add("all_gather_bytes", f.all_gather_bytes);
     add("all_gather_us", f.all_gather_us);
@@ -637,6 +638,7 @@ BenchReport report_from_values(const std::string& mode, bool prefix_cache,
     f.all_reduce_bytes = get("all_reduce_bytes");
     f.all_reduce_us = get("all_reduce_us");
     f.all_reduce_bus_gbps = get("all_reduce_bus_gbps");
+    f.fused_add_norm = get_optional("all_reduce_fused_add_norm").value_or(0.0) != 0.0;
     f.all_gathers_per_step = saturating_count<int64_t>(get("all_gathers_per_step"));
     f.all_gather_bytes = get("all_gather_bytes");
     f.all_gather_us = get("all_gather_us");

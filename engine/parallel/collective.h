@@ -39,6 +39,10 @@ struct CollectiveTiming {
   int64_t all_gather_bytes = 0;  // one call's send buffer (each rank's logits, fp32)
   double all_gather_s = 0;       // one call
   int iterations = 0;            // timed calls of each
+  // True where the step fuses each all-reduce with the add-norm that consumes it (the peer
+  // kernel): all_reduce_s is then the fused kernel's time less the plain add-norm's, the
+  // exchange's cost in the step, not a separate all-reduce's.
+  bool fused_add_norm = false;
 
   double step_s() const {
     return all_reduces_per_step * all_reduce_s + all_gathers_per_step * all_gather_s;

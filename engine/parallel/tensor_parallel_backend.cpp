@@ -169,6 +169,7 @@ std::optional<CollectiveTiming> TensorParallelBackend::time_collectives(int rows
     if (!t || !slowest) return std::nullopt;  // one rank (--tensor-parallel 1): no collectives
     slowest->all_reduce_s = std::max(slowest->all_reduce_s, t->all_reduce_s);
     slowest->all_gather_s = std::max(slowest->all_gather_s, t->all_gather_s);
+    slowest->fused_add_norm = slowest->fused_add_norm && t->fused_add_norm;
   }
   return slowest;
 }

@@ -672,8 +672,10 @@ std::optional<double> CudaBackend::measure_copy_bandwidth_gbps() {
 }
 
 // A pure-decode step of `rows` sequences runs at its graph bucket (execute()): all_reduce_proj()
-// on (padded, H) twice per layer and gather_logits() of (padded, stride) fp32 (the peer kernel or
-// the all-gather and its copies into place, as the step runs it). Each
+// on (padded, H) twice per layer, or where the collective fuses it with the add-norm after it, that
+// kernel (timed against the plain add-norm: its extra time is the exchange's), and
+// gather_logits() of (padded, stride) fp32 (the peer kernel or the all-gather and its copies into
+// place, as the step runs it). Each
 // is enqueued on the step's stream over the step's buffers (proj_ zeroed first, so the repeated
 // in-place sums stay 0) and timed with events around `iterations` calls, replayed from a graph
 // when the steps use graphs.
@@ -723,7 +725,18 @@ std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iter
     ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, events.start, events.stop));
     return double(ms) / 1e3 / t.iterations;
   };
-  t.all_reduce_s = time_calls([&] { collective_->all_reduce_sum(proj_, count, type, stream_); });
+  // As the step's layer add-norms run: fused with the all-reduce where the collective takes them.
+  AddNormArgs norm = layer_args_[0].mlp_norm;
+  norm.num_rows = t.rows;
+  t.fused_add_norm = add_norm_reducer_ && add_norm_reducer_->fuses_add_norm(norm);
+  if (t.fused_add_norm) {
+    const double fused_s =
+        time_calls([&] { add_norm_reducer_->all_reduce_add_norm(norm, stream_); });
+    const double plain_s = time_calls([&] { launch_add_norm(norm, stream_); });
+    t.all_reduce_s = std::max(0.0, fused_s - plain_s);
+  } else {
+    t.all_reduce_s = time_calls([&] { collective_->all_reduce_sum(proj_, count, type, stream_); });
+  }
   t.all_gather_s = time_calls([&] { gather_logits(t.rows); });
   return t;
 }
