@@ -33,16 +33,12 @@ __device__ __forceinline__ uint32_t peer_push_parity(const PeerPush& p, int row)
   return (__ldcg(p.epochs + row % p.blocks) + 1u) & 1u;
 }
 
-// Output `o` of row `row` (a row of `hidden` elements of T) into every peer's staging. The loop
-// runs over the constant kPeerPushMaxRanks: indexing the kernel parameter's stages[] by a runtime
-// rank would copy it into every thread's local memory (ptxas does), which cost a llama-8b
-// batch-1 step 25% when first tried.
+// Output `o` of row `row` (a row of `hidden` elements of T) into every peer's staging.
 template <typename T>
 __device__ __forceinline__ void peer_push_store(const PeerPush& p, uint32_t parity, int row,
                                                 int hidden, int o, T value) {
-#pragma unroll
-  for (int peer = 0; peer < kPeerPushMaxRanks; ++peer) {
-    if (peer >= p.size || peer == p.rank) continue;
+  for (int peer = 0; peer < p.size; ++peer) {
+    if (peer == p.rank) continue;
     char* slot = static_cast<char*>(p.stages[peer]) + int64_t(parity) * p.slot_bytes;
     T* rows = reinterpret_cast<T*>(slot + int64_t(p.rank) * p.region_bytes);
     rows[int64_t(row) * hidden + o] = value;
