@@ -7,12 +7,8 @@
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm_row.cuh"
-#include "kernels/cuda/peer_push.cuh"
 
 namespace rose {
-
-static_assert(kPeerPushMaxRanks == kPeerAllReduceMaxRanks);
-
 namespace {
 
 // A peer that never arrives (its rank failed mid-step) would otherwise hang the process: after
@@ -75,23 +71,15 @@ __device__ void exchange_flags(const PeerAllReduceArgs& a, uint32_t epoch) {
 }
 
 // This block's epoch for this call: its last one + 1, kept in a.epochs (every rank's blocks count
-// their calls alike). Every thread of the block must call it, once per call; write_epoch then
-// records it.
-__device__ uint32_t read_epoch(const PeerAllReduceArgs& a) {
+// their calls alike). Every thread of the block must call it, once per call.
+__device__ uint32_t next_epoch(const PeerAllReduceArgs& a) {
   __shared__ uint32_t epoch_shared;
-  if (threadIdx.x == 0) epoch_shared = a.epochs[blockIdx.x] + 1;
+  if (threadIdx.x == 0) {
+    epoch_shared = a.epochs[blockIdx.x] + 1;
+    a.epochs[blockIdx.x] = epoch_shared;
+  }
   __syncthreads();
   return epoch_shared;
-}
-
-__device__ void write_epoch(const PeerAllReduceArgs& a, uint32_t epoch) {
-  if (threadIdx.x == 0) a.epochs[blockIdx.x] = epoch;
-}
-
-__device__ uint32_t next_epoch(const PeerAllReduceArgs& a) {
-  const uint32_t epoch = read_epoch(a);
-  write_epoch(a, epoch);
-  return epoch;
 }
 
 // grid (kPeerAllReduceBlocks,), block (kPeerAllReduceThreads,). buffer (vectors,) of 16 bytes.
@@ -145,7 +133,7 @@ __device__ __forceinline__ float bits_to_float(unsigned short bits) {
 // delta's element replaced by the rounded rank-order sum peer_all_reduce_kernel computes.
 template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kNormThreads)
-    peer_all_reduce_add_norm_kernel(PeerAllReduceArgs a, AddNormArgs norm, bool pushed) {
+    peer_all_reduce_add_norm_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
   __shared__ float scratch[32];
@@ -203,20 +191,15 @@ __global__ void __launch_bounds__(kNormThreads)
   // product that feeds this call in between, so they completed before the kernel just before this
   // one passed its own wait and could launch this one. Not for the final norm (row_index, which
   // the host wrote for this step; a read of it would be the first).
-  // The count is written back only after the wait: a pushing GEMV (peer_push.cuh) reads it while
-  // it runs, before this kernel may.
   const bool before_wait = !(a.probe & 8) && !norm.row_index;
   if (before_wait) {
-    epoch = read_epoch(a);
+    epoch = next_epoch(a);
     if (kEarly) load_residual(blockIdx.x);
   }
   pdl_wait();
-  if (!before_wait) epoch = read_epoch(a);
-  write_epoch(a, epoch);
+  if (!before_wait) epoch = next_epoch(a);
   const int vectors = hidden * int(sizeof(T)) / 16;
-  // With `pushed`, the GEMV that wrote delta stored its rows in the peers' staging already.
-  const bool push = !pushed && !(a.probe & 1);
-  for (int row = blockIdx.x; row < norm.num_rows && push; row += kPeerAllReduceBlocks) {
+  for (int row = blockIdx.x; row < norm.num_rows && !(a.probe & 1); row += kPeerAllReduceBlocks) {
     const uint4* mine = reinterpret_cast<const uint4*>(delta + int64_t(source_row(row)) * hidden);
     for (int v = threadIdx.x; v < vectors; v += kNormThreads) {
       const uint4 x = mine[v];
@@ -330,18 +313,6 @@ __global__ void peer_all_gather_columns_kernel(PeerAllReduceArgs a, const uint4*
 
 }  // namespace
 
-PeerPush peer_push_target(const PeerAllReduceArgs& args) {
-  PeerPush push;
-  for (int r = 0; r < args.size; ++r) push.stages[r] = args.stages[r];
-  push.epochs = args.epochs;
-  push.slot_bytes = args.slot_bytes;
-  push.region_bytes = args.slot_bytes / args.size / 16 * 16;  // as the fused kernel's region()
-  push.blocks = kPeerAllReduceBlocks;
-  push.rank = args.rank;
-  push.size = args.size;
-  return push;
-}
-
 void launch_peer_all_gather_columns(const PeerAllReduceArgs& args, const float* send, float* recv,
                                     const PeerColumnGather& layout, cudaStream_t stream) {
   if (layout.rows <= 0) return;
@@ -371,14 +342,14 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 }
 
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     bool pushed, cudaStream_t stream) {
+                                     cudaStream_t stream) {
   if (norm.num_rows <= 0) return;
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
   dispatch_dtype(norm.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_norm_per_thread(norm.hidden, [&](auto per_thread) {
       launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value>, grid,
-                    kNormThreads, 0, stream, args, norm, pushed);
+                    kNormThreads, 0, stream, args, norm);
     });
   });
 }

@@ -21,7 +21,6 @@
 #include <cstdint>
 
 #include "kernels/cuda/norm.cuh"
-#include "kernels/cuda/peer_push.cuh"
 
 namespace rose {
 
@@ -73,15 +72,8 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 // Needs: norm.tok_emb null, hidden * element size a multiple of 16 and hidden at most
 // kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down to 16
 // (PeerAllReduce::fuses_add_norm checks).
-//
-// pushed: the GEMV that wrote norm.delta also stored its rows into the peers' staging
-// (peer_push.cuh, from peer_push_target), so the kernel does not push them again.
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     bool pushed, cudaStream_t stream);
-
-// Where a GEMV pushing this rank's partial for this group's next call stores it (a kAddNorm
-// group's args).
-PeerPush peer_push_target(const PeerAllReduceArgs& args);
+                                     cudaStream_t stream);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
 // count[r]) columns row-major (the lm_head's output), padded to chunk floats, and they land in

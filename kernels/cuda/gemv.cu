@@ -20,22 +20,11 @@ constexpr int kChunk = 32 * 8;  // elements a warp covers with one 16-byte load 
 enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
 
 // Lane 0's store of feature o's sums (acc: the warp sums of each weight row and input row) through
-// epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream; with push, a stored
-// row's output also goes to the peers' staging (parity: each row's slot, push_parities).
-template <int kRows>
-__device__ __forceinline__ void push_parities(const PeerPush& push, int n,
-                                              uint32_t (&parity)[kRows]) {
-#pragma unroll
-  for (int row = 0; row < kRows; ++row) {
-    parity[row] = push.size > 1 && row < n ? peer_push_parity(push, row) : 0u;
-  }
-}
-
+// epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream.
 template <typename T, Epilogue E, int kRows, int kWeightRows>
 __device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kRows], int n,
                                               int out, int o, const T* bias, void* y,
-                                              bool residual_add, const PeerPush& push,
-                                              const uint32_t (&parity)[kRows]) {
+                                              bool residual_add) {
 #pragma unroll
   for (int row = 0; row < kRows; ++row) {
     if (row < n) {
@@ -49,7 +38,6 @@ __device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kR
           residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
         } else {
           static_cast<T*>(y)[at] = value;
-          if (push.size > 1) peer_push_store(push, parity[row], row, out, o, value);
         }
       } else if constexpr (E == Epilogue::kGeluBias) {
         float v = acc[0][row];
@@ -131,9 +119,7 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
                                               int in, int out, bool residual_add, int group,
                                               const uint4 (&pre)[kWeightRows][kPre > 0 ? kPre : 1],
                                               bool use_pre,
-                                              float (&partial)[kWarps][kWeightRows][kRows],
-                                              const PeerPush& push,
-                                              const uint32_t (&parity)[kRows]) {
+                                              float (&partial)[kWarps][kWeightRows][kRows]) {
   constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int local = warp / kSplit, part = warp % kSplit;
@@ -169,7 +155,7 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
   }
   sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
   if (part == 0 && active && lane == 0) {
-    store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add, push, parity);
+    store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
   }
 }
 
@@ -202,19 +188,17 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add, int prefetch_bytes, PeerPush push) {
+                bool residual_add, int prefetch_bytes) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   if (prefetch_bytes > 0) {
     prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
   }
   pdl_wait();
   pdl_launch_dependents();
-  uint32_t parity[kRows];
-  push_parities(push, n, parity);
   __shared__ float partial[kWarps][kWeightRows][kRows];
   const uint4 none[kWeightRows][1] = {};
   product_group<T, E, kSplit, kRows, 0>(x, w, bias, y, n, in, out, residual_add, int(blockIdx.x),
-                                        none, false, partial, push, parity);
+                                        none, false, partial);
 }
 
 // The rows (n, in) RMSNorm(fusion.norm_residual) * fusion.norm_weight in T, launch_add_norm's
@@ -283,14 +267,11 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
   }
   pdl_wait();
   pdl_launch_dependents();
-  uint32_t parity[kRows];
-  push_parities(fusion.push, n, parity);
   if (fusion.norm_residual) x = normalize_rows<T, kRows>(fusion, n, in);
   const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
   for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
     product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, fusion.residual_add,
-                                                   group, pre, group == int(blockIdx.x), partial,
-                                                   fusion.push, parity);
+                                                   group, pre, group == int(blockIdx.x), partial);
     if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
   }
 }
@@ -399,7 +380,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add, prefetch_bytes(), fusion.push);
+                fusion.residual_add, prefetch_bytes());
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).
@@ -443,10 +424,6 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
   }
   if (fusion.residual_add && E != Epilogue::kStore) {
     cuda_fail("the residual add follows the plain product only", "launch_gemv", __FILE__, __LINE__);
-  }
-  if (fusion.push.size > 1 && (E != Epilogue::kStore || fusion.residual_add)) {
-    cuda_fail("a peer push follows the plain product stored in the dtype only", "launch_gemv",
-              __FILE__, __LINE__);
   }
   dispatch_dtype(dtype, [&](auto tag) {
     launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, fusion, stream);

@@ -25,7 +25,6 @@
 #include "engine/parallel/rank_threads.h"
 #include "engine/parallel/shard_plan.h"
 #include "kernels/cuda/check.cuh"
-#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -259,42 +258,20 @@ struct AddNormWay {
   gputest::DeviceArray<uint16_t> out;    // (rows, hidden) normalized rows in dtype
 };
 
-// Whether a case also runs the GEMV that pushes (peer_push.cuh): the GEMV's rows, not gathered.
-bool pushable(const AddNormCase& c) {
-  return !c.gathered && c.rows <= kGemvMaxRows && gemv_supported(c.rows, c.hidden);
-}
-
-// The (hidden, hidden) identity in dtype: the GEMV's x I^T gives x's bits back (each output one
-// exact product, the other terms +0).
-std::vector<uint16_t> identity_bits(int hidden, DType dtype) {
-  std::vector<uint16_t> bits(size_t(hidden) * size_t(hidden), 0);
-  const uint16_t one = dtype == DType::kBF16 ? 0x3F80 : 0x3C00;
-  for (int i = 0; i < hidden; ++i) bits[size_t(i) * size_t(hidden) + size_t(i)] = one;
-  return bits;
-}
-
 // A rank's buffers for one case, made and freed on the rank's device and thread.
 struct AddNormBuffers {
   AddNormBuffers(const std::vector<uint16_t>& partial, const std::vector<float>& residual,
-                 const std::vector<uint16_t>& params, const std::vector<int32_t>& rows,
-                 const std::vector<uint16_t>& identity)
-      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual),
-             AddNormWay(std::vector<uint16_t>(partial.size(), 0x7FFF), residual)},
+                 const std::vector<uint16_t>& params, const std::vector<int32_t>& rows)
+      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual)},
         weights(params),
-        row_index(rows),
-        input(partial),
-        identity(identity) {}
-  // [0]: the two kernels' run, [1]: the fused one's, [2]: the fused one's after a GEMV wrote
-  // delta (starting as NaNs) and pushed it (pushable cases)
-  AddNormWay ways[3];
+        row_index(rows) {}
+  AddNormWay ways[2];                       // [0]: the two kernels' run, [1]: the fused one's
   gputest::DeviceArray<uint16_t> weights;   // (3, hidden): norm weight, norm bias, delta bias
   gputest::DeviceArray<int32_t> row_index;  // a gathered case's source rows
-  gputest::DeviceArray<uint16_t> input;     // (rows, hidden) the partial, the GEMV's x
-  gputest::DeviceArray<uint16_t> identity;  // (hidden, hidden) a pushable case's GEMV weights
 };
 
-// Runs every case back to back on every rank, each way; returns the number of (case, rank) pairs
-// whose residual or normalized rows differ from the two kernels'.
+// Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
+// whose residual or normalized rows differ.
 int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases) {
   const int n = int(devices.size());
   const auto sums = PeerAllReduce::make_group(devices, kMaxBytes);
@@ -330,13 +307,10 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     std::vector<std::unique_ptr<AddNormBuffers>> buffers;
     buffers.resize(size_t(n));
     const std::vector<int32_t> rows = gathered_rows(c.rows);
-    const bool push = pushable(c);
-    std::vector<uint16_t> identity;
-    if (push) identity = identity_bits(c.hidden, c.dtype);
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params, rows, identity);
+      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params, rows);
     });
     AddNormArgs norm;
     norm.num_rows = c.gathered ? int(rows.size()) : c.rows;
@@ -373,32 +347,16 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     round([&](int r) { launch_add_norm(args(r, 0), streams[size_t(r)]); });
     round([&](int r) {
       REQUIRE(fused[size_t(r)]->fuses_add_norm(args(r, 1)));
-      fused[size_t(r)]->all_reduce_add_norm(args(r, 1), false, streams[size_t(r)]);
+      fused[size_t(r)]->all_reduce_add_norm(args(r, 1), streams[size_t(r)]);
     });
-    if (push) {
-      round([&](int r) {
-        AddNormBuffers& b = *buffers[size_t(r)];
-        GemvFusion fusion;
-        fusion.push = fused[size_t(r)]->push_target();
-        launch_gemv(b.input.get(), b.identity.get(), b.ways[2].delta.get(), c.rows, c.hidden,
-                    c.hidden, false, c.dtype, streams[size_t(r)], fusion);
-      });
-      round([&](int r) {
-        fused[size_t(r)]->all_reduce_add_norm(args(r, 2), true, streams[size_t(r)]);
-      });
-    }
     std::vector<int> rank_wrong(size_t(n), 0);
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
       const AddNormWay* ways = buffers[i]->ways;
-      const std::vector<float> res0 = ways[0].res.download();
-      const auto same_as_two_kernels = [&](const AddNormWay& way) {
-        const std::vector<float> res = way.res.download();
-        return std::memcmp(res0.data(), res.data(), res0.size() * 4) == 0 &&
-               ways[0].out.download() == way.out.download();
-      };
-      rank_wrong[i] = !same_as_two_kernels(ways[1]) || (push && !same_as_two_kernels(ways[2]));
+      const std::vector<float> res0 = ways[0].res.download(), res1 = ways[1].res.download();
+      const bool same_res = std::memcmp(res0.data(), res1.data(), res0.size() * 4) == 0;
+      rank_wrong[i] = !same_res || ways[0].out.download() != ways[1].out.download();
       buffers[i].reset();
     });
     for (int w : rank_wrong) wrong += w;

@@ -189,17 +189,11 @@ bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
          (!norm.row_index || !norm.write_residual) && !norm.tok_emb;
 }
 
-void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, bool pushed,
-                                        cudaStream_t stream) const {
+void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const {
   if (!fuses_add_norm(norm)) {
     fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
   }
-  launch_peer_all_reduce_add_norm(args_, norm, pushed, stream);
-}
-
-PeerPush PeerAllReduce::push_target() const {
-  if (group_->use != Use::kAddNorm) fail("peer all-reduce: only an add-norm group takes pushes");
-  return peer_push_target(args_);
+  launch_peer_all_reduce_add_norm(args_, norm, stream);
 }
 
 bool PeerAllReduce::gathers_columns(const PeerColumnGather& layout) const {

@@ -59,10 +59,7 @@ class PeerAllReduce {
   bool fuses_add_norm(const AddNormArgs& norm) const;
   // norm.delta (num_rows, hidden), this rank's partial, all-reduced and consumed by the add-norm
   // in one kernel: the bits of all_reduce_sum(delta) followed by launch_add_norm(norm).
-  // pushed: delta's rows are already in the peers' staging (a GEMV stored them at push_target()).
-  void all_reduce_add_norm(const AddNormArgs& norm, bool pushed, cudaStream_t stream) const;
-  // Where a GEMV stores this rank's partial for the next all_reduce_add_norm (a kAddNorm group).
-  PeerPush push_target() const;
+  void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const;
 
   // Whether all_gather_columns takes `layout` (a kGather group; a chunk of whole 16-byte vectors
   // and at most max_bytes holding every rank's rows, whose columns fit recv's rows).
