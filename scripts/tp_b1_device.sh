@@ -7,8 +7,8 @@
 #     bundle has one), and the probes PROBES names (words of comma-separated VAR=VALUE settings
 #     and --bench-flags, each run at the degrees PROBE_TPS names, default "1 2": outputs wrong
 #     where they skip kernels, step times real);
-#   - MODELS_SMALL (default none): those models on one GPU at batches 1 and 4, as built and with
-#     each probe;
+#   - MODELS_SMALL (default none): those models on one GPU at the batches SMALL_BATCHES names
+#     (default "1 4"), as built and with each of SMALL_PROBES (default PROBES);
 #   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2,
 #     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
@@ -59,8 +59,8 @@ done
 # One GPU's smaller models (MODELS_SMALL, e.g. "llama-1b gpt2") at batches 1 and 4, as built and
 # with each probe: what a kernel change does outside tensor parallel.
 for m in ${MODELS_SMALL:-}; do
-  for b in 1 4; do
-    for probe in default ${PROBES:-}; do
+  for b in ${SMALL_BATCHES:-1 4}; do
+    for probe in default ${SMALL_PROBES:-${PROBES:-}}; do
       parse_probe "$probe"
       deadline_bench "${m}_b${b}_tp1_$tag" "${envs[@]}" -- --model "$m" \
         --dataset-name "grid:$b:512:128" "${RUN[@]}" "${args[@]}"

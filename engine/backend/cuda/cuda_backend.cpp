@@ -42,6 +42,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       logits_gatherer_(dynamic_cast<LogitsGatherer*>(collective_)),
       graphs_(options.max_num_seqs) {
   resolve_options();
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
+    gemv_max_rows_ = std::clamp(std::atoi(env), 0, kGemvMaxRows);
+  }
   open_device();
   try {
     weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,

@@ -204,7 +204,12 @@ class CudaBackend final : public Backend {
                 GemvActivation act, const GemvFusion& norm = {});
   // The fused small-batch gemv paths: off under --batch-invariant (their reduction differs from
   // the GEMM's, so a row's bits would depend on the batch size).
-  bool use_gemv(int n, int in) const { return !invariant_gemm_ && gemv_supported(n, in); }
+  bool use_gemv(int n, int in) const {
+    return !invariant_gemm_ && n <= gemv_max_rows_ && gemv_supported(n, in);
+  }
+  // The most rows a dense product runs on the GEMV (kGemvMaxRows; ROSEINFER_CUDA_GEMV_MAX_ROWS=N
+  // sends more rows to cuBLAS, for comparisons).
+  int gemv_max_rows_ = kGemvMaxRows;
   std::vector<GemmShape> gemm_shapes() const;
   template <typename T>
   T* meta(int64_t offset) const {  // a device pointer into this step's metadata

@@ -442,7 +442,7 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
     return;
   }
-  if (gemv_supported(n, in)) {       // small-batch decode: stream the weights with enough blocks
+  if (use_gemv(n, in)) {             // small-batch decode: stream the weights with enough blocks
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_, fusion);
     return;
@@ -508,7 +508,8 @@ int CudaBackend::fused_norm_max_rows() const {
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   const auto norm_in = [&](const DeviceMatrix& w, int n, int64_t out) {
     if (w.quantized()) return on_gemv(w, n);
-    return gemv_norm_input_supported(n, int(w.cols), int(out));  // not --batch-invariant (above)
+    // not --batch-invariant (above)
+    return n <= gemv_max_rows_ && gemv_norm_input_supported(n, int(w.cols), int(out));
   };
   const auto layer_fuses = [&](const LayerWeights& l, int n) {
     const bool no_biases = !l.o_b && !l.down_b && !l.attn_norm_b && !l.mlp_norm_b;
