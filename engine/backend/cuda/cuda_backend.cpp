@@ -32,6 +32,24 @@ double host_seconds() {
 
 }  // namespace
 
+namespace {
+
+// The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
+// compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
+// decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
+// on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
+// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the GEMV was within
+// 4% either way (llama-1b 1.03 against 1.10, llama-8b 4.90 against 4.70). So models of hidden
+// size 2,048 and up stop at 2 rows. ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
+int gemv_rows_for(const ModelConfig& config) {
+  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
+    return std::clamp(std::atoi(env), 0, kGemvMaxRows);
+  }
+  return config.hidden_size >= 2048 ? 2 : kGemvMaxRows;
+}
+
+}  // namespace
+
 CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& options)
     : config_(weights.config()),
       options_(options),
@@ -42,9 +60,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       logits_gatherer_(dynamic_cast<LogitsGatherer*>(collective_)),
       graphs_(options.max_num_seqs) {
   resolve_options();
-  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
-    gemv_max_rows_ = std::clamp(std::atoi(env), 0, kGemvMaxRows);
-  }
+  gemv_max_rows_ = gemv_rows_for(config_);
   open_device();
   try {
     weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,

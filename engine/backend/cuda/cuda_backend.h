@@ -207,8 +207,7 @@ class CudaBackend final : public Backend {
   bool use_gemv(int n, int in) const {
     return !invariant_gemm_ && n <= gemv_max_rows_ && gemv_supported(n, in);
   }
-  // The most rows a dense product runs on the GEMV (kGemvMaxRows; ROSEINFER_CUDA_GEMV_MAX_ROWS=N
-  // sends more rows to cuBLAS, for comparisons).
+  // The most rows a dense product runs on the GEMV, more going to cuBLAS (gemv_rows_for).
   int gemv_max_rows_ = kGemvMaxRows;
   std::vector<GemmShape> gemm_shapes() const;
   template <typename T>
