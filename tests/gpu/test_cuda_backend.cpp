@@ -448,7 +448,8 @@ TEST_CASE("greedy outputs are identical with CUDA graphs on and off") {
   }
 }
 
-TEST_CASE("the copy bandwidth is measured through the KV pool, and the steps after it are the same") {
+TEST_CASE(
+    "the copy bandwidth is measured through the KV pool, and the steps after it are the same") {
   std::unique_ptr<WeightSource> weights = open_model("tiny");
   const std::vector<int> lens = {7, 30, 16, 1};
   const GreedyRun measured = greedy_run(*weights, true, lens, 24, false, true);
