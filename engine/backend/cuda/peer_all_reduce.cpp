@@ -31,7 +31,7 @@ int peer_probe() {
   if (*end != '\0' || value < 0 || value > 15) {
     fail(
         "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-15 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
-        "8 early launch)",
+        "8 epoch and residual after the wait)",
         env);
   }
   return int(value);
