@@ -1,0 +1,189 @@
+// Timing driver for the dense row rule (CudaBackend's gemv_rows_for): each bf16 product of a
+// model's decode step at n = 1-4 rows on the GEMV (launch_gemv) and on cuBLAS (cublasGemmEx as
+// dense_gemm calls it), microseconds per call and GB/s of weights, so the rule can follow the
+// product rather than the model's hidden size. Calls are captured into a CUDA graph and replayed,
+// as a decode step runs them; each measurement cycles through enough copies of the weights (>= 256
+// MiB) that they come from HBM, not L2. gate|up is one product over its 2 x intermediate rows (the
+// fused SiLU epilogue reads the same bytes). Built as gpu_bench_gemv_rows, not run by ctest; run
+// with --no-skip.
+//   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b,gpt2 (all when
+//   unset)  ROSEINFER_BENCH_ROWS=3,4 (1-4 when unset)
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemv.cuh"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace rose;
+
+namespace {
+
+constexpr size_t kColdBytes = size_t(256) << 20;
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+
+struct Product {
+  const char* name;
+  int in, out;
+  bool f32_out;  // the lm_head's logits
+};
+
+struct Model {
+  const char* name;
+  std::vector<Product> products;
+};
+
+// The presets' shapes (engine/model/presets.cpp) and SmolLM2-135M's.
+const Model kModels[] = {
+    {"llama-1b",
+     {{"qkv", 2048, 3072, false},
+      {"o", 2048, 2048, false},
+      {"gate|up", 2048, 16384, false},
+      {"down", 8192, 2048, false},
+      {"lm_head", 2048, 128256, true}}},
+    {"llama-8b",
+     {{"qkv", 4096, 6144, false},
+      {"o", 4096, 4096, false},
+      {"gate|up", 4096, 28672, false},
+      {"down", 14336, 4096, false},
+      {"lm_head", 4096, 128256, true}}},
+    {"gpt2",
+     {{"qkv", 768, 2304, false},
+      {"o", 768, 768, false},
+      {"up", 768, 3072, false},
+      {"down", 3072, 768, false},
+      {"lm_head", 768, 50257, true}}},
+    {"SmolLM2-135M",
+     {{"qkv", 576, 960, false},
+      {"o", 576, 576, false},
+      {"gate|up", 576, 3072, false},
+      {"down", 1536, 576, false},
+      {"lm_head", 576, 49152, true}}},
+};
+
+int iterations() {
+  const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
+  return env ? std::max(10, std::atoi(env)) : 200;
+}
+
+// True when `name` is in the comma-separated list of env variable `var`, or the variable is unset.
+bool selected(const char* var, const std::string& name) {
+  const char* env = std::getenv(var);
+  if (!env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + name + ",") != std::string::npos;
+}
+
+// Mean time per call in microseconds of `iters` calls of launch(i) captured into one graph on
+// `stream`, timed on its second replay.
+template <typename Launch>
+double graph_us(cudaStream_t stream, int iters, Launch launch) {
+  cudaGraph_t graph = nullptr;
+  ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < iters; ++i) launch(i);
+  ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
+  cudaEvent_t begin, end;
+  ROSE_CUDA_CHECK(cudaEventCreate(&begin));
+  ROSE_CUDA_CHECK(cudaEventCreate(&end));
+  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
+  ROSE_CUDA_CHECK(cudaEventRecord(begin, stream));
+  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  ROSE_CUDA_CHECK(cudaEventRecord(end, stream));
+  ROSE_CUDA_CHECK(cudaEventSynchronize(end));
+  float ms = 0.0f;
+  ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
+  ROSE_CUDA_CHECK(cudaEventDestroy(begin));
+  ROSE_CUDA_CHECK(cudaEventDestroy(end));
+  ROSE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  return 1000.0 * ms / iters;
+}
+
+// y (n, out) = x (n, in) W^T on cuBLAS, as CudaBackend::dense_gemm calls it.
+void cublas_product(cublasHandle_t handle, const void* x, const void* w, void* y, int n, int in,
+                    int out, bool f32_out) {
+  const float alpha = 1.0f, beta = 0.0f;
+  ROSE_CUBLAS_CHECK(cublasGemmEx(
+      handle, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
+      &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStream_t stream,
+                 std::mt19937& rng) {
+  constexpr int kMaxRows = kGemvMaxRows;
+  std::printf("\n%s\n%-8s %2s %10s %10s %10s %10s  %s\n", model.name, "product", "n", "gemv_us",
+              "gemv_GB/s", "cublas_us", "cublas_GB/s", "faster");
+  double layer_gemv[kMaxRows + 1] = {}, layer_cublas[kMaxRows + 1] = {};
+  for (const Product& p : model.products) {
+    const size_t weight_bytes = size_t(p.in) * size_t(p.out) * 2;
+    const int copies = int(std::max<size_t>(2, (kColdBytes + weight_bytes - 1) / weight_bytes));
+    std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
+    {
+      const gputest::Bf16Data host =
+          gputest::random_bf16(size_t(p.in) * size_t(p.out), rng, -0.05f, 0.05f);
+      for (int c = 0; c < copies; ++c)
+        w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
+    }
+    const gputest::Bf16Data x = gputest::random_bf16(size_t(kMaxRows) * size_t(p.in), rng);
+    gputest::DeviceArray<uint16_t> x_dev(x.bits);
+    gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * size_t(p.out));  // fp32 fits either
+    for (int n = 1; n <= kMaxRows; ++n) {
+      if (!selected("ROSEINFER_BENCH_ROWS", std::to_string(n)) || !gemv_supported(n, p.in)) {
+        continue;
+      }
+      const auto weights = [&](int i) { return w[size_t(i % copies)]->get(); };
+      const double gemv = graph_us(stream, iters, [&](int i) {
+        launch_gemv(x_dev.get(), weights(i), y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16,
+                    stream);
+      });
+      const double cublas = graph_us(stream, iters, [&](int i) {
+        cublas_product(handle, x_dev.get(), weights(i), y_dev.get(), n, p.in, p.out, p.f32_out);
+      });
+      std::printf("%-8s %2d %10.2f %10.0f %10.2f %10.0f  %s\n", p.name, n, gemv,
+                  double(weight_bytes) / gemv / 1e3, cublas, double(weight_bytes) / cublas / 1e3,
+                  gemv <= cublas ? "gemv" : "cublas");
+      if (!p.f32_out) {
+        layer_gemv[n] += gemv;
+        layer_cublas[n] += cublas;
+      }
+    }
+  }
+  std::printf("%s: one layer's products, us:\n", model.name);
+  for (int n = 1; n <= kMaxRows; ++n) {
+    if (layer_gemv[n] <= 0.0) continue;  // not selected
+    std::printf("  n %d: gemv %8.2f  cublas %8.2f\n", n, layer_gemv[n], layer_cublas[n]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bench: dense GEMV vs cuBLAS per product at n = 1-4, graphs" * doctest::skip(true)) {
+  const int iters = iterations();
+  cudaStream_t stream = nullptr;
+  ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle = nullptr;
+  ROSE_CUBLAS_CHECK(cublasCreate(&handle));
+  ROSE_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  // A fixed workspace keeps cuBLAS from allocating during graph capture (as CudaBackend does).
+  gputest::DeviceArray<uint8_t> workspace(kCublasWorkspaceBytes);
+  ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.get(), kCublasWorkspaceBytes));
+  std::mt19937 rng(1);
+  for (const Model& model : kModels) {
+    if (selected("ROSEINFER_BENCH_MODELS", model.name))
+      bench_model(model, iters, handle, stream, rng);
+  }
+  ROSE_CUBLAS_CHECK(cublasDestroy(handle));
+  ROSE_CUDA_CHECK(cudaStreamDestroy(stream));
+  CHECK(iters > 0);
+}
