@@ -351,7 +351,7 @@ bool rows_specialized() {
 
 // gemv_kernel's L2 prefetch of each weight row's first bytes before the PDL wait
 // (prefetch_group_l2). 768 bytes measured best of 256-4,096 on llama-8b at batch 1, two H200s:
-// TP=1 -1.1%, TP=2 -1.6% (1,024 close behind, 2,048 no gain, 4,096 +6%: the prefetches crowd out
+// TP=1 -1.1%, TP=2 -1.6% (1,024 close behind, 2,048 no gain, 4,096 +5-9%: the prefetches crowd out
 // the demand loads); results/2026-11-29-tp-prefetch. ROSEINFER_CUDA_GEMV_PREFETCH=bytes sets it,
 // 0 turns it off.
 int prefetch_bytes() {

@@ -112,14 +112,6 @@ double time_us(int copies, int iters, Launch launch) {
   return 1000.0 * ms / iters;
 }
 
-// True when `name` is in the comma-separated list of env variable `var`, or the variable is unset.
-bool selected(const char* var, const std::string& name) {
-  const char* env = std::getenv(var);
-  if (!env) return true;
-  const std::string list = std::string(",") + env + ",";
-  return list.find("," + name + ",") != std::string::npos;
-}
-
 int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
 
 void bench_model(const Model& model, int iters, std::mt19937& rng) {
@@ -146,7 +138,8 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
       }
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
-        if (!gemv_supported(n, shape.in) || !selected("ROSEINFER_BENCH_ROWS", std::to_string(n)))
+        if (!gemv_supported(n, shape.in) ||
+            !gputest::env_selects("ROSEINFER_BENCH_ROWS", std::to_string(n)))
           continue;
         bf16_us[i] = time_us(copies, iters, [&](int c) {
           launch_gemv(x_dev.get(), w[size_t(c)]->get(), y_dev.get(), n, shape.in, shape.out, true,
@@ -157,7 +150,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
     }
     for (size_t t = 0; t < kNumTypes; ++t) {
       const GgmlType type = kTypes[t];
-      if (!selected("ROSEINFER_BENCH_TYPES", ggml_type_traits(type).name)) continue;
+      if (!gputest::env_selects("ROSEINFER_BENCH_TYPES", ggml_type_traits(type).name)) continue;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
       const int copies = copies_for(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
@@ -166,7 +159,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
         if (!gemv_quant_supported(uint32_t(type), n, shape.in) ||
-            !selected("ROSEINFER_BENCH_ROWS", std::to_string(n)))
+            !gputest::env_selects("ROSEINFER_BENCH_ROWS", std::to_string(n)))
           continue;
         const double us = time_us(copies, iters, [&](int c) {
           launch_gemv_quant(x_dev.get(), w[size_t(c)]->get(), uint32_t(type), y_dev.get(), n,

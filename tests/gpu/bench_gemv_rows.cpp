@@ -75,14 +75,6 @@ int iterations() {
   return env ? std::max(10, std::atoi(env)) : 200;
 }
 
-// True when `name` is in the comma-separated list of env variable `var`, or the variable is unset.
-bool selected(const char* var, const std::string& name) {
-  const char* env = std::getenv(var);
-  if (!env) return true;
-  const std::string list = std::string(",") + env + ",";
-  return list.find("," + name + ",") != std::string::npos;
-}
-
 // Mean time per call in microseconds of `iters` calls of launch(i) captured into one graph on
 // `stream`, timed on its second replay.
 template <typename Launch>
@@ -139,7 +131,8 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
     gputest::DeviceArray<uint16_t> x_dev(x.bits);
     gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * size_t(p.out));  // fp32 fits either
     for (int n = 1; n <= kMaxRows; ++n) {
-      if (!selected("ROSEINFER_BENCH_ROWS", std::to_string(n)) || !gemv_supported(n, p.in)) {
+      if (!gputest::env_selects("ROSEINFER_BENCH_ROWS", std::to_string(n)) ||
+          !gemv_supported(n, p.in)) {
         continue;
       }
       const auto weights = [&](int i) { return w[size_t(i % copies)]->get(); };
@@ -180,7 +173,7 @@ TEST_CASE("bench: dense GEMV vs cuBLAS per product at n = 1-4, graphs" * doctest
   ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.get(), kCublasWorkspaceBytes));
   std::mt19937 rng(1);
   for (const Model& model : kModels) {
-    if (selected("ROSEINFER_BENCH_MODELS", model.name))
+    if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
       bench_model(model, iters, handle, stream, rng);
   }
   ROSE_CUBLAS_CHECK(cublasDestroy(handle));

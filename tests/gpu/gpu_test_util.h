@@ -8,8 +8,10 @@
 #include <algorithm>
 #include <cmath>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "kernels/cuda/check.cuh"
@@ -151,6 +153,15 @@ inline Operand random_operand(size_t count, float scale, DType dtype, std::mt199
     o.bits[i] = storage_bits(o.f32[i], dtype);
   }
   return o;
+}
+
+// For the timing drivers: true when `name` is in the comma-separated list of environment variable
+// `var` (ROSEINFER_BENCH_ROWS=3,4), or the variable is unset.
+inline bool env_selects(const char* var, const std::string& name) {
+  const char* env = std::getenv(var);
+  if (!env) return true;
+  const std::string list = std::string(",") + env + ",";
+  return list.find("," + name + ",") != std::string::npos;
 }
 
 }  // namespace rose::gputest
