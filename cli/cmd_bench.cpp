@@ -434,6 +434,19 @@ std::string fingerprint_config(const rose::cli::LoadedModel& model, const rose::
   return text;
 }
 
+// The % of floor's denominator: --copy-bandwidth-gbps, else what the first replica measures now,
+// before any run holds KV (a fixed figure read 122% on an H200, whose HBM outruns the H100's).
+std::optional<double> copy_bandwidth(const BenchArgs& args, rose::Backend& backend) {
+  if (args.copy_bandwidth_opt->count()) return args.copy_bandwidth_gbps;
+  return backend.measure_copy_bandwidth_gbps();
+}
+
+// Where that figure came from: "given", "measured", or null where there is none (the CPU).
+const char* copy_bandwidth_source(const BenchArgs& args, const std::optional<double>& gbps) {
+  if (args.copy_bandwidth_opt->count()) return "given";
+  return gbps ? "measured" : nullptr;
+}
+
 // The "config" object of the results file: every flag that shaped the numbers.
 std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
     const BenchContext& b, const rose::cli::LoadedModel& model, const rose::Backend& backend,
@@ -496,10 +509,9 @@ std::vector<std::pair<std::string, rose::ConfigValue>> bench_config_entries(
   c.emplace_back("slo", args.slo.empty() ? ConfigValue() : ConfigValue(args.slo));
   c.emplace_back("copy_bandwidth_gbps",
                  b.copy_bandwidth ? ConfigValue(*b.copy_bandwidth) : ConfigValue());
-  c.emplace_back("copy_bandwidth_source", args.copy_bandwidth_opt->count()
-                                              ? ConfigValue(std::string("given"))
-                                          : b.copy_bandwidth ? ConfigValue(std::string("measured"))
-                                                             : ConfigValue());
+  const char* source = copy_bandwidth_source(args, b.copy_bandwidth);
+  c.emplace_back("copy_bandwidth_source",
+                 source ? ConfigValue(std::string(source)) : ConfigValue());
   return c;
 }
 
@@ -542,13 +554,6 @@ void serve_rank(BenchArgs& args) {
   serve_rank_replicas(served, model.tokenizer.get(), replicas.concurrent);
 }
 
-// The % of floor's denominator: --copy-bandwidth-gbps, else what the first replica measures now,
-// before any run holds KV (a fixed figure read 122% on an H200, whose HBM outruns the H100's).
-std::optional<double> copy_bandwidth(const BenchArgs& args, rose::Backend& backend) {
-  if (args.copy_bandwidth_opt->count()) return args.copy_bandwidth_gbps;
-  return backend.measure_copy_bandwidth_gbps();
-}
-
 void bench_command(BenchArgs& args) {
   using namespace rose;
   std::vector<double> percentiles;
@@ -582,7 +587,7 @@ void bench_command(BenchArgs& args) {
              in.base.size(), in.input_tokens, in.name, model.name, replicas.device_name());
   if (b.copy_bandwidth) {
     fmt::print(info, "copy bandwidth: {:.0f} GB/s ({}), the floor decode's GB/s is held against\n",
-               *b.copy_bandwidth, args.copy_bandwidth_opt->count() ? "given" : "measured");
+               *b.copy_bandwidth, copy_bandwidth_source(args, b.copy_bandwidth));
   }
   if (args.mode == "online" || args.mode == "all") {
     fmt::print(info, "online arrivals: {}{}\n", arrivals.text,

@@ -159,17 +159,10 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
   }
 }
 
-// One block per feature group (product_group), after the PDL wait and an L2 prefetch of the
-// group's first weight bytes (prefetch_group_l2, prefetch_bytes()). residual_add: y is the fp32
-// residual stream, and each output, rounded to T, is added to it (gemv_fusion.cuh). kRows (1, 2 or
-// 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1 kernel keeps one
-// accumulator per weight row instead of four, so it needs fewer registers and more blocks fit on
-// an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of operations for every
-// kRows and n, so row r of y does not depend on the other rows.
 // Asks L2 for the first `bytes` of each weight row of feature group `group` (the chunks
-// product_group reads first), before the PDL wait: weights are constants of the run, and a block
-// resident while the previous kernel still runs (a tensor-parallel exchange leaves the GPU idle for
-// microseconds) gets them streaming early.
+// product_group reads first), before the PDL wait: weights are constants of the run, so a block
+// resident while the previous kernel still runs gets its first loads under way. It pays at TP=1 as
+// at TP=2 (prefetch_bytes()), so what it hides is each block's start, not only an exchange.
 template <typename T, int kSplit, int kWeightRows>
 __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, int group,
                                                   int bytes) {
@@ -185,6 +178,13 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
   }
 }
 
+// One block per feature group (product_group), after the PDL wait and an L2 prefetch of the
+// group's first weight bytes (prefetch_group_l2, prefetch_bytes()). residual_add: y is the fp32
+// residual stream, and each output, rounded to T, is added to it (gemv_fusion.cuh). kRows (1, 2 or
+// 4) is the most input rows the kernel is compiled for (n <= kRows): a batch-1 kernel keeps one
+// accumulator per weight row instead of four, so it needs fewer registers and more blocks fit on
+// an SM (results/2026-11-24-gemv-rows). A row's sum is the same sequence of operations for every
+// kRows and n, so row r of y does not depend on the other rows.
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,

@@ -30,17 +30,14 @@ double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-}  // namespace
-
-namespace {
-
 // The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
 // compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
 // decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
 // on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
-// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the GEMV was within
-// 4% either way (llama-1b 1.03 against 1.10, llama-8b 4.90 against 4.70). So models of hidden
-// size 2,048 and up stop at 2 rows. ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
+// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the two were within
+// 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
+// of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
+// ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
 int gemv_rows_for(const ModelConfig& config) {
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
     return std::clamp(std::atoi(env), 0, kGemvMaxRows);
@@ -670,10 +667,11 @@ std::optional<double> CudaBackend::measure_copy_bandwidth_gbps() {
   ROSE_CUDA_CHECK(cudaSetDevice(options_.device));
   const int64_t pool_bytes =
       int64_t(num_kv_blocks_) * kv_block_bytes(config_, options_.block_size, element_size_);
-  const int64_t bytes = std::min(pool_bytes / 2 / 256 * 256, kCopyMaxBytes);
+  const int64_t half = pool_bytes / 2 / 256 * 256;  // where the copies land
+  const int64_t bytes = std::min(half, kCopyMaxBytes);
   if (bytes < kCopyMinBytes) return std::nullopt;
   char* source = static_cast<char*>(kv_pool_);
-  char* target = source + pool_bytes / 2 / 256 * 256;
+  char* target = source + half;
   const auto copy = [&] {
     ROSE_CUDA_CHECK(
         cudaMemcpyAsync(target, source, size_t(bytes), cudaMemcpyDeviceToDevice, stream_));
@@ -745,9 +743,10 @@ std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iter
     return double(ms) / 1e3 / t.iterations;
   };
   // As the step's layer add-norms run: fused with the all-reduce where the collective takes them.
-  AddNormArgs norm = layer_args_[0].mlp_norm;
+  AddNormArgs norm = layer_args_.empty() ? AddNormArgs{} : layer_args_[0].mlp_norm;
   norm.num_rows = t.rows;
-  t.fused_add_norm = add_norm_reducer_ && add_norm_reducer_->fuses_add_norm(norm);
+  t.fused_add_norm =
+      add_norm_reducer_ && !layer_args_.empty() && add_norm_reducer_->fuses_add_norm(norm);
   if (t.fused_add_norm) {
     const double fused_s =
         time_calls([&] { add_norm_reducer_->all_reduce_add_norm(norm, stream_); });

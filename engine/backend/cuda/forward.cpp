@@ -507,9 +507,7 @@ int CudaBackend::fused_norm_max_rows() const {
   };
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   const auto norm_in = [&](const DeviceMatrix& w, int n, int64_t out) {
-    if (w.quantized()) return on_gemv(w, n);
-    // not --batch-invariant (above)
-    return n <= gemv_max_rows_ && gemv_norm_input_supported(n, int(w.cols), int(out));
+    return on_gemv(w, n) && (w.quantized() || gemv_norm_input_supported(n, int(w.cols), int(out)));
   };
   const auto layer_fuses = [&](const LayerWeights& l, int n) {
     const bool no_biases = !l.o_b && !l.down_b && !l.attn_norm_b && !l.mlp_norm_b;
