@@ -128,6 +128,57 @@ __device__ __forceinline__ float bits_to_float(unsigned short bits) {
   return to_float(value);
 }
 
+// What a fused row needs from this GPU alone, in a thread's registers: its elements
+// threadIdx.x + j * kNormThreads (j < kPerThread) of the residual, of the sub-layer output's bias,
+// and of this rank's partial (raw bits: converted where used, so no load waits for the one before).
+template <typename T, int kPerThread>
+struct FusedRowInputs {
+  float x[kPerThread];
+  T bias_value[kPerThread];
+  unsigned short own[kPerThread];
+
+  // source: the row of residual and delta this output row reads (norm.row_index's, or its own).
+  __device__ __forceinline__ void load_residual(const AddNormArgs& norm, int source) {
+    const float* res = norm.residual + int64_t(source) * norm.hidden;
+    const T* delta_bias = static_cast<const T*>(norm.delta_bias);
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      x[j] = 0.0f;
+      if (i < norm.hidden) {
+        x[j] = res[i];
+        if (delta_bias) bias_value[j] = delta_bias[i];
+      }
+    }
+  }
+  // Past hidden the bits are 0 (the low-latency exchange sends them).
+  __device__ __forceinline__ void load_partial(const AddNormArgs& norm, int source) {
+    const T* delta = static_cast<const T*>(norm.delta) + int64_t(source) * norm.hidden;
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      own[j] = i < norm.hidden ? load_bits_cg(delta + i) : 0;
+    }
+  }
+  // reduced: the ranks' partials summed in rank order in fp32. Rounds the sum to T, adds it (and
+  // the bias) to the residual and finishes the row as add_norm_kernel does into out_row (hidden,).
+  __device__ __forceinline__ void finish(const AddNormArgs& norm,
+                                         const float (&reduced)[kPerThread], int source,
+                                         const float (&w)[kPerThread], const float (&b)[kPerThread],
+                                         T* out_row, float* scratch) {
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int i = threadIdx.x + j * kNormThreads;
+      if (i < norm.hidden) {
+        x[j] += to_float(from_float<T>(reduced[j]));
+        if (norm.delta_bias) x[j] += to_float(bias_value[j]);
+      }
+    }
+    float* res = norm.residual + int64_t(source) * norm.hidden;
+    finish_add_norm_row<T>(norm, x, res, w, b, out_row, scratch);
+  }
+};
+
 // grid (min(num_rows, kPeerAllReduceBlocks),), block (kNormThreads,): block b handles rows b,
 // b + kPeerAllReduceBlocks, ... The sum and add-norm are add_norm_kernel's (norm_row.cuh) with
 // delta's element replaced by the rounded rank-order sum peer_all_reduce_kernel computes.
@@ -149,40 +200,15 @@ __global__ void __launch_bounds__(kNormThreads)
   // Output row `row` reads source row source_row(row) (the final norm gathers rows); the staging
   // regions are indexed by output row, alike on every rank.
   auto source_row = [&](int row) { return norm.row_index ? norm.row_index[row] : row; };
-  // What a row needs from this GPU alone: its residual, the bias, this rank's partial (raw:
-  // converted where used, so no load waits for the one before). The block's first row's are
-  // loaded before the flags are exchanged, in flight while they cross (kEarly); a further row's
-  // (past 32 rows) after the row before it.
-  const T* delta_bias = static_cast<const T*>(norm.delta_bias);
-  // At 32 elements a thread (hidden > 4,096) holding the partial too would spill: there the row's
-  // loads all wait for the exchange, and the partial is read in the sum.
+  // The block's first row's inputs are loaded before the flags are exchanged, in flight while they
+  // cross (kEarly); a further row's (past 32 rows) after the row before it. At 32 elements a
+  // thread (hidden > 4,096) holding the partial too would spill: there the row's loads all wait
+  // for the exchange, and the partial is read in the sum.
   constexpr bool kEarly = kPerThread <= 16;
-  float x[kPerThread];
-  T bias_value[kPerThread];
-  unsigned short own[kPerThread];
-  auto load_residual = [&](int row) {
-    const float* res = norm.residual + int64_t(source_row(row)) * hidden;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kNormThreads;
-      x[j] = 0.0f;
-      if (i < hidden) {
-        x[j] = res[i];
-        if (delta_bias) bias_value[j] = delta_bias[i];
-      }
-    }
-  };
-  auto load_partial = [&](int row) {
-    const int64_t source_offset = int64_t(source_row(row)) * hidden;
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kNormThreads;
-      if (i < hidden) own[j] = load_bits_cg(delta + source_offset + i);
-    }
-  };
+  FusedRowInputs<T, kPerThread> in;
   auto load_own = [&](int row) {
-    load_residual(row);
-    if constexpr (kEarly) load_partial(row);
+    in.load_residual(norm, source_row(row));
+    if constexpr (kEarly) in.load_partial(norm, source_row(row));
   };
   // The epoch and the block's first residual row are read before the PDL wait, off the path from
   // the partial's arrival to the flags (-54 us a llama-8b TP=2 batch-1 step on two H200s,
@@ -194,7 +220,7 @@ __global__ void __launch_bounds__(kNormThreads)
   const bool before_wait = !(a.probe & 8) && !norm.row_index;
   if (before_wait) {
     epoch = next_epoch(a);
-    if (kEarly) load_residual(blockIdx.x);
+    if (kEarly) in.load_residual(norm, blockIdx.x);
   }
   pdl_wait();
   if (!before_wait) epoch = next_epoch(a);
@@ -211,7 +237,7 @@ __global__ void __launch_bounds__(kNormThreads)
   }
   if (kEarly) {  // the grid has at most num_rows blocks
     if (before_wait) {
-      load_partial(blockIdx.x);
+      in.load_partial(norm, source_row(blockIdx.x));
     } else {
       load_own(blockIdx.x);
     }
@@ -231,7 +257,7 @@ __global__ void __launch_bounds__(kNormThreads)
       unsigned short bits[kPerThread];
       if (kEarly && source == a.rank) {
 #pragma unroll
-        for (int j = 0; j < kPerThread; ++j) bits[j] = own[j];
+        for (int j = 0; j < kPerThread; ++j) bits[j] = in.own[j];
       } else {
         const T* partial = source == a.rank ? delta + int64_t(source_row(row)) * hidden
                                             : region(a.rank, source) + offset;
@@ -247,17 +273,107 @@ __global__ void __launch_bounds__(kNormThreads)
         if (i < hidden) reduced[j] += bits_to_float<T>(bits[j]);
       }
     }
+    in.finish(norm, reduced, source_row(row), w, b, static_cast<T*>(norm.out) + offset, scratch);
+  }
+}
+
+__device__ __forceinline__ void store_relaxed_system_u64(uint64_t* address, uint64_t value) {
+  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
+}
+
+__device__ __forceinline__ uint64_t load_relaxed_system_u64(const uint64_t* address) {
+  uint64_t value;
+  asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+  return value;
+}
+
+// The low-latency exchange's word: two elements' raw bits and the epoch that makes them valid.
+__device__ __forceinline__ uint64_t pack_word(unsigned short first, unsigned short second,
+                                              uint32_t epoch) {
+  return uint64_t(first) | uint64_t(second) << 16 | uint64_t(epoch) << 32;
+}
+
+// grid (num_rows,) with num_rows <= kPeerAllReduceBlocks, block (kNormThreads,): block b handles
+// row b. launch_peer_all_reduce_add_norm's result by the low-latency exchange
+// (PeerAllReduceArgs::low_latency_rows): thread t stores its partial's elements j and j + 1 of
+// its row as one 8-byte word with the epoch into every peer's low-latency staging, and reads each
+// peer's words for the same elements from its own until all carry the epoch. A 64-bit store is
+// seen whole or not at all, so each word announces itself: no fence, no flag, no barrier between
+// the push and the wait.
+template <typename T, int kPerThread>
+__global__ void __launch_bounds__(kNormThreads)
+    peer_all_reduce_add_norm_low_latency_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
+  static_assert(kPerThread % 2 == 0 && kPerThread <= 16);
+  constexpr int kWords = kPerThread / 2;  // a thread's words of a row
+  constexpr int64_t kRowWords =
+      int64_t(kWords) * kNormThreads;  // word k*kNormThreads + t: thread t's k-th
+  float w[kPerThread], b[kPerThread];
+  load_norm_params<T>(norm, w, b);
+  __shared__ float scratch[32];
+  const int row = blockIdx.x;
+  int source = row;  // the row of residual and delta it reads: row_index's, read after the wait
+  FusedRowInputs<T, kPerThread> in;
+  uint32_t epoch = 0;
+  // Before the PDL wait as in peer_all_reduce_add_norm_kernel (its comment says why).
+  const bool before_wait = !norm.row_index;
+  if (before_wait) {
+    epoch = next_epoch(a);
+    in.load_residual(norm, row);
+  }
+  pdl_wait();
+  if (!before_wait) {
+    source = norm.row_index[row];
+    epoch = next_epoch(a);
+    in.load_residual(norm, source);
+  }
+  in.load_partial(norm, source);
+  const int64_t region_words = a.low_latency_slot_bytes / a.size / 8;
+  // (num_rows, kRowWords) words of rank `source_rank`'s rows in rank `holder`'s staging this epoch.
+  auto region = [&](int holder, int source_rank) {
+    return static_cast<uint64_t*>(a.low_latency_stages[holder]) +
+           int64_t(epoch & 1) * (a.low_latency_slot_bytes / 8) + source_rank * region_words +
+           row * kRowWords + threadIdx.x;
+  };
+  for (int peer = 0; peer < a.size; ++peer) {
+    if (peer == a.rank) continue;
+    uint64_t* words = region(peer, a.rank);
 #pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int i = threadIdx.x + j * kNormThreads;
-      if (i < hidden) {
-        x[j] += to_float(from_float<T>(reduced[j]));
-        if (delta_bias) x[j] += to_float(bias_value[j]);
+    for (int k = 0; k < kWords; ++k) {
+      store_relaxed_system_u64(words + k * kNormThreads,
+                               pack_word(in.own[2 * k], in.own[2 * k + 1], epoch));
+    }
+  }
+  float reduced[kPerThread] = {};
+  for (int rank = 0; rank < a.size; ++rank) {  // rank order, as the other kernels sum
+    unsigned short bits[kPerThread];
+    if (rank == a.rank) {
+#pragma unroll
+      for (int j = 0; j < kPerThread; ++j) bits[j] = in.own[j];
+    } else {
+      const uint64_t* words = region(a.rank, rank);
+      uint64_t got[kWords];
+      const uint64_t start = global_timer_ns();
+      for (;;) {  // every word's load in flight together, then all checked
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) got[k] = load_relaxed_system_u64(words + k * kNormThreads);
+        bool ready = true;
+#pragma unroll
+        for (int k = 0; k < kWords; ++k) ready &= uint32_t(got[k] >> 32) == epoch;
+        if (ready) break;
+        if (global_timer_ns() - start > kPeerWaitLimitNs) __trap();
+      }
+#pragma unroll
+      for (int k = 0; k < kWords; ++k) {
+        bits[2 * k] = static_cast<unsigned short>(got[k]);
+        bits[2 * k + 1] = static_cast<unsigned short>(got[k] >> 16);
       }
     }
-    float* res = norm.residual + int64_t(source_row(row)) * hidden;
-    finish_add_norm_row<T>(norm, x, res, w, b, static_cast<T*>(norm.out) + offset, scratch);
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) reduced[j] += bits_to_float<T>(bits[j]);
   }
+  pdl_launch_dependents();
+  in.finish(norm, reduced, source, w, b, static_cast<T*>(norm.out) + int64_t(row) * norm.hidden,
+            scratch);
 }
 
 // x's lanes into recv: vector v of rank `source`'s chunk holds its floats v * 4 .. v * 4 + 3, the
@@ -341,15 +457,34 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
   }
 }
 
+bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm) {
+  int per_thread = 0;
+  with_norm_per_thread(norm.hidden, [&](auto k) { per_thread = decltype(k)::value; });
+  const int64_t row_bytes = int64_t(per_thread) * kNormThreads * 4;  // kPerThread / 2 words each
+  const int64_t region_bytes = args.low_latency_slot_bytes / args.size / 8 * 8;
+  return args.probe == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
+         norm.num_rows <= args.low_latency_rows && norm.num_rows <= kPeerAllReduceBlocks &&
+         norm.num_rows * row_bytes <= region_bytes;
+}
+
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
                                      cudaStream_t stream) {
   if (norm.num_rows <= 0) return;
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
+  const bool low_latency = peer_add_norm_is_low_latency(args, norm);
   dispatch_dtype(norm.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_norm_per_thread(norm.hidden, [&](auto per_thread) {
-      launch_kernel(peer_all_reduce_add_norm_kernel<T, decltype(per_thread)::value>, grid,
-                    kNormThreads, 0, stream, args, norm);
+      constexpr int kPerThread = decltype(per_thread)::value;
+      if constexpr (kPerThread <= 16) {
+        if (low_latency) {
+          launch_kernel(peer_all_reduce_add_norm_low_latency_kernel<T, kPerThread>, grid,
+                        kNormThreads, 0, stream, args, norm);
+          return;
+        }
+      }
+      launch_kernel(peer_all_reduce_add_norm_kernel<T, kPerThread>, grid, kNormThreads, 0, stream,
+                    args, norm);
     });
   });
 }

@@ -39,6 +39,13 @@ struct PeerAllReduceArgs {
   uint32_t* flags[kPeerAllReduceMaxRanks];
   uint32_t* epochs;  // (kPeerAllReduceBlocks,) this rank's per-block call counter
   int64_t slot_bytes;
+  // The fused add-norm's low-latency exchange (launch_peer_all_reduce_add_norm): rank r's staging
+  // of 8-byte words, 2 slots of low_latency_slot_bytes, zeroed before the first call (a word is
+  // valid when its epoch, never 0, matches); null where the group has none. It takes calls of at
+  // most low_latency_rows rows (and kPeerAllReduceBlocks) that fit.
+  void* low_latency_stages[kPeerAllReduceMaxRanks];
+  int64_t low_latency_slot_bytes;
+  int low_latency_rows;
   int rank;
   int size;
   // Probes of the fused add-norm's exchange (ROSEINFER_CUDA_PEER_PROBE; 0 in every real run).
@@ -69,11 +76,22 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 // With norm.row_index (the final norm: write_residual false), output row r sums and normalizes
 // source row row_index[r]: only the gathered rows cross between the GPUs.
 //
+// At most args.low_latency_rows rows (peer_add_norm_is_low_latency) cross by the low-latency
+// exchange instead, as NCCL's LL protocol does: each 8-byte word carries 4 bytes of the partial
+// and the epoch, so a peer reads the rows as they land, with no release fence, flag or barrier
+// (the flag exchange's fence alone cost ~34 us of a llama-8b TP=2 batch-1 step on two H200s,
+// results/2026-11-29-tp-prefetch). Twice the bytes cross, in the group's own staging, so no word
+// of the other layout can pass for a valid one. Same bits either way.
+//
 // Needs: norm.tok_emb null, hidden * element size a multiple of 16 and hidden at most
 // kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down to 16
 // (PeerAllReduce::fuses_add_norm checks).
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
                                      cudaStream_t stream);
+// Whether launch_peer_all_reduce_add_norm takes `norm` by the low-latency exchange: no probe,
+// at most low_latency_rows rows, hidden at most 16 * kNormThreads (a thread keeps its partial in
+// registers), and the rows' words fit a source's region of the low-latency slot.
+bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
 // count[r]) columns row-major (the lm_head's output), padded to chunk floats, and they land in

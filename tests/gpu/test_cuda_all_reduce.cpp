@@ -6,7 +6,8 @@
 // (a GPU's own memory needs no peer access); the case over two GPUs says skipped with one.
 // The all-reduce fused with the add-norm after it (all_reduce_add_norm) is checked against the
 // two kernels it replaces (all_reduce_sum, itself checked against the host above, then
-// launch_add_norm) on the same inputs: every rank's residual and normalized rows, bit for bit.
+// launch_add_norm) on the same inputs: every rank's residual and normalized rows, bit for bit,
+// with its flag exchange and with its low-latency one (the cases of up to 32 rows of 4,096).
 // The logits' column gather (all_gather_columns) against the host's placement of every rank's
 // vocab shard: every rank's logits rows, bit for bit.
 #include <cuda_fp16.h>
@@ -270,12 +271,15 @@ struct AddNormBuffers {
   gputest::DeviceArray<int32_t> row_index;  // a gathered case's source rows
 };
 
-// Runs every case back to back on every rank, both ways; returns the number of (case, rank) pairs
+// Runs every case back to back on every rank, both ways, the fused group sending up to
+// low_latency_rows rows by its low-latency exchange; returns the number of (case, rank) pairs
 // whose residual or normalized rows differ.
-int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases) {
+int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases,
+                         int low_latency_rows) {
   const int n = int(devices.size());
   const auto sums = PeerAllReduce::make_group(devices, kMaxBytes);
-  const auto fused = PeerAllReduce::make_group(devices, kMaxBytes, PeerAllReduce::Use::kAddNorm);
+  const auto fused =
+      PeerAllReduce::make_group(devices, kMaxBytes, PeerAllReduce::Use::kAddNorm, low_latency_rows);
   REQUIRE(int(sums.size()) == n);
   REQUIRE(int(fused.size()) == n);
   RankThreads threads(n);
@@ -345,8 +349,11 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
                                       type, streams[size_t(r)]);
     });
     round([&](int r) { launch_add_norm(args(r, 0), streams[size_t(r)]); });
+    // The low-latency exchange keeps a thread's partial in registers: up to 16 elements of 256.
+    const bool low_latency = norm.num_rows <= low_latency_rows && c.hidden <= 4096;
     round([&](int r) {
       REQUIRE(fused[size_t(r)]->fuses_add_norm(args(r, 1)));
+      REQUIRE(fused[size_t(r)]->is_low_latency(args(r, 1)) == low_latency);
       fused[size_t(r)]->all_reduce_add_norm(args(r, 1), streams[size_t(r)]);
     });
     std::vector<int> rank_wrong(size_t(n), 0);
@@ -535,19 +542,42 @@ TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only i
   norm.write_residual = false;  // the final norm
   CHECK(fused[0]->fuses_add_norm(norm));
   norm.row_index = nullptr;
+  norm.write_residual = true;
+  // The low-latency exchange: up to 32 rows (one a block) of at most 4,096 elements.
+  norm.num_rows = 32;
+  CHECK(fused[0]->is_low_latency(norm));
+  norm.num_rows = 33;
+  CHECK_FALSE(fused[0]->is_low_latency(norm));
+  norm.num_rows = 1;
+  norm.hidden = 8192;
+  CHECK(fused[0]->fuses_add_norm(norm));
+  CHECK_FALSE(fused[0]->is_low_latency(norm));
+  norm.hidden = 2048;
+  const auto flags_only =
+      PeerAllReduce::make_group({0, 0}, kMaxBytes, PeerAllReduce::Use::kAddNorm, 0);
+  CHECK(flags_only[0]->fuses_add_norm(norm));
+  CHECK_FALSE(flags_only[0]->is_low_latency(norm));
   norm.delta = nullptr;
   CHECK_FALSE(fused[0]->fuses_add_norm(norm));
+  CHECK_FALSE(fused[0]->is_low_latency(norm));
 }
 
 TEST_CASE("the fused all-reduce add-norm over 2 GPUs: the two kernels' bits" *
           doctest::skip(cuda_device_count() < 2)) {
-  CHECK(check_add_norm_cases({0, 1}, kAddNormCases) == 0);
+  for (int low_latency_rows : {0, kPeerAllReduceBlocks}) {
+    CAPTURE(low_latency_rows);
+    CHECK(check_add_norm_cases({0, 1}, kAddNormCases, low_latency_rows) == 0);
+  }
 }
 
 TEST_CASE("the fused all-reduce add-norm, 2 and 4 ranks on one GPU: the two kernels' bits") {
   for (int n : {2, 4}) {
     CAPTURE(n);
-    CHECK(check_add_norm_cases(std::vector<int>(size_t(n), 0), kAddNormCases) == 0);
+    for (int low_latency_rows : {0, kPeerAllReduceBlocks}) {
+      CAPTURE(low_latency_rows);
+      CHECK(check_add_norm_cases(std::vector<int>(size_t(n), 0), kAddNormCases, low_latency_rows) ==
+            0);
+    }
   }
 }
 

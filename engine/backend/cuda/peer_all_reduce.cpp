@@ -47,6 +47,18 @@ int64_t peer_gather_max_bytes() {
   return bytes_from_env("ROSEINFER_CUDA_PEER_GATHER_BYTES", int64_t(2) << 20);
 }
 
+int peer_low_latency_rows() {
+  const char* env = std::getenv("ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS");
+  if (env == nullptr || *env == '\0') return kPeerAllReduceBlocks;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || value < 0 || value > kPeerAllReduceBlocks) {
+    fail("ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS={}: expected 0-{} rows (0 turns it off)", env,
+         kPeerAllReduceBlocks);
+  }
+  return int(value);
+}
+
 int fused_all_reduce_max_rows() {
   const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE");
   if (env == nullptr || *env == '\0') return kPeerAllReduceBlocks;
@@ -63,8 +75,12 @@ struct PeerAllReduce::Group {
   Use use = Use::kSum;
   int64_t max_bytes = 0;   // per rank and call
   int64_t slot_bytes = 0;  // kSum: max_bytes; kAddNorm, kGather: a max_bytes region per rank
-  // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,).
-  std::vector<void*> stages;
+  // kAddNorm: a region of 2 * max_bytes per rank (the low-latency words hold 4 bytes of data in 8)
+  int64_t low_latency_slot_bytes = 0;
+  int low_latency_rows = 0;
+  // Per rank, on its device: staging (2, slot_bytes), flags (blocks, max ranks), epochs (blocks,),
+  // low-latency staging (2, low_latency_slot_bytes), zeroed (kAddNorm only).
+  std::vector<void*> stages, low_latency_stages;
   std::vector<uint32_t*> flags, epochs;
 
   ~Group() {  // errors ignored: destructors never throw, and the process is past its last step
@@ -73,6 +89,7 @@ struct PeerAllReduce::Group {
       cudaFree(stages[r]);
       cudaFree(flags[r]);
       cudaFree(epochs[r]);
+      if (r < low_latency_stages.size()) cudaFree(low_latency_stages[r]);
     }
   }
 };
@@ -119,7 +136,8 @@ PeerReduceType reduce_type(CollectiveType type) {
 }  // namespace
 
 std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
-    const std::vector<int>& devices, int64_t max_bytes, Use use) {
+    const std::vector<int>& devices, int64_t max_bytes, Use use,
+    std::optional<int> low_latency_rows) {
   const int n = int(devices.size());
   if (n < 2 || n > kPeerAllReduceMaxRanks || max_bytes < 16) return {};
   int previous = 0;
@@ -133,6 +151,10 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
   group->use = use;
   group->max_bytes = max_bytes / 16 * 16;
   group->slot_bytes = use == Use::kSum ? group->max_bytes : n * group->max_bytes;
+  if (use == Use::kAddNorm) {
+    group->low_latency_rows = low_latency_rows.value_or(peer_low_latency_rows());
+    if (group->low_latency_rows > 0) group->low_latency_slot_bytes = 2 * group->slot_bytes;
+  }
   const size_t flag_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks * kPeerAllReduceMaxRanks;
   const size_t epoch_bytes = sizeof(uint32_t) * kPeerAllReduceBlocks;
   for (int r = 0; r < n; ++r) {
@@ -145,6 +167,12 @@ std::vector<std::unique_ptr<PeerAllReduce>> PeerAllReduce::make_group(
     ROSE_CUDA_CHECK(cudaMalloc(reinterpret_cast<void**>(&group->epochs.back()), epoch_bytes));
     ROSE_CUDA_CHECK(cudaMemset(group->flags.back(), 0, flag_bytes));
     ROSE_CUDA_CHECK(cudaMemset(group->epochs.back(), 0, epoch_bytes));
+    if (group->low_latency_slot_bytes > 0) {
+      group->low_latency_stages.push_back(nullptr);
+      const size_t bytes = size_t(2 * group->low_latency_slot_bytes);
+      ROSE_CUDA_CHECK(cudaMalloc(&group->low_latency_stages.back(), bytes));
+      ROSE_CUDA_CHECK(cudaMemset(group->low_latency_stages.back(), 0, bytes));
+    }
   }
   for (int r = 0; r < n; ++r) {  // the zeroed flags must be in place before any rank's first call
     ROSE_CUDA_CHECK(cudaSetDevice(devices[size_t(r)]));
@@ -162,7 +190,12 @@ PeerAllReduce::PeerAllReduce(std::shared_ptr<Group> group, int rank)
   for (int r = 0; r < n; ++r) {
     args_.stages[r] = group_->stages[size_t(r)];
     args_.flags[r] = group_->flags[size_t(r)];
+    if (!group_->low_latency_stages.empty()) {
+      args_.low_latency_stages[r] = group_->low_latency_stages[size_t(r)];
+    }
   }
+  args_.low_latency_slot_bytes = group_->low_latency_slot_bytes;
+  args_.low_latency_rows = group_->low_latency_rows;
   args_.epochs = group_->epochs[size_t(rank)];
   args_.slot_bytes = group_->slot_bytes;
   args_.rank = rank;
@@ -194,6 +227,10 @@ void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t st
     fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
   }
   launch_peer_all_reduce_add_norm(args_, norm, stream);
+}
+
+bool PeerAllReduce::is_low_latency(const AddNormArgs& norm) const {
+  return fuses_add_norm(norm) && peer_add_norm_is_low_latency(args_, norm);
 }
 
 bool PeerAllReduce::gathers_columns(const PeerColumnGather& layout) const {

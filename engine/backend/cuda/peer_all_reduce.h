@@ -8,6 +8,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <optional>
 #include <vector>
 
 #include "engine/parallel/collective.h"
@@ -25,6 +26,10 @@ int64_t peer_all_reduce_max_bytes();
 // llama-8b batch-1 step and 3-4% at 16 rows, and lost 1% at 64, where a block takes two rows
 // (results/2026-11-29-tp-fused-norm).
 int fused_all_reduce_max_rows();
+// The most rows the fused all-reduce add-norm sends by its low-latency exchange (8-byte words each
+// carrying its epoch, no flags: launch_peer_all_reduce_add_norm):
+// ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS=N (0-32), 0 keeping the flag exchange. Default 32.
+int peer_low_latency_rows();
 // The largest logits gather (bytes per rank) done through peer memory
 // (PeerAllReduce::Use::kGather): ROSEINFER_CUDA_PEER_GATHER_BYTES, default 2 MiB (8 rows of
 // llama-8b's vocab shard); 0 keeps NCCL's all-gather and the copies into place.
@@ -41,10 +46,11 @@ class PeerAllReduce {
   struct Group;  // every rank's staging, flags and epochs, freed when the last rank goes
   // One per rank, rank r on devices[r], each taking calls of up to max_bytes per rank. A device may
   // repeat (ranks sharing one GPU, for tests). Empty when two of the devices cannot reach each
-  // other's memory (no peer access): the caller keeps NCCL for everything.
-  static std::vector<std::unique_ptr<PeerAllReduce>> make_group(const std::vector<int>& devices,
-                                                                int64_t max_bytes,
-                                                                Use use = Use::kSum);
+  // other's memory (no peer access): the caller keeps NCCL for everything. A kAddNorm group sends
+  // up to low_latency_rows rows by the low-latency exchange (peer_low_latency_rows() when unset).
+  static std::vector<std::unique_ptr<PeerAllReduce>> make_group(
+      const std::vector<int>& devices, int64_t max_bytes, Use use = Use::kSum,
+      std::optional<int> low_latency_rows = std::nullopt);
   PeerAllReduce(std::shared_ptr<Group> group, int rank);
 
   // Whether all_reduce_sum takes (count, type): whole 16-byte vectors, at most max_bytes.
@@ -60,6 +66,8 @@ class PeerAllReduce {
   // norm.delta (num_rows, hidden), this rank's partial, all-reduced and consumed by the add-norm
   // in one kernel: the bits of all_reduce_sum(delta) followed by launch_add_norm(norm).
   void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const;
+  // Whether all_reduce_add_norm sends `norm`'s rows by the low-latency exchange.
+  bool is_low_latency(const AddNormArgs& norm) const;
 
   // Whether all_gather_columns takes `layout` (a kGather group; a chunk of whole 16-byte vectors
   // and at most max_bytes holding every rank's rows, whose columns fit recv's rows).
