@@ -304,9 +304,7 @@ template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kNormThreads)
     peer_all_reduce_add_norm_low_latency_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
   static_assert(kPerThread % 2 == 0 && kPerThread <= 16);
-  constexpr int kWords = kPerThread / 2;  // a thread's words of a row
-  constexpr int64_t kRowWords =
-      int64_t(kWords) * kNormThreads;  // word k*kNormThreads + t: thread t's k-th
+  constexpr int kWords = kPerThread / 2;  // a thread's words of its row: k * kNormThreads + t
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
   __shared__ float scratch[32];
@@ -327,12 +325,16 @@ __global__ void __launch_bounds__(kNormThreads)
     in.load_residual(norm, source);
   }
   in.load_partial(norm, source);
+  // Block b owns the b-th of kPeerAllReduceBlocks equal parts of each source's region, whatever
+  // the hidden size: words are valid by their block's epoch, so no other block, whose epochs run
+  // apart, may ever write them.
   const int64_t region_words = a.low_latency_slot_bytes / a.size / 8;
-  // (num_rows, kRowWords) words of rank `source_rank`'s rows in rank `holder`'s staging this epoch.
+  const int64_t block_words = region_words / kPeerAllReduceBlocks;
+  // This thread's first word of rank `source_rank`'s row in rank `holder`'s staging this epoch.
   auto region = [&](int holder, int source_rank) {
     return static_cast<uint64_t*>(a.low_latency_stages[holder]) +
            int64_t(epoch & 1) * (a.low_latency_slot_bytes / 8) + source_rank * region_words +
-           row * kRowWords + threadIdx.x;
+           row * block_words + threadIdx.x;
   };
   for (int peer = 0; peer < a.size; ++peer) {
     if (peer == a.rank) continue;
@@ -461,10 +463,11 @@ bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormAr
   int per_thread = 0;
   with_norm_per_thread(norm.hidden, [&](auto k) { per_thread = decltype(k)::value; });
   const int64_t row_bytes = int64_t(per_thread) * kNormThreads * 4;  // kPerThread / 2 words each
-  const int64_t region_bytes = args.low_latency_slot_bytes / args.size / 8 * 8;
+  const int64_t block_bytes =
+      args.low_latency_slot_bytes / args.size / 8 / kPeerAllReduceBlocks * 8;
   return args.probe == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
          norm.num_rows <= args.low_latency_rows && norm.num_rows <= kPeerAllReduceBlocks &&
-         norm.num_rows * row_bytes <= region_bytes;
+         row_bytes <= block_bytes;
 }
 
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,

@@ -90,7 +90,7 @@ void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNor
                                      cudaStream_t stream);
 // Whether launch_peer_all_reduce_add_norm takes `norm` by the low-latency exchange: no probe,
 // at most low_latency_rows rows, hidden at most 16 * kNormThreads (a thread keeps its partial in
-// registers), and the rows' words fit a source's region of the low-latency slot.
+// registers), and a row's words fit a block's part of a source's region of the low-latency slot.
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
