@@ -9,7 +9,8 @@
 #     where they skip kernels, step times real);
 #   - MODELS_SMALL (default none): those models on one GPU at the batches SMALL_BATCHES names
 #     (default "1 4"), as built and with each of SMALL_PROBES (default PROBES);
-#   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2,
+#   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2
+#     (and at TP=2 with each of BATCH_PROBES, default none),
 #     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
 # Decode step = decode time / steps. Each run's JSON, output and command land in $OUT/outputs.tgz;
 # summary.txt has the table.
@@ -71,6 +72,11 @@ for b in ${BATCHES_8B:-64}; do
   for tp in 1 2; do
     deadline_bench "llama8b_b${b}_tp$tp" -- --model llama-8b --dataset-name "grid:$b:512:128" \
       "${RUN[@]}" --tensor-parallel "$tp"
+  done
+  for probe in ${BATCH_PROBES:-}; do  # at TP=2 only
+    parse_probe "$probe"
+    deadline_bench "llama8b_b${b}_tp2_$tag" "${envs[@]}" -- --model llama-8b \
+      --dataset-name "grid:$b:512:128" "${RUN[@]}" "${args[@]}" --tensor-parallel 2
   done
 done
 for b in ${BATCHES_70B:-1}; do
