@@ -299,12 +299,15 @@ __device__ __forceinline__ uint64_t pack_word(unsigned short first, unsigned sho
 // its row as one 8-byte word with the epoch into every peer's low-latency staging, and reads each
 // peer's words for the same elements from its own until all carry the epoch. A 64-bit store is
 // seen whole or not at all, so each word announces itself: no fence, no flag, no barrier between
-// the push and the wait.
-template <typename T, int kPerThread>
+// the push and the wait. kPushed: the GEMV that wrote delta already stored every element as a word
+// of its own into the peers (peer_push.cuh: element i is word i of the row's part), so this kernel
+// only reads.
+template <typename T, int kPerThread, bool kPushed>
 __global__ void __launch_bounds__(kNormThreads)
     peer_all_reduce_add_norm_low_latency_kernel(PeerAllReduceArgs a, AddNormArgs norm) {
   static_assert(kPerThread % 2 == 0 && kPerThread <= 16);
-  constexpr int kWords = kPerThread / 2;  // a thread's words of its row: k * kNormThreads + t
+  // A thread's words of its row: k * kNormThreads + t, two elements each; pushed, one each.
+  constexpr int kWords = kPushed ? kPerThread : kPerThread / 2;
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(norm, w, b);
   __shared__ float scratch[32];
@@ -336,7 +339,7 @@ __global__ void __launch_bounds__(kNormThreads)
            int64_t(epoch & 1) * (a.low_latency_slot_bytes / 8) + source_rank * region_words +
            row * block_words + threadIdx.x;
   };
-  for (int peer = 0; peer < a.size; ++peer) {
+  for (int peer = 0; peer < a.size && !kPushed; ++peer) {
     if (peer == a.rank) continue;
     uint64_t* words = region(peer, a.rank);
 #pragma unroll
@@ -355,9 +358,16 @@ __global__ void __launch_bounds__(kNormThreads)
       const uint64_t* words = region(a.rank, rank);
       uint64_t got[kWords];
       const uint64_t start = global_timer_ns();
+      // Pushed words exist only for the row's elements (a pair's word always does).
+      auto present = [&](int k) {
+        return !kPushed || int(threadIdx.x) + k * kNormThreads < norm.hidden;
+      };
       for (;;) {  // every word's load in flight together, then all checked
 #pragma unroll
-        for (int k = 0; k < kWords; ++k) got[k] = load_relaxed_system_u64(words + k * kNormThreads);
+        for (int k = 0; k < kWords; ++k) {
+          got[k] = present(k) ? load_relaxed_system_u64(words + k * kNormThreads)
+                              : uint64_t(epoch) << 32;
+        }
         bool ready = true;
 #pragma unroll
         for (int k = 0; k < kWords; ++k) ready &= uint32_t(got[k] >> 32) == epoch;
@@ -366,8 +376,12 @@ __global__ void __launch_bounds__(kNormThreads)
       }
 #pragma unroll
       for (int k = 0; k < kWords; ++k) {
-        bits[2 * k] = static_cast<unsigned short>(got[k]);
-        bits[2 * k + 1] = static_cast<unsigned short>(got[k] >> 16);
+        if constexpr (kPushed) {
+          bits[k] = static_cast<unsigned short>(got[k]);
+        } else {
+          bits[2 * k] = static_cast<unsigned short>(got[k]);
+          bits[2 * k + 1] = static_cast<unsigned short>(got[k] >> 16);
+        }
       }
     }
 #pragma unroll
@@ -459,6 +473,25 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
   }
 }
 
+PeerPush peer_push_target(const PeerAllReduceArgs& args) {
+  static_assert(kPeerPushMaxRanks == kPeerAllReduceMaxRanks);
+  PeerPush push;
+  if (args.low_latency_stages[0] == nullptr || args.size < 2) return push;
+  for (int r = 0; r < args.size; ++r) push.stages[r] = args.low_latency_stages[r];
+  push.epochs = args.epochs;
+  push.slot_bytes = args.low_latency_slot_bytes;
+  push.region_bytes = args.low_latency_slot_bytes / args.size / 8 * 8;
+  push.block_bytes = push.region_bytes / 8 / kPeerAllReduceBlocks * 8;
+  push.rank = args.rank;
+  push.size = args.size;
+  return push;
+}
+
+bool peer_add_norm_takes_push(const PeerAllReduceArgs& args, const AddNormArgs& norm) {
+  return peer_add_norm_is_low_latency(args, norm) && norm.row_index == nullptr &&
+         int64_t(norm.hidden) * 8 <= peer_push_target(args).block_bytes;
+}
+
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm) {
   int per_thread = 0;
   with_norm_per_thread(norm.hidden, [&](auto k) { per_thread = decltype(k)::value; });
@@ -471,8 +504,12 @@ bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormAr
 }
 
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     cudaStream_t stream) {
+                                     bool pushed, cudaStream_t stream) {
   if (norm.num_rows <= 0) return;
+  if (pushed && !peer_add_norm_takes_push(args, norm)) {
+    cuda_fail("pushed rows the low-latency exchange does not take", "peer all-reduce add-norm",
+              __FILE__, __LINE__);
+  }
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);
   const bool low_latency = peer_add_norm_is_low_latency(args, norm);
   dispatch_dtype(norm.dtype, [&](auto tag) {
@@ -480,8 +517,13 @@ void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNor
     with_norm_per_thread(norm.hidden, [&](auto per_thread) {
       constexpr int kPerThread = decltype(per_thread)::value;
       if constexpr (kPerThread <= 16) {
+        if (pushed) {
+          launch_kernel(peer_all_reduce_add_norm_low_latency_kernel<T, kPerThread, true>, grid,
+                        kNormThreads, 0, stream, args, norm);
+          return;
+        }
         if (low_latency) {
-          launch_kernel(peer_all_reduce_add_norm_low_latency_kernel<T, kPerThread>, grid,
+          launch_kernel(peer_all_reduce_add_norm_low_latency_kernel<T, kPerThread, false>, grid,
                         kNormThreads, 0, stream, args, norm);
           return;
         }

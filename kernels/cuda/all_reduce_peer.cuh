@@ -21,6 +21,7 @@
 #include <cstdint>
 
 #include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/peer_push.cuh"
 
 namespace rose {
 
@@ -86,12 +87,23 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 // Needs: norm.tok_emb null, hidden * element size a multiple of 16 and hidden at most
 // kAddNormMaxHidden, num_rows * hidden * element size <= slot_bytes / size rounded down to 16
 // (PeerAllReduce::fuses_add_norm checks).
+//
+// pushed: the row-parallel GEMV that wrote norm.delta also stored it into the peers at
+// peer_push_target(args) (peer_push.cuh), so the rows are not sent again; only where
+// peer_add_norm_takes_push.
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
-                                     cudaStream_t stream);
+                                     bool pushed, cudaStream_t stream);
 // Whether launch_peer_all_reduce_add_norm takes `norm` by the low-latency exchange: no probe,
 // at most low_latency_rows rows, hidden at most 16 * kNormThreads (a thread keeps its partial in
 // registers), and a row's words fit a block's part of a source's region of the low-latency slot.
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm);
+// Whether a GEMV may push norm.delta's rows (launch_peer_all_reduce_add_norm's pushed): the
+// low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element) fit a
+// block's part.
+bool peer_add_norm_takes_push(const PeerAllReduceArgs& args, const AddNormArgs& norm);
+// Where a row-parallel GEMV stores this rank's partial for a pushed call (size 0: the group has no
+// low-latency staging).
+PeerPush peer_push_target(const PeerAllReduceArgs& args);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,
 // count[r]) columns row-major (the lm_head's output), padded to chunk floats, and they land in

@@ -20,11 +20,29 @@ constexpr int kChunk = 32 * 8;  // elements a warp covers with one 16-byte load 
 enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
 
 // Lane 0's store of feature o's sums (acc: the warp sums of each weight row and input row) through
-// epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream.
+// epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream; with push, a stored
+// row's output also goes to the peers' staging with the row's epoch (push_epochs).
+//
+// push_epochs: each row's epoch for the push (peer_push_epoch), read by the block's first threads
+// and shared before the block lets its dependents launch: every thread of the block calls it,
+// right before pdl_launch_dependents.
+template <int kRows>
+__device__ __forceinline__ void push_epochs(const PeerPush& push, int n, uint32_t (&epoch)[kRows]) {
+  if (push.size < 2) return;
+  __shared__ uint32_t shared[kRows];
+  if (int(threadIdx.x) < kRows && int(threadIdx.x) < n) {
+    shared[threadIdx.x] = peer_push_epoch(push, int(threadIdx.x));
+  }
+  __syncthreads();
+#pragma unroll
+  for (int row = 0; row < kRows; ++row) epoch[row] = shared[row];
+}
+
 template <typename T, Epilogue E, int kRows, int kWeightRows>
 __device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kRows], int n,
                                               int out, int o, const T* bias, void* y,
-                                              bool residual_add) {
+                                              bool residual_add, const PeerPush& push,
+                                              const uint32_t (&epoch)[kRows]) {
 #pragma unroll
   for (int row = 0; row < kRows; ++row) {
     if (row < n) {
@@ -38,6 +56,11 @@ __device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kR
           residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
         } else {
           static_cast<T*>(y)[at] = value;
+          if (push.size > 1) {
+            unsigned short bits;
+            memcpy(&bits, &value, 2);
+            peer_push_store(push, epoch[row], row, o, bits);
+          }
         }
       } else if constexpr (E == Epilogue::kGeluBias) {
         float v = acc[0][row];
@@ -119,7 +142,9 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
                                               int in, int out, bool residual_add, int group,
                                               const uint4 (&pre)[kWeightRows][kPre > 0 ? kPre : 1],
                                               bool use_pre,
-                                              float (&partial)[kWarps][kWeightRows][kRows]) {
+                                              float (&partial)[kWarps][kWeightRows][kRows],
+                                              const PeerPush& push,
+                                              const uint32_t (&epoch)[kRows]) {
   constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int local = warp / kSplit, part = warp % kSplit;
@@ -155,7 +180,7 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
   }
   sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
   if (part == 0 && active && lane == 0) {
-    store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add);
+    store_feature<T, E, kRows, kWeightRows>(acc, n, out, o, bias, y, residual_add, push, epoch);
   }
 }
 
@@ -188,17 +213,19 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add, int prefetch_bytes) {
+                bool residual_add, int prefetch_bytes, PeerPush push) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   if (prefetch_bytes > 0) {
     prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
   }
   pdl_wait();
+  uint32_t epoch[kRows] = {};
+  push_epochs(push, n, epoch);
   pdl_launch_dependents();
   __shared__ float partial[kWarps][kWeightRows][kRows];
   const uint4 none[kWeightRows][1] = {};
   product_group<T, E, kSplit, kRows, 0>(x, w, bias, y, n, in, out, residual_add, int(blockIdx.x),
-                                        none, false, partial);
+                                        none, false, partial, push, epoch);
 }
 
 // The rows (n, in) RMSNorm(fusion.norm_residual) * fusion.norm_weight in T, launch_add_norm's
@@ -266,12 +293,15 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
     }
   }
   pdl_wait();
+  uint32_t epoch[kRows] = {};
+  push_epochs(fusion.push, n, epoch);
   pdl_launch_dependents();
   if (fusion.norm_residual) x = normalize_rows<T, kRows>(fusion, n, in);
   const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
   for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
     product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, fusion.residual_add,
-                                                   group, pre, group == int(blockIdx.x), partial);
+                                                   group, pre, group == int(blockIdx.x), partial,
+                                                   fusion.push, epoch);
     if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
   }
 }
@@ -380,7 +410,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add, prefetch_bytes());
+                fusion.residual_add, prefetch_bytes(), fusion.push);
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).
@@ -424,6 +454,10 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
   }
   if (fusion.residual_add && E != Epilogue::kStore) {
     cuda_fail("the residual add follows the plain product only", "launch_gemv", __FILE__, __LINE__);
+  }
+  if (fusion.push.size > 1 && (E != Epilogue::kStore || fusion.residual_add)) {
+    cuda_fail("a peer push follows the plain product stored in the dtype only", "launch_gemv",
+              __FILE__, __LINE__);
   }
   dispatch_dtype(dtype, [&](auto tag) {
     launch_typed<typename decltype(tag)::type, E>(x, w, bias, y, n, in, out, fusion, stream);

@@ -7,6 +7,8 @@
 // exact bits.
 #include <cstdint>
 
+#include "kernels/cuda/peer_push.cuh"
+
 namespace rose {
 
 struct GemvFusion {
@@ -19,6 +21,10 @@ struct GemvFusion {
   // stored sub-layer output is, is added to it (launch_add_norm's residual + delta) instead of
   // being stored. Plain product epilogue only (not the activations, not fp32 outputs).
   bool residual_add = false;
+  // push.size > 1: each output, as stored, also goes into the peers' staging of the fused
+  // all-reduce add-norm that sums this rank's partial (peer_push.cuh). Plain product epilogue
+  // only, stored in the dtype (not residual_add, not fp32 outputs); the dense GEMV only.
+  PeerPush push;
 };
 
 }  // namespace rose

@@ -26,6 +26,7 @@
 #include "engine/parallel/rank_threads.h"
 #include "engine/parallel/shard_plan.h"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -259,27 +260,49 @@ struct AddNormWay {
   gputest::DeviceArray<uint16_t> out;    // (rows, hidden) normalized rows in dtype
 };
 
+// The (hidden, hidden) identity in dtype: the GEMV's x I^T gives x's bits back (each output one
+// exact product, the other terms +0).
+std::vector<uint16_t> identity_bits(int hidden, DType dtype) {
+  std::vector<uint16_t> bits(size_t(hidden) * size_t(hidden), 0);
+  const uint16_t one = dtype == DType::kBF16 ? 0x3F80 : 0x3C00;
+  for (int i = 0; i < hidden; ++i) bits[size_t(i) * size_t(hidden) + size_t(i)] = one;
+  return bits;
+}
+
 // A rank's buffers for one case, made and freed on the rank's device and thread.
 struct AddNormBuffers {
   AddNormBuffers(const std::vector<uint16_t>& partial, const std::vector<float>& residual,
-                 const std::vector<uint16_t>& params, const std::vector<int32_t>& rows)
-      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual)},
+                 const std::vector<uint16_t>& params, const std::vector<int32_t>& rows,
+                 const std::vector<uint16_t>& identity)
+      : ways{AddNormWay(partial, residual), AddNormWay(partial, residual),
+             AddNormWay(std::vector<uint16_t>(partial.size(), 0x7FFF), residual)},
         weights(params),
-        row_index(rows) {}
-  AddNormWay ways[2];                       // [0]: the two kernels' run, [1]: the fused one's
+        row_index(rows),
+        input(partial),
+        identity(identity) {}
+  // [0]: the two kernels' run, [1]: the fused one's, [2]: the fused one's after a GEMV wrote
+  // delta (starting as NaNs) and pushed it into the peers (the pushed cases)
+  AddNormWay ways[3];
   gputest::DeviceArray<uint16_t> weights;   // (3, hidden): norm weight, norm bias, delta bias
   gputest::DeviceArray<int32_t> row_index;  // a gathered case's source rows
+  gputest::DeviceArray<uint16_t> input;     // (rows, hidden) the partial, the GEMV's x
+  gputest::DeviceArray<uint16_t> identity;  // (hidden, hidden) a pushed case's GEMV weights
 };
 
-// Runs every case back to back on every rank, both ways, the fused group sending up to
-// low_latency_rows rows by its low-latency exchange; returns the number of (case, rank) pairs
-// whose residual or normalized rows differ.
+// The fused group's staging per rank: the production default (peer_all_reduce_max_bytes), whose
+// low-latency parts take a pushed row of up to 4,096 elements.
+constexpr int64_t kFusedMaxBytes = int64_t(512) << 10;
+
+// Runs every case back to back on every rank, each way, the fused group sending up to
+// low_latency_rows rows by its low-latency exchange (and, where that takes a GEMV's push, once
+// more after a GEMV pushed the partial); returns the number of (case, rank) pairs whose residual or
+// normalized rows differ from the two kernels'.
 int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddNormCase>& cases,
                          int low_latency_rows) {
   const int n = int(devices.size());
   const auto sums = PeerAllReduce::make_group(devices, kMaxBytes);
-  const auto fused =
-      PeerAllReduce::make_group(devices, kMaxBytes, PeerAllReduce::Use::kAddNorm, low_latency_rows);
+  const auto fused = PeerAllReduce::make_group(devices, kFusedMaxBytes,
+                                               PeerAllReduce::Use::kAddNorm, low_latency_rows);
   REQUIRE(int(sums.size()) == n);
   REQUIRE(int(fused.size()) == n);
   RankThreads threads(n);
@@ -311,10 +334,19 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     std::vector<std::unique_ptr<AddNormBuffers>> buffers;
     buffers.resize(size_t(n));
     const std::vector<int32_t> rows = gathered_rows(c.rows);
+    // The low-latency exchange keeps a thread's partial in registers: up to 16 elements of 256.
+    const bool low_latency =
+        (c.gathered ? int(rows.size()) : c.rows) <= low_latency_rows && c.hidden <= 4096;
+    // A GEMV's rows, not gathered, of words that fit a block's part (8 bytes an element).
+    const bool push = low_latency && !c.gathered && c.rows <= kGemvMaxRows &&
+                      gemv_supported(c.rows, c.hidden) &&
+                      int64_t(c.hidden) * 8 * kPeerAllReduceBlocks <= 2 * kFusedMaxBytes;
+    const std::vector<uint16_t> identity =
+        push ? identity_bits(c.hidden, c.dtype) : std::vector<uint16_t>{};
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
-      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params, rows);
+      buffers[i] = std::make_unique<AddNormBuffers>(partials[i], residual, params, rows, identity);
     });
     AddNormArgs norm;
     norm.num_rows = c.gathered ? int(rows.size()) : c.rows;
@@ -349,21 +381,36 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
                                       type, streams[size_t(r)]);
     });
     round([&](int r) { launch_add_norm(args(r, 0), streams[size_t(r)]); });
-    // The low-latency exchange keeps a thread's partial in registers: up to 16 elements of 256.
-    const bool low_latency = norm.num_rows <= low_latency_rows && c.hidden <= 4096;
     round([&](int r) {
       REQUIRE(fused[size_t(r)]->fuses_add_norm(args(r, 1)));
       REQUIRE(fused[size_t(r)]->is_low_latency(args(r, 1)) == low_latency);
-      fused[size_t(r)]->all_reduce_add_norm(args(r, 1), streams[size_t(r)]);
+      REQUIRE(fused[size_t(r)]->takes_push(args(r, 1)) == push);
+      fused[size_t(r)]->all_reduce_add_norm(args(r, 1), false, streams[size_t(r)]);
     });
+    if (push) {
+      round([&](int r) {
+        AddNormBuffers& b = *buffers[size_t(r)];
+        GemvFusion fusion;
+        fusion.push = fused[size_t(r)]->push_target();
+        launch_gemv(b.input.get(), b.identity.get(), b.ways[2].delta.get(), c.rows, c.hidden,
+                    c.hidden, false, c.dtype, streams[size_t(r)], fusion);
+      });
+      round([&](int r) {
+        fused[size_t(r)]->all_reduce_add_norm(args(r, 2), true, streams[size_t(r)]);
+      });
+    }
     std::vector<int> rank_wrong(size_t(n), 0);
     threads.run([&](int r) {
       const size_t i = size_t(r);
       ROSE_CUDA_CHECK(cudaSetDevice(devices[i]));
       const AddNormWay* ways = buffers[i]->ways;
-      const std::vector<float> res0 = ways[0].res.download(), res1 = ways[1].res.download();
-      const bool same_res = std::memcmp(res0.data(), res1.data(), res0.size() * 4) == 0;
-      rank_wrong[i] = !same_res || ways[0].out.download() != ways[1].out.download();
+      const std::vector<float> res0 = ways[0].res.download();
+      const auto same_as_two_kernels = [&](const AddNormWay& way) {
+        const std::vector<float> res = way.res.download();
+        return std::memcmp(res0.data(), res.data(), res0.size() * 4) == 0 &&
+               ways[0].out.download() == way.out.download();
+      };
+      rank_wrong[i] = !same_as_two_kernels(ways[1]) || (push && !same_as_two_kernels(ways[2]));
       buffers[i].reset();
     });
     for (int w : rank_wrong) wrong += w;
@@ -388,6 +435,7 @@ const std::vector<AddNormCase> kAddNormCases = {
     {1, 4096, DType::kBF16, NormKind::kRmsNorm, false},
     {60, 2048, DType::kBF16, NormKind::kRmsNorm, false, true},
     {5, 768, DType::kFP16, NormKind::kLayerNorm, true, true},
+    {2, 2048, DType::kFP16, NormKind::kRmsNorm, true},
 };
 
 constexpr int64_t kGatherBytes = int64_t(2) << 20;  // 8 rows of llama-3's vocab shard
@@ -557,6 +605,22 @@ TEST_CASE("the fused all-reduce add-norm takes what fits its regions, and only i
       PeerAllReduce::make_group({0, 0}, kMaxBytes, PeerAllReduce::Use::kAddNorm, 0);
   CHECK(flags_only[0]->fuses_add_norm(norm));
   CHECK_FALSE(flags_only[0]->is_low_latency(norm));
+  // A GEMV's push: 8 bytes an element in a block's part of 2 * 256 KiB / 32.
+  CHECK(fused[0]->takes_push(norm));
+  CHECK_FALSE(flags_only[0]->takes_push(norm));
+  CHECK(fused[0]->push_target().size == 2);
+  CHECK(flags_only[0]->push_target().size == 0);
+  CHECK(sums[0]->push_target().size == 0);
+  norm.hidden = 4096;
+  CHECK(fused[0]->is_low_latency(norm));
+  CHECK_FALSE(fused[0]->takes_push(norm));
+  norm.hidden = 2048;
+  norm.row_index = rows;
+  norm.write_residual = false;
+  CHECK(fused[0]->is_low_latency(norm));
+  CHECK_FALSE(fused[0]->takes_push(norm));  // gathered rows
+  norm.row_index = nullptr;
+  norm.write_residual = true;
   norm.delta = nullptr;
   CHECK_FALSE(fused[0]->fuses_add_norm(norm));
   CHECK_FALSE(fused[0]->is_low_latency(norm));

@@ -7,6 +7,7 @@
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/norm.cuh"
+#include "kernels/cuda/peer_push.cuh"
 
 namespace rose {
 
@@ -19,7 +20,14 @@ class AddNormReducer {
   // norm.delta (num_rows, hidden), this rank's partial, summed over the ranks, then
   // launch_add_norm(norm) with that sum as delta, enqueued on `stream`. Every rank must make the
   // same calls.
-  virtual void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) = 0;
+  // pushed: a GEMV already stored delta's rows at push_target() (every rank alike; only where
+  // takes_push(norm)).
+  virtual void all_reduce_add_norm(const AddNormArgs& norm, bool pushed, cudaStream_t stream) = 0;
+  // Where a row-parallel GEMV may store this rank's partial for the next all_reduce_add_norm
+  // (peer_push.cuh); size 0 where no GEMV can push.
+  virtual PeerPush push_target() const { return {}; }
+  // Whether all_reduce_add_norm(norm, pushed = true) is allowed.
+  virtual bool takes_push(const AddNormArgs&) const { return false; }
 };
 
 }  // namespace rose

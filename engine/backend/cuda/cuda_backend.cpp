@@ -58,6 +58,10 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       graphs_(options.max_num_seqs) {
   resolve_options();
   gemv_max_rows_ = gemv_rows_for(config_);
+  if (add_norm_reducer_) {
+    const char* push = std::getenv("ROSEINFER_CUDA_GEMV_PUSH");
+    if (!(push && push[0] == '0')) push_target_ = add_norm_reducer_->push_target();
+  }
   open_device();
   try {
     weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,
@@ -749,7 +753,7 @@ std::optional<CollectiveTiming> CudaBackend::time_collectives(int rows, int iter
       add_norm_reducer_ && !layer_args_.empty() && add_norm_reducer_->fuses_add_norm(norm);
   if (t.fused_add_norm) {
     const double fused_s =
-        time_calls([&] { add_norm_reducer_->all_reduce_add_norm(norm, stream_); });
+        time_calls([&] { add_norm_reducer_->all_reduce_add_norm(norm, false, stream_); });
     const double plain_s = time_calls([&] { launch_add_norm(norm, stream_); });
     t.all_reduce_s = std::max(0.0, fused_s - plain_s);
   } else {

@@ -144,7 +144,8 @@ class CudaBackend final : public Backend {
   StepFields step_fields(int num_tokens, int num_seqs) const;
   void attention_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step,
                        int max_query_len);
-  void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step);
+  void mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step,
+                 bool last_layer);
   // y (n, w.rows) = x (n, w.cols) W^T; y in fp32 when f32_out, else in the activation dtype.
   // Dispatches on the weight's storage: dense, or ggml blocks (quantized GEMV, or a decoded copy).
   // `fusion` (gemv_fusion.cuh; only where the product runs on a GEMV kernel, fused_norm_rows_): a
@@ -163,7 +164,13 @@ class CudaBackend final : public Backend {
   int fused_norm_max_rows() const;
   // The o or down projection of x: into proj_ for the next add-norm, or added to the residual
   // stream in the GEMV when step.fused_norms.
-  void project_out(const void* x, const DeviceMatrix& w, const StepFields& step);
+  // next_norm_gathers: the add-norm after it is the final norm, which sums gathered rows only.
+  void project_out(const void* x, const DeviceMatrix& w, const StepFields& step,
+                   bool next_norm_gathers = false);
+  // Whether project_out's GEMV of w at n rows stores its partial into the peers' staging as well
+  // (peer_push.cuh): the dense GEMV runs it, and the next add-norm fuses the all-reduce and sums
+  // the same rows.
+  bool pushes_partial(const DeviceMatrix& w, int n, bool next_norm_gathers) const;
   // Tensor parallel: a row-parallel layer's output proj_ (n, H) summed over the ranks, in place.
   void all_reduce_proj(int n);
   // A sub-layer's add-norm (`run_norm` false: ROSEINFER_CUDA_SKIP=norm leaves it out). First
@@ -302,6 +309,12 @@ class CudaBackend final : public Backend {
   // Rows of proj_ that still hold this rank's partial: project_out leaves the all-reduce to the
   // next add_norm() when add_norm_reducer_ is set (0: nothing pending).
   int unreduced_rows_ = 0;
+  // Those rows are in the peers' staging already: the GEMV that wrote them pushed them
+  // (pushes_partial), so the fused add-norm does not.
+  bool unreduced_pushed_ = false;
+  // Where the row-parallel GEMVs push (AddNormReducer::push_target; size 0: never), unless
+  // ROSEINFER_CUDA_GEMV_PUSH=0 (before/after comparisons with one binary).
+  PeerPush push_target_;
   // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
   std::unique_ptr<InvariantGemm> invariant_gemm_;
   // Otherwise, above the GEMV's rows: cuBLASLt algorithms per row bucket chosen at start, so a new

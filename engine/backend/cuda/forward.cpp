@@ -157,6 +157,7 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   const ModelConfig& c = config_;
   const StepFields step = step_fields(n, num_seqs);
   unreduced_rows_ = 0;  // a step that threw part-way may have left one pending
+  unreduced_pushed_ = false;
   const bool embedding_in_norm =
       !layer_args_.empty() && layer_args_[0].attn_norm.tok_emb && !skipped(kSkipNorm);
   if (!embedding_in_norm) {
@@ -165,7 +166,7 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
   }
   for (int l = 0; l < c.num_layers; ++l) {
     attention_block(layer_args_[l], weights_.layers[l], step, max_query_len);
-    mlp_block(layer_args_[l], weights_.layers[l], step);
+    mlp_block(layer_args_[l], weights_.layers[l], step, l == c.num_layers - 1);
   }
   AddNormArgs final_norm = final_norm_args_;
   final_norm.row_index = step.sample_rows;
@@ -249,7 +250,8 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
 
 // The o or down projection: its output into proj_ for the next add-norm (and the tensor-parallel
 // sum), or added straight to the residual stream when the norms are fused.
-void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFields& step) {
+void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFields& step,
+                              bool next_norm_gathers) {
   const int n = step.num_tokens;
   if (step.fused_norms) {
     GemvFusion fusion;
@@ -257,17 +259,39 @@ void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFi
     gemm(x, w, residual_, n, false, fusion);
     return;
   }
-  gemm(x, w, proj_, n, false);
+  GemvFusion fusion;
+  const bool push = pushes_partial(w, n, next_norm_gathers);
+  if (push) fusion.push = push_target_;
+  gemm(x, w, proj_, n, false, fusion);
   if (add_norm_reducer_ && !skipped(kSkipCollective)) {
     unreduced_rows_ = n;  // summed by the next add_norm(), fused with it where it can be
+    unreduced_pushed_ = push;
   } else {
     all_reduce_proj(n);
   }
 }
 
+// A pushed partial must be taken by the very next fused call (its words carry that call's epoch),
+// so every condition add_norm() checks before fusing is checked here too.
+bool CudaBackend::pushes_partial(const DeviceMatrix& w, int n, bool next_norm_gathers) const {
+  if (push_target_.size < 2 || next_norm_gathers || skipped(kSkipCollective) ||
+      skipped(kSkipNorm)) {
+    return false;
+  }
+  // dense_gemm's path to launch_gemv, the one kernel that pushes
+  if (w.quantized() || invariant_gemm_ || !use_gemv(n, int(w.cols)) || skipped(kSkipGemv) ||
+      layer_args_.empty()) {
+    return false;
+  }
+  AddNormArgs next = layer_args_[0].mlp_norm;  // every layer's add-norm after o or down alike
+  next.num_rows = n;
+  return add_norm_reducer_->takes_push(next);
+}
+
 // Add-norm, up (or gate|up) with its activation, down; down's output stays in proj_ for the next
 // add-norm.
-void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step) {
+void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const StepFields& step,
+                            bool last_layer) {
   const int n = step.num_tokens;
   const ModelConfig& c = config_;
   const int I = c.intermediate_size;
@@ -291,7 +315,7 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
       }
     }
   }
-  project_out(hidden_act, w.down, step);
+  project_out(hidden_act, w.down, step, last_layer);
 }
 
 // The sum is in the activation dtype, as the o and down outputs are (the usual choice of serving
@@ -304,12 +328,13 @@ void CudaBackend::all_reduce_proj(int n) {
 
 void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   const int pending = std::exchange(unreduced_rows_, 0);
+  const bool pushed = std::exchange(unreduced_pushed_, false);
   // The final norm gathers rows (row_index) and writes no residual: only its rows need the sum,
   // however many rows are pending.
   const bool rows_covered = norm.row_index ? !norm.write_residual : norm.num_rows == pending;
   if (pending > 0 && run_norm && norm.delta == proj_ && rows_covered &&
       add_norm_reducer_->fuses_add_norm(norm)) {
-    add_norm_reducer_->all_reduce_add_norm(norm, stream_);
+    add_norm_reducer_->all_reduce_add_norm(norm, pushed, stream_);
     return;
   }
   if (pending > 0) all_reduce_proj(pending);

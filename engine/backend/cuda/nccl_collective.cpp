@@ -81,10 +81,16 @@ class NcclCollective final : public Collective, public AddNormReducer, public Lo
     return peer_add_norm_ && norm.num_rows <= fused_max_rows_ &&
            peer_add_norm_->fuses_add_norm(norm);
   }
-  void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) override {
+  void all_reduce_add_norm(const AddNormArgs& norm, bool pushed, cudaStream_t stream) override {
     check_not_aborted();
     if (!peer_add_norm_) fail("tensor parallel: no fused all-reduce add-norm on these GPUs");
-    peer_add_norm_->all_reduce_add_norm(norm, stream);
+    peer_add_norm_->all_reduce_add_norm(norm, pushed, stream);
+  }
+  PeerPush push_target() const override {
+    return peer_add_norm_ ? peer_add_norm_->push_target() : PeerPush{};
+  }
+  bool takes_push(const AddNormArgs& norm) const override {
+    return fuses_add_norm(norm) && peer_add_norm_->takes_push(norm);
   }
   bool gathers_logits(const PeerColumnGather& layout) const override {
     return peer_gather_ && peer_gather_->gathers_columns(layout);

@@ -222,11 +222,20 @@ bool PeerAllReduce::fuses_add_norm(const AddNormArgs& norm) const {
          (!norm.row_index || !norm.write_residual) && !norm.tok_emb;
 }
 
-void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const {
+void PeerAllReduce::all_reduce_add_norm(const AddNormArgs& norm, bool pushed,
+                                        cudaStream_t stream) const {
   if (!fuses_add_norm(norm)) {
     fail("peer all-reduce: cannot fuse an add-norm of {} rows of {}", norm.num_rows, norm.hidden);
   }
-  launch_peer_all_reduce_add_norm(args_, norm, stream);
+  launch_peer_all_reduce_add_norm(args_, norm, pushed, stream);
+}
+
+PeerPush PeerAllReduce::push_target() const {
+  return group_->use == Use::kAddNorm ? peer_push_target(args_) : PeerPush{};
+}
+
+bool PeerAllReduce::takes_push(const AddNormArgs& norm) const {
+  return fuses_add_norm(norm) && peer_add_norm_takes_push(args_, norm);
 }
 
 bool PeerAllReduce::is_low_latency(const AddNormArgs& norm) const {

@@ -65,9 +65,18 @@ class PeerAllReduce {
   bool fuses_add_norm(const AddNormArgs& norm) const;
   // norm.delta (num_rows, hidden), this rank's partial, all-reduced and consumed by the add-norm
   // in one kernel: the bits of all_reduce_sum(delta) followed by launch_add_norm(norm).
-  void all_reduce_add_norm(const AddNormArgs& norm, cudaStream_t stream) const;
+  // pushed: delta's rows are already in the peers' low-latency staging (a GEMV stored them at
+  // push_target(); only where takes_push(norm)).
+  void all_reduce_add_norm(const AddNormArgs& norm, bool pushed, cudaStream_t stream) const;
   // Whether all_reduce_add_norm sends `norm`'s rows by the low-latency exchange.
   bool is_low_latency(const AddNormArgs& norm) const;
+  // Whether a GEMV may push `norm.delta`'s rows for all_reduce_add_norm (pushed = true): the
+  // low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element) fit
+  // a block's part of the staging.
+  bool takes_push(const AddNormArgs& norm) const;
+  // Where a GEMV stores this rank's partial for the next all_reduce_add_norm (a kAddNorm group
+  // with a low-latency staging; size 0 otherwise).
+  PeerPush push_target() const;
 
   // Whether all_gather_columns takes `layout` (a kGather group; a chunk of whole 16-byte vectors
   // and at most max_bytes holding every rank's rows, whose columns fit recv's rows).

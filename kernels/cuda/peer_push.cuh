@@ -1,0 +1,53 @@
+#pragma once
+// A tensor-parallel rank's row-parallel GEMV (o, down) storing its partial outputs straight into
+// the peers' low-latency staging of the fused all-reduce add-norm (all_reduce_peer.cuh), as words
+// that carry the exchange's epoch: the NVLink writes leave while the GEMV still runs, and the
+// fused kernel then only reads, instead of loading the partial and sending it after the GEMV.
+#include <cstdint>
+
+namespace rose {
+
+constexpr int kPeerPushMaxRanks = 8;  // kPeerAllReduceMaxRanks (checked in all_reduce_peer.cu)
+
+// Where rank `rank`'s rows go in every peer's low-latency staging, as the fused kernel reads a
+// pushed call: element o of row r is the 8-byte word o of row r's block part,
+//   stages[peer] + (epoch & 1) * slot_bytes + rank * region_bytes + r * block_bytes,
+// its low 16 bits the element's bits, its high 32 the epoch: block r's call count + 1 (row r is
+// block r's, the low-latency exchange taking at most one row a block).
+struct PeerPush {
+  void* stages[kPeerPushMaxRanks] = {};  // every rank's low-latency staging, peer-mapped
+  const uint32_t* epochs = nullptr;      // (blocks,) the fused group's call counts on this rank
+  int64_t slot_bytes = 0;
+  int64_t region_bytes = 0;  // a source rank's region in a slot
+  int64_t block_bytes = 0;   // a block's part of a region: a row's words
+  int rank = 0;
+  int size = 0;  // ranks; 0: no push
+};
+
+#ifdef __CUDACC__
+// Row `row`'s epoch for its next exchange. Read before the GEMV lets its dependents launch (the
+// caller stores it to shared memory and meets a barrier first): the fused kernel after the GEMV
+// counts its call before its own PDL wait.
+__device__ __forceinline__ uint32_t peer_push_epoch(const PeerPush& p, int row) {
+  return __ldcg(p.epochs + row) + 1u;
+}
+
+// Output `o` of row `row` (its raw bits) with the epoch into every peer's staging. The loop runs
+// over the constant kPeerPushMaxRanks: indexing the kernel parameter's stages[] by a runtime rank
+// would copy it into every thread's local memory (ptxas does), which cost a llama-8b batch-1 step
+// 25% when first tried.
+__device__ __forceinline__ void peer_push_store(const PeerPush& p, uint32_t epoch, int row, int o,
+                                                unsigned short bits) {
+  const uint64_t word = uint64_t(bits) | uint64_t(epoch) << 32;
+#pragma unroll
+  for (int peer = 0; peer < kPeerPushMaxRanks; ++peer) {
+    if (peer >= p.size || peer == p.rank) continue;
+    char* part = static_cast<char*>(p.stages[peer]) + int64_t(epoch & 1) * p.slot_bytes +
+                 int64_t(p.rank) * p.region_bytes + int64_t(row) * p.block_bytes;
+    uint64_t* address = reinterpret_cast<uint64_t*>(part) + o;
+    asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(word) : "memory");
+  }
+}
+#endif
+
+}  // namespace rose
