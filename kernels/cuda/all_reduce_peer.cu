@@ -348,6 +348,7 @@ __global__ void __launch_bounds__(kNormThreads)
                                pack_word(in.own[2 * k], in.own[2 * k + 1], epoch));
     }
   }
+  if (a.probe & 16) pdl_launch_dependents();  // the next kernel's blocks start during the wait
   float reduced[kPerThread] = {};
   for (int rank = 0; rank < a.size; ++rank) {  // rank order, as the other kernels sum
     unsigned short bits[kPerThread];
@@ -498,7 +499,7 @@ bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormAr
   const int64_t row_bytes = int64_t(per_thread) * kNormThreads * 4;  // kPerThread / 2 words each
   const int64_t block_bytes =
       args.low_latency_slot_bytes / args.size / 8 / kPeerAllReduceBlocks * 8;
-  return args.probe == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
+  return (args.probe & ~16) == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
          norm.num_rows <= args.low_latency_rows && norm.num_rows <= kPeerAllReduceBlocks &&
          row_bytes <= block_bytes;
 }

@@ -38,6 +38,21 @@ double host_seconds() {
 // 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
 // of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
 // ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
+// The most rows a tensor-parallel row-parallel GEMV pushes its partial at (pushes_partial). One:
+// on two H200s (results/2026-11-29-tp-low-latency) the push took 12 us off llama-8b's batch-1
+// step (2.455 against 2.467-2.468 ms) and added 14 at two rows (2.831 against 2.817).
+// ROSEINFER_CUDA_GEMV_PUSH=N (0-4) sets it, 0 leaving the rows to the fused kernel.
+int gemv_push_max_rows() {
+  const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PUSH");
+  if (env == nullptr || *env == '\0') return 1;
+  char* end = nullptr;
+  const long value = std::strtol(env, &end, 10);
+  if (*end != '\0' || value < 0 || value > kGemvMaxRows) {
+    fail("ROSEINFER_CUDA_GEMV_PUSH={}: expected 0-{} rows (0 turns it off)", env, kGemvMaxRows);
+  }
+  return int(value);
+}
+
 int gemv_rows_for(const ModelConfig& config) {
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
     return std::clamp(std::atoi(env), 0, kGemvMaxRows);
@@ -58,10 +73,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       graphs_(options.max_num_seqs) {
   resolve_options();
   gemv_max_rows_ = gemv_rows_for(config_);
-  if (add_norm_reducer_) {
-    const char* push = std::getenv("ROSEINFER_CUDA_GEMV_PUSH");
-    if (!(push && push[0] == '0')) push_target_ = add_norm_reducer_->push_target();
-  }
+  push_max_rows_ = gemv_push_max_rows();
+  if (add_norm_reducer_ && push_max_rows_ > 0) push_target_ = add_norm_reducer_->push_target();
   open_device();
   try {
     weights_ = upload_weights(weights, dtype_, stream_, arena_, print_stats_,

@@ -312,9 +312,10 @@ class CudaBackend final : public Backend {
   // Those rows are in the peers' staging already: the GEMV that wrote them pushed them
   // (pushes_partial), so the fused add-norm does not.
   bool unreduced_pushed_ = false;
-  // Where the row-parallel GEMVs push (AddNormReducer::push_target; size 0: never), unless
-  // ROSEINFER_CUDA_GEMV_PUSH=0 (before/after comparisons with one binary).
+  // Where the row-parallel GEMVs push (AddNormReducer::push_target; size 0: never), at up to
+  // push_max_rows_ rows (gemv_push_max_rows, ROSEINFER_CUDA_GEMV_PUSH).
   PeerPush push_target_;
+  int push_max_rows_ = 0;
   // --batch-invariant: every linear layer through algorithms pinned per (shape, row bucket).
   std::unique_ptr<InvariantGemm> invariant_gemm_;
   // Otherwise, above the GEMV's rows: cuBLASLt algorithms per row bucket chosen at start, so a new

@@ -274,8 +274,8 @@ void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFi
 // A pushed partial must be taken by the very next fused call (its words carry that call's epoch),
 // so every condition add_norm() checks before fusing is checked here too.
 bool CudaBackend::pushes_partial(const DeviceMatrix& w, int n, bool next_norm_gathers) const {
-  if (push_target_.size < 2 || next_norm_gathers || skipped(kSkipCollective) ||
-      skipped(kSkipNorm)) {
+  if (push_target_.size < 2 || n > push_max_rows_ || next_norm_gathers ||
+      skipped(kSkipCollective) || skipped(kSkipNorm)) {
     return false;
   }
   // dense_gemm's path to launch_gemv, the one kernel that pushes
