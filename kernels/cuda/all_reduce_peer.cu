@@ -321,6 +321,7 @@ __global__ void __launch_bounds__(kNormThreads)
     epoch = next_epoch(a);
     in.load_residual(norm, row);
   }
+  if (a.probe & 32) pdl_launch_dependents();
   pdl_wait();
   if (!before_wait) {
     source = norm.row_index[row];
@@ -348,7 +349,10 @@ __global__ void __launch_bounds__(kNormThreads)
                                pack_word(in.own[2 * k], in.own[2 * k + 1], epoch));
     }
   }
-  if (a.probe & 16) pdl_launch_dependents();  // the next kernel's blocks start during the wait
+  // The next kernel (a GEMV, which loads weights before its own wait) launches while this one
+  // waits for the peers: -20 us a llama-8b TP=2 batch-1 step on two H200s against launching after
+  // the wait (results/2026-11-29-tp-low-latency). With the flag exchange it gained nothing.
+  if (!(a.probe & 16)) pdl_launch_dependents();
   float reduced[kPerThread] = {};
   for (int rank = 0; rank < a.size; ++rank) {  // rank order, as the other kernels sum
     unsigned short bits[kPerThread];
@@ -388,7 +392,7 @@ __global__ void __launch_bounds__(kNormThreads)
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) reduced[j] += bits_to_float<T>(bits[j]);
   }
-  pdl_launch_dependents();
+  if (a.probe & 16) pdl_launch_dependents();
   in.finish(norm, reduced, source, w, b, static_cast<T*>(norm.out) + int64_t(row) * norm.hidden,
             scratch);
 }
@@ -499,7 +503,7 @@ bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormAr
   const int64_t row_bytes = int64_t(per_thread) * kNormThreads * 4;  // kPerThread / 2 words each
   const int64_t block_bytes =
       args.low_latency_slot_bytes / args.size / 8 / kPeerAllReduceBlocks * 8;
-  return (args.probe & ~16) == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
+  return (args.probe & ~48) == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
          norm.num_rows <= args.low_latency_rows && norm.num_rows <= kPeerAllReduceBlocks &&
          row_bytes <= block_bytes;
 }

@@ -53,8 +53,9 @@ struct PeerAllReduceArgs {
   // Timing probes, outputs wrong, times real: bit 1 skips the push of this rank's rows, bit 2
   // announces with a relaxed store (no release fence), bit 4 skips the flag exchange altogether.
   // Bit 8 (outputs right) reads the epoch and residual after the PDL wait, as before 2026-11-29.
-  // Bit 16 (outputs right; the low-latency exchange, which the other bits turn off) lets the next
-  // kernel launch before the wait for the peers' words.
+  // Bits 16 and 32 (outputs right; the low-latency exchange, which the other bits turn off) let
+  // the next kernel launch after the wait for the peers' words (16), or before this kernel's own
+  // PDL wait (32), instead of right before the wait for the peers.
   int probe;
 };
 
@@ -96,8 +97,9 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,
                                      bool pushed, cudaStream_t stream);
 // Whether launch_peer_all_reduce_add_norm takes `norm` by the low-latency exchange: no probe but
-// 16, at most low_latency_rows rows, hidden at most 16 * kNormThreads (a thread keeps its partial
-// in registers), and a row's words fit a block's part of a source's region of the low-latency slot.
+// 16 and 32, at most low_latency_rows rows, hidden at most 16 * kNormThreads (a thread keeps its
+// partial in registers), and a row's words fit a block's part of a source's region of the
+// low-latency slot.
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm);
 // Whether a GEMV may push norm.delta's rows (launch_peer_all_reduce_add_norm's pushed): the
 // low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element) fit a

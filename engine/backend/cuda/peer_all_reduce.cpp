@@ -28,10 +28,11 @@ int peer_probe() {
   if (env == nullptr || *env == '\0') return 0;
   char* end = nullptr;
   const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > 31) {
+  if (*end != '\0' || value < 0 || value > 63) {
     fail(
-        "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-31 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
-        "8 epoch and residual after the wait, 16 next kernel before the low-latency wait)",
+        "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-63 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
+        "8 epoch and residual after the wait, 16 and 32 next kernel after the low-latency wait or "
+        "before the PDL wait)",
         env);
   }
   return int(value);
