@@ -8,7 +8,8 @@
 #     and --bench-flags, each run at the degrees PROBE_TPS names, default "1 2": outputs wrong
 #     where they skip kernels, step times real);
 #   - MODELS_SMALL (default none): those models on one GPU at the batches SMALL_BATCHES names
-#     (default "1 4"), as built and with each of SMALL_PROBES (default PROBES);
+#     (default "1 4"), the base build's (when bundled), as built and with each of SMALL_PROBES
+#     (default PROBES);
 #   - while time is left: llama-8b at the batches BATCHES_8B names (default 64) at TP=1 and TP=2
 #     (and at TP=2 with each of BATCH_PROBES, default none),
 #     llama-70b at TP=2 at BATCHES_70B (default 1), and with NANO_70B=1 llama-70b's nano256.
@@ -61,6 +62,7 @@ done
 # with each probe: what a kernel change does outside tensor parallel.
 for m in ${MODELS_SMALL:-}; do
   for b in ${SMALL_BATCHES:-1 4}; do
+    base_bench "${m}_b${b}_tp1_base" -- --model "$m" --dataset-name "grid:$b:512:128" "${RUN[@]}"
     for probe in default ${SMALL_PROBES:-${PROBES:-}}; do
       parse_probe "$probe"
       deadline_bench "${m}_b${b}_tp1_$tag" "${envs[@]}" -- --model "$m" \

@@ -350,8 +350,9 @@ __global__ void __launch_bounds__(kNormThreads)
     }
   }
   // The next kernel (a GEMV, which loads weights before its own wait) launches while this one
-  // waits for the peers: -20 us a llama-8b TP=2 batch-1 step on two H200s against launching after
-  // the wait (results/2026-11-29-tp-low-latency). With the flag exchange it gained nothing.
+  // waits for the peers: -18 to -21 us a llama-8b TP=2 batch-1 step on two H200s against
+  // launching after the wait (results/2026-11-29-tp-low-latency). With the flag exchange it
+  // gained nothing.
   if (!(a.probe & 16)) pdl_launch_dependents();
   float reduced[kPerThread] = {};
   for (int rank = 0; rank < a.size; ++rank) {  // rank order, as the other kernels sum
