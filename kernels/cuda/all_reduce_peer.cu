@@ -480,10 +480,9 @@ void launch_peer_all_reduce(const PeerAllReduceArgs& args, void* buffer, int64_t
 }
 
 PeerPush peer_push_target(const PeerAllReduceArgs& args) {
-  static_assert(kPeerPushMaxRanks == kPeerAllReduceMaxRanks);
   PeerPush push;
-  if (args.low_latency_stages[0] == nullptr || args.size < 2) return push;
-  for (int r = 0; r < args.size; ++r) push.stages[r] = args.low_latency_stages[r];
+  if (args.low_latency_stages[0] == nullptr || args.size != 2) return push;
+  push.peer_stage = args.low_latency_stages[1 - args.rank];
   push.epochs = args.epochs;
   push.slot_bytes = args.low_latency_slot_bytes;
   push.region_bytes = args.low_latency_slot_bytes / args.size / 8 * 8;

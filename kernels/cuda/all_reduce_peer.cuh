@@ -101,12 +101,12 @@ void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNor
 // partial in registers), and a row's words fit a block's part of a source's region of the
 // low-latency slot.
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm);
-// Whether a GEMV may push norm.delta's rows (launch_peer_all_reduce_add_norm's pushed): the
-// low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element) fit a
-// block's part.
+// Whether a GEMV may push norm.delta's rows (launch_peer_all_reduce_add_norm's pushed): two ranks,
+// the low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element)
+// fit a block's part.
 bool peer_add_norm_takes_push(const PeerAllReduceArgs& args, const AddNormArgs& norm);
 // Where a row-parallel GEMV stores this rank's partial for a pushed call (size 0: the group has no
-// low-latency staging).
+// low-latency staging, or more than two ranks).
 PeerPush peer_push_target(const PeerAllReduceArgs& args);
 
 // Where each rank's columns go in a column gather: rank r's send buffer holds its (rows,

@@ -17,18 +17,22 @@ namespace {
 constexpr int kWarps = 4;
 constexpr int kChunk = 32 * 8;  // elements a warp covers with one 16-byte load per lane
 
-enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul };
+// kStorePush: kStore that also stores each output into the peers (GemvFusion::push). An epilogue
+// of its own, so the kernels without it stay as they were: a runtime push branch in every kernel
+// raised the one-wave kernel's registers (56 -> 70 at one row, 85 -> 153 at four) and cost
+// llama-1b's batch-1 step 7% and gpt2's 5-16% on one H200 (results/2026-11-29-tp-low-latency).
+enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul, kStorePush };
 
 // Lane 0's store of feature o's sums (acc: the warp sums of each weight row and input row) through
 // epilogue E: y (n, out) in T or fp32, or added to the fp32 residual stream; with push, a stored
 // row's output also goes to the peers' staging with the row's epoch (push_epochs).
 //
-// push_epochs: each row's epoch for the push (peer_push_epoch), read by the block's first threads
-// and shared before the block lets its dependents launch: every thread of the block calls it,
-// right before pdl_launch_dependents.
-template <int kRows>
+// push_epochs: under kStorePush, each row's epoch for the push (peer_push_epoch), read by the
+// block's first threads and shared before the block lets its dependents launch: every thread of
+// the block calls it, right before pdl_launch_dependents.
+template <Epilogue E, int kRows>
 __device__ __forceinline__ void push_epochs(const PeerPush& push, int n, uint32_t (&epoch)[kRows]) {
-  if (push.size < 2) return;
+  if constexpr (E != Epilogue::kStorePush) return;
   __shared__ uint32_t shared[kRows];
   if (int(threadIdx.x) < kRows && int(threadIdx.x) < n) {
     shared[threadIdx.x] = peer_push_epoch(push, int(threadIdx.x));
@@ -56,12 +60,13 @@ __device__ __forceinline__ void store_feature(const float (&acc)[kWeightRows][kR
           residual[at] = residual[at] + to_float(value);  // launch_add_norm's residual + delta
         } else {
           static_cast<T*>(y)[at] = value;
-          if (push.size > 1) {
-            unsigned short bits;
-            memcpy(&bits, &value, 2);
-            peer_push_store(push, epoch[row], row, o, bits);
-          }
         }
+      } else if constexpr (E == Epilogue::kStorePush) {
+        const T value = from_float<T>(acc[0][row]);
+        static_cast<T*>(y)[at] = value;
+        unsigned short bits;
+        memcpy(&bits, &value, 2);
+        peer_push_store(push, epoch[row], row, o, bits);
       } else if constexpr (E == Epilogue::kGeluBias) {
         float v = acc[0][row];
         if (bias) v += to_float(bias[o]);
@@ -220,7 +225,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   }
   pdl_wait();
   uint32_t epoch[kRows] = {};
-  push_epochs(push, n, epoch);
+  push_epochs<E>(push, n, epoch);
   pdl_launch_dependents();
   __shared__ float partial[kWarps][kWeightRows][kRows];
   const uint4 none[kWeightRows][1] = {};
@@ -294,7 +299,7 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
   }
   pdl_wait();
   uint32_t epoch[kRows] = {};
-  push_epochs(fusion.push, n, epoch);
+  push_epochs<E>(fusion.push, n, epoch);
   pdl_launch_dependents();
   if (fusion.norm_residual) x = normalize_rows<T, kRows>(fusion, n, in);
   const int groups = (out + kFeaturesPerBlock - 1) / kFeaturesPerBlock;
@@ -455,7 +460,8 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
   if (fusion.residual_add && E != Epilogue::kStore) {
     cuda_fail("the residual add follows the plain product only", "launch_gemv", __FILE__, __LINE__);
   }
-  if (fusion.push.size > 1 && (E != Epilogue::kStore || fusion.residual_add)) {
+  if ((E == Epilogue::kStorePush) != (fusion.push.size > 1) ||
+      (E == Epilogue::kStorePush && (fusion.residual_add || fusion.norm_residual))) {
     cuda_fail("a peer push follows the plain product stored in the dtype only", "launch_gemv",
               __FILE__, __LINE__);
   }
@@ -477,6 +483,8 @@ void launch_gemv(const void* x, const void* w, void* y, int n, int in, int out, 
                  DType dtype, cudaStream_t stream, const GemvFusion& fusion) {
   if (f32_out) {
     launch_dtype<Epilogue::kStoreF32>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
+  } else if (fusion.push.size > 1) {
+    launch_dtype<Epilogue::kStorePush>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
   } else {
     launch_dtype<Epilogue::kStore>(x, w, nullptr, y, n, in, out, fusion, dtype, stream);
   }

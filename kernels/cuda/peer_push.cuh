@@ -7,21 +7,21 @@
 
 namespace rose {
 
-constexpr int kPeerPushMaxRanks = 8;  // kPeerAllReduceMaxRanks (checked in all_reduce_peer.cu)
-
-// Where rank `rank`'s rows go in every peer's low-latency staging, as the fused kernel reads a
-// pushed call: element o of row r is the 8-byte word o of row r's block part,
-//   stages[peer] + (epoch & 1) * slot_bytes + rank * region_bytes + r * block_bytes,
+// Where rank `rank`'s rows go in its one peer's low-latency staging (two ranks only: with more,
+// the GEMV's addresses of every peer, kept across its loop of feature groups, raised the one-wave
+// kernel's registers), as the fused kernel reads a pushed call: element o of row r is the 8-byte
+// word o of row r's block part,
+//   peer_stage + (epoch & 1) * slot_bytes + rank * region_bytes + r * block_bytes,
 // its low 16 bits the element's bits, its high 32 the epoch: block r's call count + 1 (row r is
 // block r's, the low-latency exchange taking at most one row a block).
 struct PeerPush {
-  void* stages[kPeerPushMaxRanks] = {};  // every rank's low-latency staging, peer-mapped
-  const uint32_t* epochs = nullptr;      // (blocks,) the fused group's call counts on this rank
+  void* peer_stage = nullptr;        // the other rank's low-latency staging, peer-mapped
+  const uint32_t* epochs = nullptr;  // (blocks,) the fused group's call counts on this rank
   int64_t slot_bytes = 0;
   int64_t region_bytes = 0;  // a source rank's region in a slot
   int64_t block_bytes = 0;   // a block's part of a region: a row's words
   int rank = 0;
-  int size = 0;  // ranks; 0: no push
+  int size = 0;  // ranks: 2, or 0 for no push
 };
 
 #ifdef __CUDACC__
@@ -32,21 +32,14 @@ __device__ __forceinline__ uint32_t peer_push_epoch(const PeerPush& p, int row) 
   return __ldcg(p.epochs + row) + 1u;
 }
 
-// Output `o` of row `row` (its raw bits) with the epoch into every peer's staging. The loop runs
-// over the constant kPeerPushMaxRanks: indexing the kernel parameter's stages[] by a runtime rank
-// would copy it into every thread's local memory (ptxas does), which cost a llama-8b batch-1 step
-// 25% when first tried.
+// Output `o` of row `row` (its raw bits) with the epoch into the peer's staging.
 __device__ __forceinline__ void peer_push_store(const PeerPush& p, uint32_t epoch, int row, int o,
                                                 unsigned short bits) {
   const uint64_t word = uint64_t(bits) | uint64_t(epoch) << 32;
-#pragma unroll
-  for (int peer = 0; peer < kPeerPushMaxRanks; ++peer) {
-    if (peer >= p.size || peer == p.rank) continue;
-    char* part = static_cast<char*>(p.stages[peer]) + int64_t(epoch & 1) * p.slot_bytes +
-                 int64_t(p.rank) * p.region_bytes + int64_t(row) * p.block_bytes;
-    uint64_t* address = reinterpret_cast<uint64_t*>(part) + o;
-    asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(word) : "memory");
-  }
+  char* part = static_cast<char*>(p.peer_stage) + int64_t(epoch & 1) * p.slot_bytes +
+               int64_t(p.rank) * p.region_bytes + int64_t(row) * p.block_bytes;
+  uint64_t* address = reinterpret_cast<uint64_t*>(part) + o;
+  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(word) : "memory");
 }
 #endif
 

@@ -337,8 +337,9 @@ int check_add_norm_cases(const std::vector<int>& devices, const std::vector<AddN
     // The low-latency exchange keeps a thread's partial in registers: up to 16 elements of 256.
     const bool low_latency =
         (c.gathered ? int(rows.size()) : c.rows) <= low_latency_rows && c.hidden <= 4096;
-    // A GEMV's rows, not gathered, of words that fit a block's part (8 bytes an element).
-    const bool push = low_latency && !c.gathered && c.rows <= kGemvMaxRows &&
+    // Two ranks, a GEMV's rows, not gathered, of words that fit a block's part (8 bytes an
+    // element).
+    const bool push = n == 2 && low_latency && !c.gathered && c.rows <= kGemvMaxRows &&
                       gemv_supported(c.rows, c.hidden) &&
                       int64_t(c.hidden) * 8 * kPeerAllReduceBlocks <= 2 * kFusedMaxBytes;
     const std::vector<uint16_t> identity =

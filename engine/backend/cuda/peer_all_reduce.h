@@ -70,9 +70,9 @@ class PeerAllReduce {
   void all_reduce_add_norm(const AddNormArgs& norm, bool pushed, cudaStream_t stream) const;
   // Whether all_reduce_add_norm sends `norm`'s rows by the low-latency exchange.
   bool is_low_latency(const AddNormArgs& norm) const;
-  // Whether a GEMV may push `norm.delta`'s rows for all_reduce_add_norm (pushed = true): the
-  // low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an element) fit
-  // a block's part of the staging.
+  // Whether a GEMV may push `norm.delta`'s rows for all_reduce_add_norm (pushed = true): two
+  // ranks, the low-latency exchange takes them, no gathered rows, and a row's words (8 bytes an
+  // element) fit a block's part of the staging.
   bool takes_push(const AddNormArgs& norm) const;
   // Where a GEMV stores this rank's partial for the next all_reduce_add_norm (a kAddNorm group
   // with a low-latency staging; size 0 otherwise).
