@@ -25,6 +25,14 @@ __device__ __forceinline__ uint32_t load_acquire_system(const uint32_t* address)
   return value;
 }
 
+// The low-latency exchange's loads: a 64-bit load sees a peer's 64-bit store whole or not at all
+// (store_relaxed_system_u64, peer_push.cuh).
+__device__ __forceinline__ uint64_t load_relaxed_system_u64(const uint64_t* address) {
+  uint64_t value;
+  asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
+  return value;
+}
+
 __device__ __forceinline__ uint64_t global_timer_ns() {
   uint64_t t;
   asm volatile("mov.u64 %0, %%globaltimer;" : "=l"(t));
@@ -275,16 +283,6 @@ __global__ void __launch_bounds__(kNormThreads)
     }
     in.finish(norm, reduced, source_row(row), w, b, static_cast<T*>(norm.out) + offset, scratch);
   }
-}
-
-__device__ __forceinline__ void store_relaxed_system_u64(uint64_t* address, uint64_t value) {
-  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
-}
-
-__device__ __forceinline__ uint64_t load_relaxed_system_u64(const uint64_t* address) {
-  uint64_t value;
-  asm volatile("ld.relaxed.sys.global.b64 %0, [%1];" : "=l"(value) : "l"(address) : "memory");
-  return value;
 }
 
 // The low-latency exchange's word: two elements' raw bits and the epoch that makes them valid.

@@ -25,6 +25,12 @@ struct PeerPush {
 };
 
 #ifdef __CUDACC__
+// The low-latency exchange's stores (a word the peer reads whole or not at all), here and in the
+// fused kernel (all_reduce_peer.cu).
+__device__ __forceinline__ void store_relaxed_system_u64(uint64_t* address, uint64_t value) {
+  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(value) : "memory");
+}
+
 // Row `row`'s epoch for its next exchange. Read before the GEMV lets its dependents launch (the
 // caller stores it to shared memory and meets a barrier first): the fused kernel after the GEMV
 // counts its call before its own PDL wait.
@@ -38,8 +44,7 @@ __device__ __forceinline__ void peer_push_store(const PeerPush& p, uint32_t epoc
   const uint64_t word = uint64_t(bits) | uint64_t(epoch) << 32;
   char* part = static_cast<char*>(p.peer_stage) + int64_t(epoch & 1) * p.slot_bytes +
                int64_t(p.rank) * p.region_bytes + int64_t(row) * p.block_bytes;
-  uint64_t* address = reinterpret_cast<uint64_t*>(part) + o;
-  asm volatile("st.relaxed.sys.global.b64 [%0], %1;" ::"l"(address), "l"(word) : "memory");
+  store_relaxed_system_u64(reinterpret_cast<uint64_t*>(part) + o, word);
 }
 #endif
 
