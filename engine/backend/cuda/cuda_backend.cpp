@@ -30,17 +30,9 @@ double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
-// compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
-// decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
-// on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
-// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the two were within
-// 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
-// of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
-// ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
 // The most rows a tensor-parallel row-parallel GEMV pushes its partial at (pushes_partial). One:
-// on two H200s (results/2026-11-29-tp-low-latency) the push took 12 us off llama-8b's batch-1
-// step (2.455 against 2.467-2.468 ms) and added 14 at two rows (2.831 against 2.817).
+// on two H200s (results/2026-11-29-tp-low-latency) the push took 10-12 us off llama-8b's batch-1
+// step (2.421 against 2.431-2.433 ms) and nothing at two rows (2.801 against 2.803).
 // ROSEINFER_CUDA_GEMV_PUSH=N (0-4) sets it, 0 leaving the rows to the fused kernel.
 int gemv_push_max_rows() {
   const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PUSH");
@@ -53,6 +45,14 @@ int gemv_push_max_rows() {
   return int(value);
 }
 
+// The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
+// compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
+// decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
+// on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
+// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the two were within
+// 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
+// of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
+// ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
 int gemv_rows_for(const ModelConfig& config) {
   if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
     return std::clamp(std::atoi(env), 0, kGemvMaxRows);
