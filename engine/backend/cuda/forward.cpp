@@ -337,6 +337,8 @@ void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
     add_norm_reducer_->all_reduce_add_norm(norm, pushed, stream_);
     return;
   }
+  // Pushed words left unread would pass for the next fused call's (they carry its epoch).
+  ROSE_ASSERT(!pushed);
   if (pending > 0) all_reduce_proj(pending);
   if (run_norm) launch_add_norm(norm, stream_);
 }
