@@ -15,6 +15,10 @@
 // - Staging is double-buffered by epoch parity: a rank writes slot (e % 2) at epoch e only after
 //   its block passed epoch e - 1's exchange, which each peer's block reaches only after it has
 //   finished reading epoch e - 2 from that slot.
+// - The fused add-norm's low-latency exchange keeps the epochs and the parity but has no flags:
+//   each 8-byte word carries its epoch, and passing epoch e - 1's exchange means having read every
+//   peer's words of e - 1. Where a GEMV pushed them (peer_push.cuh), the peer's GEMV wrote them
+//   after the peer's fused call of e - 2 had completed, so the argument holds.
 // Every rank adds the same values in the same order, so all ranks get the same bits.
 #include <cuda_runtime_api.h>
 
