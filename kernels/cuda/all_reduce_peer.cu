@@ -285,6 +285,16 @@ __global__ void __launch_bounds__(kNormThreads)
   }
 }
 
+// The low-latency staging's layout: a slot holds one region per source rank, and a region one
+// part per block (block b owns part b whatever the hidden size: words are valid by their block's
+// epoch, so no other block, whose epochs run apart, may ever write them). Bytes, multiples of 8.
+__host__ __device__ inline int64_t low_latency_region_bytes(const PeerAllReduceArgs& a) {
+  return a.low_latency_slot_bytes / a.size / 8 * 8;
+}
+__host__ __device__ inline int64_t low_latency_block_bytes(const PeerAllReduceArgs& a) {
+  return low_latency_region_bytes(a) / 8 / kPeerAllReduceBlocks * 8;
+}
+
 // The low-latency exchange's word: two elements' raw bits and the epoch that makes them valid.
 __device__ __forceinline__ uint64_t pack_word(unsigned short first, unsigned short second,
                                               uint32_t epoch) {
@@ -327,11 +337,8 @@ __global__ void __launch_bounds__(kNormThreads)
     in.load_residual(norm, source);
   }
   in.load_partial(norm, source);
-  // Block b owns the b-th of kPeerAllReduceBlocks equal parts of each source's region, whatever
-  // the hidden size: words are valid by their block's epoch, so no other block, whose epochs run
-  // apart, may ever write them.
-  const int64_t region_words = a.low_latency_slot_bytes / a.size / 8;
-  const int64_t block_words = region_words / kPeerAllReduceBlocks;
+  const int64_t region_words = low_latency_region_bytes(a) / 8;
+  const int64_t block_words = low_latency_block_bytes(a) / 8;
   // This thread's first word of rank `source_rank`'s row in rank `holder`'s staging this epoch.
   auto region = [&](int holder, int source_rank) {
     return static_cast<uint64_t*>(a.low_latency_stages[holder]) +
@@ -492,27 +499,25 @@ PeerPush peer_push_target(const PeerAllReduceArgs& args) {
   push.peer_stage = args.low_latency_stages[1 - args.rank];
   push.epochs = args.epochs;
   push.slot_bytes = args.low_latency_slot_bytes;
-  push.region_bytes = args.low_latency_slot_bytes / args.size / 8 * 8;
-  push.block_bytes = push.region_bytes / 8 / kPeerAllReduceBlocks * 8;
+  push.region_bytes = low_latency_region_bytes(args);
+  push.block_bytes = low_latency_block_bytes(args);
   push.rank = args.rank;
   push.size = args.size;
   return push;
 }
 
 bool peer_add_norm_takes_push(const PeerAllReduceArgs& args, const AddNormArgs& norm) {
-  return peer_add_norm_is_low_latency(args, norm) && norm.row_index == nullptr &&
-         int64_t(norm.hidden) * 8 <= peer_push_target(args).block_bytes;
+  return peer_add_norm_is_low_latency(args, norm) && norm.row_index == nullptr && args.size == 2 &&
+         int64_t(norm.hidden) * 8 <= low_latency_block_bytes(args);
 }
 
 bool peer_add_norm_is_low_latency(const PeerAllReduceArgs& args, const AddNormArgs& norm) {
   int per_thread = 0;
   with_norm_per_thread(norm.hidden, [&](auto k) { per_thread = decltype(k)::value; });
   const int64_t row_bytes = int64_t(per_thread) * kNormThreads * 4;  // kPerThread / 2 words each
-  const int64_t block_bytes =
-      args.low_latency_slot_bytes / args.size / 8 / kPeerAllReduceBlocks * 8;
   return (args.probe & ~48) == 0 && args.low_latency_stages[0] != nullptr && per_thread <= 16 &&
          norm.num_rows <= args.low_latency_rows && norm.num_rows <= kPeerAllReduceBlocks &&
-         row_bytes <= block_bytes;
+         row_bytes <= low_latency_block_bytes(args);
 }
 
 void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNormArgs& norm,

@@ -32,14 +32,15 @@ enum class Epilogue { kStore, kStoreF32, kGeluBias, kSiluMul, kStorePush };
 // the block calls it, right before pdl_launch_dependents.
 template <Epilogue E, int kRows>
 __device__ __forceinline__ void push_epochs(const PeerPush& push, int n, uint32_t (&epoch)[kRows]) {
-  if constexpr (E != Epilogue::kStorePush) return;
-  __shared__ uint32_t shared[kRows];
-  if (int(threadIdx.x) < kRows && int(threadIdx.x) < n) {
-    shared[threadIdx.x] = peer_push_epoch(push, int(threadIdx.x));
-  }
-  __syncthreads();
+  if constexpr (E == Epilogue::kStorePush) {  // nothing at all in the other kernels
+    __shared__ uint32_t shared[kRows];
+    if (int(threadIdx.x) < kRows && int(threadIdx.x) < n) {
+      shared[threadIdx.x] = peer_push_epoch(push, int(threadIdx.x));
+    }
+    __syncthreads();
 #pragma unroll
-  for (int row = 0; row < kRows; ++row) epoch[row] = shared[row];
+    for (int row = 0; row < kRows; ++row) epoch[row] = shared[row];
+  }
 }
 
 template <typename T, Epilogue E, int kRows, int kWeightRows>
