@@ -643,25 +643,6 @@ struct Q4KUnitRegs {
   uint4 lo, hi;  // the chunk's 32 bytes: low nibbles sub-block 2c, high nibbles 2c + 1
 };
 
-// k4_scale_min for sub-blocks 2c and 2c + 1 at once, from the head's scale words (bytes 0-3 in
-// head.y, 4-7 in head.z, 8-11 in head.w): scales in bytes 0 / 1 of *scales, mins of *mins.
-__device__ __forceinline__ void q4k_scale_min_pair(const uint4& head, int c, uint32_t* scales,
-                                                   uint32_t* mins) {
-  const uint32_t shift = 16u * uint32_t(c & 1);
-  const uint32_t low = head.y >> shift, mid = head.z >> shift, high = head.w >> shift;
-  if (c < 2) {  // sub-blocks 0-3: 6 bits in q[sub] and q[sub + 4]
-    *scales = low & 0x3F3Fu;
-    *mins = mid & 0x3F3Fu;
-  } else {  // 4-7: a nibble of q[sub + 4], the top 2 bits of q[sub - 4] (scale) or q[sub] (min)
-    *scales = (high & 0x0F0Fu) | ((low >> 2) & 0x3030u);
-    *mins = ((high >> 4) & 0x0F0Fu) | ((mid >> 2) & 0x3030u);
-  }
-}
-
-__device__ __forceinline__ float half_bits_to_float(uint32_t bits) {  // bits 0-15: an fp16
-  return __half2float(__ushort_as_half(static_cast<unsigned short>(bits & 0xFFFFu)));
-}
-
 template <>
 struct Direct<BlockQ4_K> {
   static constexpr bool kExists = true;

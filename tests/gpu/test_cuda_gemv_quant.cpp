@@ -43,6 +43,7 @@
 #include "engine/model/quant.h"
 #include "engine/model/safetensors.h"
 #include "kernels/cuda/gemv_quant.cuh"
+#include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "tests/gpu/gpu_test_util.h"
 
@@ -348,7 +349,98 @@ void check_silu(GgmlType type, Shape shape, std::mt19937& rng) {
   }
 }
 
+// The int8 tensor-core GEMV (gemv_quant_mma.cuh) on Q4_K, n = kGemvQuantMmaMaxRows down to 1:
+// the same quantized x and so the same reference as the dp4a GEMV, with its own rounding bound
+// (each output: one warp's in / 2048 blocks of 16 fmas in a row, then a sum of the 8 warps in
+// order, plus ~3 roundings per term as above: (in / 128 + 11) 2^-24 sum|w x'|, doubled); rows
+// invariant across n bit for bit, nothing written past row n - 1, and bf16 / fp16 activations of
+// the same values give the same fp32 outputs. y_stride: out plus a gap that must stay untouched.
+void check_mma_shape(Shape shape, std::mt19937& rng) {
+  constexpr GgmlType type = GgmlType::kQ4_K;
+  constexpr int kRows = kGemvQuantMmaMaxRows;
+  const std::string name =
+      "mma Q4_K in " + std::to_string(shape.in) + " out " + std::to_string(shape.out);
+  REQUIRE(gemv_quant_mma_supported(uint32_t(type), kRows, shape.in));
+  const std::vector<uint8_t> w = random_blocks(type, shape.out, shape.in, rng);
+  const std::vector<float> x = random_activations(kRows, shape.in, rng);
+  Reference ref = reference(type, w, x, kRows, shape.in, shape.out);
+  ref.rel_tol = std::max(1e-5, 2.0 * (shape.in / 128.0 + 11) * std::ldexp(1.0, -24));
+  const int stride = shape.out + 3;
+  gputest::DeviceArray<uint8_t> w_dev(w);
+  gputest::DeviceArray<uint8_t> scratch(size_t(gemv_quant_mma_scratch_bytes(kRows, shape.in)));
+  std::vector<float> f32_by_dtype[2];
+  for (DType dtype : {DType::kBF16, DType::kFP16}) {
+    const std::string what = name + " " + dtype_name(dtype);
+    gputest::DeviceArray<uint16_t> x_dev(to_bits(x, dtype));
+    gputest::DeviceArray<float> y_dev(size_t(kRows) * stride);
+    gputest::DeviceArray<uint16_t> yt_dev(size_t(kRows) * stride);
+    std::vector<float> full;
+    std::vector<uint16_t> full_t;
+    for (int n = kRows; n >= 1; --n) {
+      y_dev.poison();
+      yt_dev.poison();
+      launch_gemv_quant_mma(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n, shape.in,
+                            shape.out, true, dtype, scratch.get(), nullptr, stride);
+      launch_gemv_quant_mma(x_dev.get(), w_dev.get(), uint32_t(type), yt_dev.get(), n, shape.in,
+                            shape.out, false, dtype, scratch.get(), nullptr, stride);
+      const std::vector<float> y_strided = y_dev.download();
+      const std::vector<uint16_t> yt_strided = yt_dev.download();
+      std::vector<float> y(size_t(n) * shape.out);
+      std::vector<uint16_t> yt(size_t(n) * shape.out);
+      for (int r = 0; r < n; ++r) {
+        for (int o = 0; o < shape.out; ++o) {
+          y[size_t(r) * shape.out + o] = y_strided[size_t(r) * stride + o];
+          yt[size_t(r) * shape.out + o] = yt_strided[size_t(r) * stride + o];
+        }
+        INFO(what << " n " << n << ": the gap between rows is not written");
+        CHECK(std::isnan(y_strided[size_t(r) * stride + shape.out]));
+      }
+      if (n < kRows) {
+        INFO(what << " n " << n << ": nothing past row n - 1 is written");
+        CHECK(std::isnan(y_strided[size_t(n) * stride]));
+      }
+      if (n == kRows) {
+        full = y;
+        full_t = yt;
+        check_rows(y, ref, n, shape.out, 0.0f, what + " f32 out");
+        std::vector<float> yt_f(yt.size());
+        for (size_t i = 0; i < yt.size(); ++i) yt_f[i] = from_bits(yt[i], dtype);
+        check_rows(yt_f, ref, n, shape.out, dtype == DType::kBF16 ? 1.0f / 256 : 1.0f / 2048,
+                   what + " " + dtype_name(dtype) + " out");
+      } else {
+        INFO(what << " n " << n << ": rows 0..n-1 equal the n = 32 launch's bit for bit");
+        CHECK(std::memcmp(y.data(), full.data(), y.size() * 4) == 0);
+        CHECK(std::memcmp(yt.data(), full_t.data(), yt.size() * 2) == 0);
+      }
+    }
+    f32_by_dtype[dtype == DType::kBF16 ? 0 : 1] = full;
+  }
+  INFO(name << ": bf16 and fp16 activations hold the same values, so the fp32 results agree");
+  CHECK(std::memcmp(f32_by_dtype[0].data(), f32_by_dtype[1].data(), f32_by_dtype[0].size() * 4) ==
+        0);
+}
+
 }  // namespace
+
+TEST_CASE("int8 tensor-core GEMV (Q4_K): llama-1b / llama-8b shapes and ragged ones, n = 1..32") {
+  std::mt19937 rng(7);
+  // llama-1b qkv, o, gate|up (two weight tiles a thread block), down; llama-8b qkv, down;
+  // one block, fewer blocks than warps, an out that is no multiple of 16.
+  for (Shape shape :
+       {Shape{2048, 3072}, Shape{2048, 2048}, Shape{2048, 16384}, Shape{8192, 2048},
+        Shape{4096, 6144}, Shape{14336, 4096}, Shape{256, 7}, Shape{768, 13}, Shape{2560, 8200}}) {
+    check_mma_shape(shape, rng);
+  }
+}
+
+TEST_CASE("int8 tensor-core GEMV: the shape checks") {
+  CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 32, 256));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 33, 256));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 0, 256));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 8, 576));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ6_K), 8, 256));
+  CHECK(gemv_quant_mma_scratch_bytes(9, 256) == 16 * 256 + 16 * 8 * 8);
+}
 
 TEST_CASE("quantized GEMV: llama-1b shapes, all five types, n = 1..8, bf16 and fp16") {
   std::mt19937 rng(1);

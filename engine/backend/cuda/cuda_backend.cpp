@@ -245,6 +245,7 @@ void CudaBackend::allocate_workspaces() {
   mlp_ = arena_.alloc(b.mlp);
   if (b.act > 0) act_ = arena_.alloc(b.act);
   if (b.dequantized > 0) dequantized_ = arena_.alloc(b.dequantized);
+  if (b.quant_mma_x > 0) quant_mma_x_ = arena_.alloc(b.quant_mma_x);
   if (b.quant_gemm_split > 0) {
     quant_gemm_split_ = arena_.alloc(b.quant_gemm_split);
     ROSE_CUDA_CHECK(cudaMemsetAsync(quant_gemm_split_, 0, size_t(b.quant_gemm_split), stream_));

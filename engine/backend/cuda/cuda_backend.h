@@ -31,6 +31,7 @@
 #include "kernels/cuda/gemm_invariant.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
+#include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 
@@ -196,6 +197,10 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
+  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows() to kGemvQuantMmaMaxRows
+  // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
+  // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
+  bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
   // unless quant_gemm_rows_ overrides w's class.
@@ -354,6 +359,7 @@ class CudaBackend final : public Backend {
   void* proj_ = nullptr;           // (T, H) o and down outputs
   void* mlp_ = nullptr;            // (T, mlp_up_rows)
   void* act_ = nullptr;            // (T, I) gated MLPs
+  void* quant_mma_x_ = nullptr;    // (quant_mma_x bytes) x quantized for the int8 tensor-core GEMV
   void* dequantized_ = nullptr;    // (largest quantized rows * cols) a kept matrix, decoded for a
                                    // product of more rows than the quantized GEMV takes
   void* final_normed_ = nullptr;   // (S, H)

@@ -403,6 +403,16 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
                        const GemvFusion& fusion) {
   const bool fused = fusion.norm_residual || fusion.residual_add;
   if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out, fusion);
+  if (use_quant_mma(w, n, fusion)) {  // small batches, Q4_K: int8 tensor cores on the blocks
+    if (skipped(kSkipGemv)) return;
+    const int64_t out_element = f32_out ? 4 : element_size_;
+    for (const QuantRange& range : w.ranges) {
+      launch_gemv_quant_mma(x, range.blocks, uint32_t(range.type),
+                            static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
+                            int(range.rows), f32_out, dtype_, quant_mma_x_, stream_, int(w.rows));
+    }
+    return;
+  }
   if (use_quant_gemv(n)) {           // decode: read the blocks, one launch per range of one type
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     const int64_t out_element = f32_out || fusion.residual_add ? 4 : element_size_;
@@ -425,6 +435,25 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     return;
   }
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
+}
+
+// ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N: the int8 tensor-core GEMV from N rows (33: never).
+static int quant_mma_min_rows() {
+  static const int rows = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
+    return env && *env ? std::max(1, std::atoi(env)) : kGemvQuantMaxRows + 1;
+  }();
+  return rows;
+}
+
+bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
+  if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows() || fusion.norm_residual ||
+      fusion.residual_add || fusion.push.size > 1) {
+    return false;
+  }
+  return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
+    return gemv_quant_mma_supported(uint32_t(range.type), n, int(w.cols));
+  });
 }
 
 int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {

@@ -6,6 +6,7 @@
 #include "engine/parallel/shard_plan.h"
 #include "kernels/common/attention_split.h"
 #include "kernels/common/gemm_quant_split.h"
+#include "kernels/common/gemv_quant_mma_layout.h"
 #include "kernels/common/sampling_rule.h"
 
 namespace rose {
@@ -114,6 +115,8 @@ WorkspacePlan plan_workspaces(const ModelConfig& c, const WorkspaceInputs& in) {
     for (const auto& [out, width, most] : shapes)
       rows = std::max(rows, std::min<int64_t>(most, quant_gemm_row_limit(out, width)));
     b.quant_gemm_split = gemm_quant_workspace_bound(std::min(rows, T), in.num_sms);
+    const int64_t widest_in = std::max({int64_t(H), int64_t(c.q_dim()), I});
+    b.quant_mma_x = gemv_quant_mma_scratch_bytes(kGemvQuantMmaMaxRows, int(widest_in));
   }
   plan_attention_partials(c, in, plan);
   if (c.uses_rope()) b.rope_angles = int64_t(in.max_model_len) * c.head_dim * 4;

@@ -150,6 +150,9 @@ struct WorkspaceBytes {
   // (slices, rows, out) fp32 partials) for the most rows any kept matrix's product takes through
   // it (quant_gemm_row_limit; kQuantGemmInvariantRows with --batch-invariant); zeroed once.
   int64_t quant_gemm_split = 0;
+  // The int8 tensor-core GEMV's quantized x (gemv_quant_mma_scratch_bytes) for its most rows and
+  // the widest product's `in`.
+  int64_t quant_mma_x = 0;
   int64_t final_normed = 0;  // (S, H) e: each sequence's last row, normed
   int64_t logits = 0;        // (S, V) fp32
   // Tensor parallel (ModelConfig::is_shard), else 0: this rank's logits, (S, stride) fp32 with

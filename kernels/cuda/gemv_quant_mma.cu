@@ -1,0 +1,323 @@
+// Quantized GEMV on int8 tensor cores (gemv_quant_mma.cuh), in two kernels:
+//
+// 1. quantize_x_fragments_kernel: x (n, in) to int8 per 32-element sub-block by gemv_quant.cuh's
+//    rule (amax, s = min(127 / amax, FLT_MAX), q = rint(x s) clamped to +-127, d = amax / 127),
+//    written once into a global scratch in the order the mma reads it: for column tile nt (rows
+//    8 nt .. 8 nt + 7, padded with zeros) and sub-block S, the 32 lanes' B fragments back to back,
+//    so a warp loads a fragment with one coalesced 8-byte load per lane; and (d, sum q) per row and
+//    sub-block. Every thread block of the product then reads x from L2 instead of quantizing it
+//    again (the dp4a GEMV quantizes x once per thread block).
+//
+// 2. gemv_q4k_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps
+//    take the row's 256-element Q4_K blocks in turn (warp w: blocks w, w + kWarps, ...), so even a
+//    2048-row matrix spreads over every SM. Per block and sub-block s a warp runs one
+//    m16n8k32 per (weight tile, column tile): A is the 16 rows' 32 nibbles of s (thread (g, t) =
+//    (lane / 4, lane % 4) holds bytes 4t..4t+3 and 16+4t..16+4t+3 of rows g and g + 8: the four
+//    words it loaded, masked and shifted), B the column tile's fragment. The s32 dot products
+//    are exact; each then enters its fp32 accumulator as the dp4a GEMV's terms do:
+//      acc = fma(d dx, float(scale dot), acc); acc = fma(-(dmin dx), float(min sum), acc)
+//    with (d, dmin) the Q4_K block's, (scale, min) sub-block s's and (dx, sum) x's. The warps'
+//    accumulators are added in warp order through shared memory. Every operation on an output
+//    depends only on its weight row, its x row and `in`: a row's bits do not depend on n.
+//
+// Fragment layouts (PTX ISA, mma.m16n8k32 .s8): A reg 0 / 1 / 2 / 3 = row g / g+8 / g / g+8, k
+// 4t..4t+3 / 4t..4t+3 / 16+4t.. / 16+4t..; B reg 0 / 1 = column g, k 4t.. / 16+4t..; C element
+// 0 / 1 / 2 / 3 = (row g, column 2t) / (g, 2t+1) / (g+8, 2t) / (g+8, 2t+1).
+#include <algorithm>
+#include <cfloat>
+
+#include "kernels/common/ggml_type.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/gemv_quant_mma.cuh"
+#include "kernels/cuda/ggml_block.cuh"
+#include "kernels/cuda/launch.cuh"
+
+namespace rose {
+namespace {
+
+constexpr int kWarps = 8;  // a thread block's warps, each a k-slice of its weight tiles
+constexpr int kThreads = kWarps * 32;
+constexpr int kTileRows = 16;  // weight rows of one mma tile
+constexpr int kColumns = 8;    // activation rows of one mma column tile
+constexpr int kQ4KElems = 256, kQ4KBytes = 144, kSubBlocks = 8;
+constexpr int kQuantizeThreads = 256;
+constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
+
+struct alignas(8) XSums {  // one sub-block of one x row: x ~ d q
+  float d;
+  int sum;  // sum of q
+};
+
+static_assert(sizeof(XSums) == 8, "gemv_quant_mma_scratch_bytes counts 8 bytes a pair");
+
+// grid (gemv_quant_mma_padded_rows(n) * in / 8 / kQuantizeThreads rounded up), block
+// kQuantizeThreads; each thread quantizes 8 elements, four threads a sub-block. x (n, in);
+// fragments, sums: the scratch.
+template <typename T>
+__global__ void __launch_bounds__(kQuantizeThreads)
+    quantize_x_fragments_kernel(const T* x, int n, int in, uint32_t* fragments, XSums* sums) {
+  pdl_wait();  // x comes from the previous kernel, which may also have read the scratch
+  pdl_launch_dependents();
+  const int sub_blocks = in / 32;
+  const int64_t group = int64_t(blockIdx.x) * kQuantizeThreads + threadIdx.x;  // 8 elements
+  const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
+  if (group >= groups) return;  // whole sub-blocks: the 4 threads of one leave together
+  const int row = int(group / (in / 8));
+  const int col = int(group % (in / 8)) * 8;
+  float v[8] = {};
+  if (row < n) {
+    union {
+      uint4 vec;
+      T elems[8];
+    } u;
+    u.vec = *reinterpret_cast<const uint4*>(x + int64_t(row) * in + col);
+#pragma unroll
+    for (int e = 0; e < 8; ++e) v[e] = to_float(u.elems[e]);
+  }
+  float amax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
+  int q[8], sum = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    q[e] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[e], s), -127.0f), 127.0f));
+    sum += q[e];
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  const int sub = col / 32, k0 = col % 32;  // k0: 0, 8, 16 or 24 within the sub-block
+  // Elements k0..k0+3 and k0+4..k0+7: B register k0 / 16 of lanes (row % 8) * 4 + t, t = (k % 16)
+  // / 4.
+  const int reg = k0 / 16, t0 = (k0 % 16) / 4;
+  uint32_t* tile = fragments + (int64_t(row / kColumns) * sub_blocks + sub) * 64;
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    const uint32_t word = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
+                          (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
+    const int lane = (row % kColumns) * 4 + t0 + w;
+    tile[lane * 2 + reg] = word;
+  }
+  if (threadIdx.x % 4 == 0) {
+    sums[int64_t(row) * sub_blocks + sub] = XSums{__fdiv_rn(amax, 127.0f), sum};
+  }
+}
+
+__device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {
+  asm volatile(
+      "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
+      "{%8, %9}, {%10, %10, %10, %10};\n"
+      : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
+}
+
+// One Q4_K block of the thread's two weight rows (g and g + 8 of a tile), as loaded.
+struct RowPairRegs {
+  uint4 head[2];      // d, dmin (fp16), then the 12 bytes of packed scales and mins
+  uint32_t qs[2][8];  // [row][2c + i]: bytes 32c + 16i + 4t .. +3 of qs
+};
+
+// rows: the tile's rows g and g + 8 at this block (16-byte aligned).
+__device__ __forceinline__ void load_row_pair(const uint8_t* const (&rows)[2], int t,
+                                              RowPairRegs& regs) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    regs.head[r] = __ldg(reinterpret_cast<const uint4*>(rows[r]));
+#pragma unroll
+    for (int j = 0; j < 8; ++j) {
+      regs.qs[r][j] = __ldg(reinterpret_cast<const uint32_t*>(rows[r] + 16 + 16 * j + 4 * t));
+    }
+  }
+}
+
+// grid (ceil(out / (16 kMTiles)),), block kThreads. x_fragments / x_sums: the scratch (above);
+// w (out, in) Q4_K; y (n, y_stride) in T, or fp32 when kF32Out. kNTiles: column tiles (n <= 8
+// kNTiles).
+template <typename T, bool kF32Out, int kNTiles, int kMTiles>
+__global__ void __launch_bounds__(kThreads)
+    gemv_q4k_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y,
+                        int n, int in, int out, int y_stride) {
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  const int g = lane / 4, t = lane % 4;
+  const int blocks_per_row = in / kQ4KElems, sub_blocks = in / 32;
+  const int64_t row_bytes = int64_t(blocks_per_row) * kQ4KBytes;
+  const int first_row = int(blockIdx.x) * kTileRows * kMTiles;
+  // Rows past `out` read the last row (never stored).
+  const auto row_at = [&](int mt, int half, int block) {
+    const int row = min(out - 1, first_row + mt * kTileRows + g + 8 * half);
+    return w + int64_t(row) * row_bytes + int64_t(block) * kQ4KBytes;
+  };
+  const auto load = [&](int block, RowPairRegs(&regs)[kMTiles]) {
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) {
+      const uint8_t* const rows[2] = {row_at(mt, 0, block), row_at(mt, 1, block)};
+      load_row_pair(rows, t, regs[mt]);
+    }
+  };
+  // The weights are constants of the run: the first block's loads go out before the wait.
+  RowPairRegs current[kMTiles];
+  if (warp < blocks_per_row) load(warp, current);
+  pdl_wait();
+  pdl_launch_dependents();
+
+  float acc[kMTiles][kNTiles][4] = {};
+  for (int block = warp; block < blocks_per_row; block += kWarps) {
+    RowPairRegs next[kMTiles];
+    if (block + kWarps < blocks_per_row) load(block + kWarps, next);
+#pragma unroll
+    for (int c = 0; c < 4; ++c) {
+      uint32_t scales[kMTiles][2], mins[kMTiles][2];
+#pragma unroll
+      for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+        for (int r = 0; r < 2; ++r)
+          q4k_scale_min_pair(current[mt].head[r], c, &scales[mt][r], &mins[mt][r]);
+      }
+#pragma unroll
+      for (int i = 0; i < 2; ++i) {  // sub-block 2c + i: low nibbles, then high
+        const int sub = block * kSubBlocks + 2 * c + i;
+        uint2 b[kNTiles];
+        XSums xs[kNTiles][2];  // columns 2t and 2t + 1 of each column tile
+#pragma unroll
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          b[nt] = x_fragments[(int64_t(nt) * sub_blocks + sub) * 32 + lane];
+#pragma unroll
+          for (int j = 0; j < 2; ++j) {
+            xs[nt][j] = x_sums[int64_t(nt * kColumns + 2 * t + j) * sub_blocks + sub];
+          }
+        }
+#pragma unroll
+        for (int mt = 0; mt < kMTiles; ++mt) {
+          const RowPairRegs& k = current[mt];
+          const uint32_t a[4] = {(k.qs[0][2 * c] >> (4 * i)) & kLowNibbles,
+                                 (k.qs[1][2 * c] >> (4 * i)) & kLowNibbles,
+                                 (k.qs[0][2 * c + 1] >> (4 * i)) & kLowNibbles,
+                                 (k.qs[1][2 * c + 1] >> (4 * i)) & kLowNibbles};
+          float d[2], dmin[2];
+          int scale[2], min[2];
+#pragma unroll
+          for (int r = 0; r < 2; ++r) {
+            d[r] = half_bits_to_float(k.head[r].x);
+            dmin[r] = half_bits_to_float(k.head[r].x >> 16);
+            scale[r] = int((scales[mt][r] >> (8 * i)) & 0xFFu);
+            min[r] = int((mins[mt][r] >> (8 * i)) & 0xFFu);
+          }
+#pragma unroll
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            int dot[4];
+            mma_s8(a, b[nt], dot);
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const int r = e / 2;
+              const XSums x = xs[nt][e % 2];
+              float& sum = acc[mt][nt][e];
+              sum = __fmaf_rn(__fmul_rn(d[r], x.d), float(scale[r] * dot[e]), sum);
+              sum = __fmaf_rn(-__fmul_rn(dmin[r], x.d), float(min[r] * x.sum), sum);
+            }
+          }
+        }
+      }
+    }
+#pragma unroll
+    for (int mt = 0; mt < kMTiles; ++mt) current[mt] = next[mt];
+  }
+
+  // The warps' partial sums, added in warp order.
+  constexpr int kValues = kMTiles * kNTiles * 4;  // per lane
+  __shared__ float partial[kWarps][kValues][32];
+#pragma unroll
+  for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+#pragma unroll
+      for (int e = 0; e < 4; ++e) partial[warp][(mt * kNTiles + nt) * 4 + e][lane] = acc[mt][nt][e];
+    }
+  }
+  __syncthreads();
+  for (int v = int(threadIdx.x); v < kValues * 32; v += kThreads) {
+    const int value = v / 32, owner = v % 32;  // owner: the lane that held it
+    float total = partial[0][value][owner];
+    for (int w2 = 1; w2 < kWarps; ++w2) total = __fadd_rn(total, partial[w2][value][owner]);
+    const int mt = value / (kNTiles * 4), nt = value / 4 % kNTiles, e = value % 4;
+    const int row = first_row + mt * kTileRows + owner / 4 + 8 * (e / 2);
+    const int column = nt * kColumns + 2 * (owner % 4) + e % 2;
+    if (row >= out || column >= n) continue;
+    const int64_t at = int64_t(column) * y_stride + row;
+    if constexpr (kF32Out) {
+      static_cast<float*>(y)[at] = total;
+    } else {
+      static_cast<T*>(y)[at] = from_float<T>(total);
+    }
+  }
+}
+
+template <typename T, bool kF32Out, int kNTiles>
+void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                  void* x_scratch, cudaStream_t stream) {
+  auto* fragments = static_cast<uint32_t*>(x_scratch);
+  auto* sums = reinterpret_cast<XSums*>(static_cast<char*>(x_scratch) +
+                                        gemv_quant_mma_fragment_bytes(n, in));
+  const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
+  launch_kernel(quantize_x_fragments_kernel<T>,
+                dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
+                dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
+  ROSE_CUDA_CHECK_LAUNCH();
+  // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with
+  // them (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
+  const auto* xf = reinterpret_cast<const uint2*>(fragments);
+  if (out >= 8192) {
+    constexpr int kRowsPerBlock = 2 * kTileRows;
+    launch_kernel(gemv_q4k_mma_kernel<T, kF32Out, kNTiles, 2>,
+                  dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
+                  stream, xf, sums, w, y, n, in, out, y_stride);
+  } else {
+    launch_kernel(gemv_q4k_mma_kernel<T, kF32Out, kNTiles, 1>,
+                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+                  sums, w, y, n, in, out, y_stride);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
+template <typename T, bool kF32Out>
+void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                  void* x_scratch, cudaStream_t stream) {
+  const T* xt = static_cast<const T*>(x);
+  if (n <= 8) return launch_tiles<T, kF32Out, 1>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  if (n <= 16)
+    return launch_tiles<T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  launch_tiles<T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+}
+
+}  // namespace
+
+bool gemv_quant_mma_supported(uint32_t ggml_type, int n, int in) {
+  return static_cast<GgmlType>(ggml_type) == GgmlType::kQ4_K && n >= 1 &&
+         n <= kGemvQuantMmaMaxRows && in > 0 && in % kQ4KElems == 0;
+}
+
+void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
+                           int in, int out, bool f32_out, DType dtype, void* x_scratch,
+                           cudaStream_t stream, int y_stride) {
+  if (!gemv_quant_mma_supported(ggml_type, n, in) || out < 1) {
+    cuda_fail("unsupported type or shape (Q4_K, 1 <= n <= 32, in a multiple of 256)",
+              "launch_gemv_quant_mma", __FILE__, __LINE__);
+  }
+  if (misaligned16(x) || misaligned16(w) || misaligned16(x_scratch)) {
+    cuda_fail("misaligned x, weights or scratch (16 bytes needed)", "launch_gemv_quant_mma",
+              __FILE__, __LINE__);
+  }
+  if (y_stride == 0) y_stride = out;
+  if (y_stride < out) cuda_fail("y_stride < out", "launch_gemv_quant_mma", __FILE__, __LINE__);
+  if (dtype == DType::kBF16) {
+    if (f32_out)
+      return launch_typed<__nv_bfloat16, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+    return launch_typed<__nv_bfloat16, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+  }
+  if (f32_out) return launch_typed<__half, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+  launch_typed<__half, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+}
+
+}  // namespace rose
