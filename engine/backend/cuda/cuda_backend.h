@@ -197,9 +197,10 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows() to kGemvQuantMmaMaxRows
-  // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
-  // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
+  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows() (the first row count
+  // past the fused-norm steps') to kGemvQuantMmaMaxRows rows with no fusion asked: the int8
+  // tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a GEMV and the tile-decoding GEMM; off
+  // under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
