@@ -12,9 +12,10 @@
 //    take the row's 256-element Q4_K blocks in turn (warp w: blocks w, w + kWarps, ...), so even a
 //    2048-row matrix spreads over every SM. Per block and sub-block s a warp runs one
 //    m16n8k32 per (weight tile, column tile): A is the 16 rows' 32 nibbles of s (thread (g, t) =
-//    (lane / 4, lane % 4) holds bytes 4t..4t+3 and 16+4t..16+4t+3 of rows g and g + 8: the four
-//    words it loaded, masked and shifted), B the column tile's fragment. The s32 dot products
-//    are exact; each then enters its fp32 accumulator as the dp4a GEMV's terms do:
+//    (lane / 4, lane % 4) holds bytes 8t..8t+7 of the sub-block's 32 qs bytes of rows g and
+//    g + 8: one 8-byte load per row and 64-element chunk, masked and shifted), B the column
+//    tile's fragment. The s32 dot products are exact; each then enters its fp32 accumulator as
+//    the dp4a GEMV's terms do:
 //      acc = fma(d dx, float(scale dot), acc); acc = fma(-(dmin dx), float(min sum), acc)
 //    with (d, dmin) the Q4_K block's, (scale, min) sub-block s's and (dx, sum) x's. The warps'
 //    accumulators are added in warp order through shared memory. Every operation on an output
@@ -22,7 +23,9 @@
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 .s8): A reg 0 / 1 / 2 / 3 = row g / g+8 / g / g+8, k
 // 4t..4t+3 / 4t..4t+3 / 16+4t.. / 16+4t..; B reg 0 / 1 = column g, k 4t.. / 16+4t..; C element
-// 0 / 1 / 2 / 3 = (row g, column 2t) / (g, 2t+1) / (g+8, 2t) / (g+8, 2t+1).
+// 0 / 1 / 2 / 3 = (row g, column 2t) / (g, 2t+1) / (g+8, 2t) / (g+8, 2t+1). A dot product is the
+// same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
+// and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
 #include <cfloat>
 
@@ -56,7 +59,7 @@ static_assert(sizeof(XSums) == 8, "gemv_quant_mma_scratch_bytes counts 8 bytes a
 // fragments, sums: the scratch.
 template <typename T>
 __global__ void __launch_bounds__(kQuantizeThreads)
-    quantize_x_fragments_kernel(const T* x, int n, int in, uint32_t* fragments, XSums* sums) {
+    quantize_x_fragments_kernel(const T* x, int n, int in, uint2* fragments, XSums* sums) {
   pdl_wait();  // x comes from the previous kernel, which may also have read the scratch
   pdl_launch_dependents();
   const int sub_blocks = in / 32;
@@ -89,18 +92,16 @@ __global__ void __launch_bounds__(kQuantizeThreads)
   }
   sum += __shfl_xor_sync(0xffffffffu, sum, 1);
   sum += __shfl_xor_sync(0xffffffffu, sum, 2);
-  const int sub = col / 32, k0 = col % 32;  // k0: 0, 8, 16 or 24 within the sub-block
-  // Elements k0..k0+3 and k0+4..k0+7: B register k0 / 16 of lanes (row % 8) * 4 + t, t = (k % 16)
-  // / 4.
-  const int reg = k0 / 16, t0 = (k0 % 16) / 4;
-  uint32_t* tile = fragments + (int64_t(row / kColumns) * sub_blocks + sub) * 64;
+  // Elements 8t..8t+7 of the sub-block are lane (row % 8) * 4 + t's fragment (the k order above).
+  const int sub = col / 32, t = col % 32 / 8;
+  uint32_t word[2];
 #pragma unroll
   for (int w = 0; w < 2; ++w) {
-    const uint32_t word = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
-                          (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
-    const int lane = (row % kColumns) * 4 + t0 + w;
-    tile[lane * 2 + reg] = word;
+    word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
+              (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
   }
+  const int64_t tile = int64_t(row / kColumns) * sub_blocks + sub;
+  fragments[tile * 32 + (row % kColumns) * 4 + t] = make_uint2(word[0], word[1]);
   if (threadIdx.x % 4 == 0) {
     sums[int64_t(row) * sub_blocks + sub] = XSums{__fdiv_rn(amax, 127.0f), sum};
   }
@@ -116,8 +117,8 @@ __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, i
 
 // One Q4_K block of the thread's two weight rows (g and g + 8 of a tile), as loaded.
 struct RowPairRegs {
-  uint4 head[2];      // d, dmin (fp16), then the 12 bytes of packed scales and mins
-  uint32_t qs[2][8];  // [row][2c + i]: bytes 32c + 16i + 4t .. +3 of qs
+  uint4 head[2];   // d, dmin (fp16), then the 12 bytes of packed scales and mins
+  uint2 qs[2][4];  // [row][c]: bytes 32c + 8t .. 32c + 8t + 7 of qs
 };
 
 // rows: the tile's rows g and g + 8 at this block (16-byte aligned).
@@ -127,8 +128,8 @@ __device__ __forceinline__ void load_row_pair(const uint8_t* const (&rows)[2], i
   for (int r = 0; r < 2; ++r) {
     regs.head[r] = __ldg(reinterpret_cast<const uint4*>(rows[r]));
 #pragma unroll
-    for (int j = 0; j < 8; ++j) {
-      regs.qs[r][j] = __ldg(reinterpret_cast<const uint32_t*>(rows[r] + 16 + 16 * j + 4 * t));
+    for (int c = 0; c < 4; ++c) {
+      regs.qs[r][c] = __ldg(reinterpret_cast<const uint2*>(rows[r] + 16 + 32 * c + 8 * t));
     }
   }
 }
@@ -136,8 +137,11 @@ __device__ __forceinline__ void load_row_pair(const uint8_t* const (&rows)[2], i
 // grid (ceil(out / (16 kMTiles)),), block kThreads. x_fragments / x_sums: the scratch (above);
 // w (out, in) Q4_K; y (n, y_stride) in T, or fp32 when kF32Out. kNTiles: column tiles (n <= 8
 // kNTiles).
-template <typename T, bool kF32Out, int kNTiles, int kMTiles>
-__global__ void __launch_bounds__(kThreads)
+// kMinBlocks: 2 where the variant fits 128 registers without spilling (one weight tile, one
+// column tile), so an SM holds 16 warps' loads in flight.
+template <typename T, bool kF32Out, int kNTiles, int kMTiles,
+          int kMinBlocks = (kNTiles == 1 && kMTiles == 1) ? 2 : 1>
+__global__ void __launch_bounds__(kThreads, kMinBlocks)
     gemv_q4k_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y,
                         int n, int in, int out, int y_stride) {
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -192,10 +196,9 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           const RowPairRegs& k = current[mt];
-          const uint32_t a[4] = {(k.qs[0][2 * c] >> (4 * i)) & kLowNibbles,
-                                 (k.qs[1][2 * c] >> (4 * i)) & kLowNibbles,
-                                 (k.qs[0][2 * c + 1] >> (4 * i)) & kLowNibbles,
-                                 (k.qs[1][2 * c + 1] >> (4 * i)) & kLowNibbles};
+          const uint32_t a[4] = {
+              (k.qs[0][c].x >> (4 * i)) & kLowNibbles, (k.qs[1][c].x >> (4 * i)) & kLowNibbles,
+              (k.qs[0][c].y >> (4 * i)) & kLowNibbles, (k.qs[1][c].y >> (4 * i)) & kLowNibbles};
           float d[2], dmin[2];
           int scale[2], min[2];
 #pragma unroll
@@ -257,7 +260,7 @@ __global__ void __launch_bounds__(kThreads)
 template <typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   void* x_scratch, cudaStream_t stream) {
-  auto* fragments = static_cast<uint32_t*>(x_scratch);
+  auto* fragments = static_cast<uint2*>(x_scratch);
   auto* sums = reinterpret_cast<XSums*>(static_cast<char*>(x_scratch) +
                                         gemv_quant_mma_fragment_bytes(n, in));
   const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
@@ -267,7 +270,7 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   ROSE_CUDA_CHECK_LAUNCH();
   // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with
   // them (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
-  const auto* xf = reinterpret_cast<const uint2*>(fragments);
+  const uint2* xf = fragments;
   if (out >= 8192) {
     constexpr int kRowsPerBlock = 2 * kTileRows;
     launch_kernel(gemv_q4k_mma_kernel<T, kF32Out, kNTiles, 2>,
