@@ -579,6 +579,10 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
     const WeightSource* weights;
     int fused_rows;
   };
+  // What is compared is the norm inside one GEMV kernel against the add-norm kernel beside it:
+  // the int8 tensor-core GEMV, which takes no fused norm, stays off (from 5 rows it would run the
+  // unfused steps' Q4_K products and the dp4a GEMV the fused ones).
+  setenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", "33", 1);
   for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8},
                              Model{tiny.get(), 4}, Model{&qwen, 4}, Model{&smollm2, 4}}) {
     CAPTURE(model.weights->config().name);
@@ -597,6 +601,7 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
       }
     }
   }
+  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
   // By default: up to kFusedNormDefaultRows rows; never with a dense up off the one-wave kernel
   // or LayerNorm.
   CHECK(greedy_run(*q4k, false, {5}, 1).fused_norm_rows == kFusedNormDefaultRows);

@@ -197,11 +197,13 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows() (the first row count
+  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows_ (the first row count
   // past the fused-norm steps') to kGemvQuantMmaMaxRows rows with no fusion asked: the int8
   // tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a GEMV and the tile-decoding GEMM; off
   // under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
+  // The integer value of environment variable `name`, or `otherwise` when unset or empty.
+  static int env_rows(const char* name, int otherwise);
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
   // unless quant_gemm_rows_ overrides w's class.
@@ -293,6 +295,13 @@ class CudaBackend final : public Backend {
   // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
   // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
   bool fused_rope_enabled_ = true;
+  // The most rows a step's norms may run inside the GEMVs: kFusedNormDefaultRows, or
+  // ROSEINFER_CUDA_FUSED_NORM=N (0: never; comparisons). Read when the backend is made.
+  const int fused_norm_cap_ = env_rows("ROSEINFER_CUDA_FUSED_NORM", kFusedNormDefaultRows);
+  // The int8 tensor-core GEMV's first row count: past the fused-norm steps', or
+  // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (33: never; comparisons).
+  const int quant_mma_min_rows_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS",
+                                           std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1);
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {

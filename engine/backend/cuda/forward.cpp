@@ -437,17 +437,13 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
 }
 
-// ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N: the int8 tensor-core GEMV from N rows (33: never).
-static int quant_mma_min_rows() {
-  static const int rows = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
-    return env && *env ? std::max(1, std::atoi(env)) : kFusedNormDefaultRows + 1;
-  }();
-  return rows;
+int CudaBackend::env_rows(const char* name, int otherwise) {
+  const char* env = std::getenv(name);
+  return env && *env ? std::atoi(env) : otherwise;
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
-  if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows() || fusion.norm_residual ||
+  if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows_ || fusion.norm_residual ||
       fusion.residual_add || fusion.push.size > 1) {
     return false;
   }
@@ -516,7 +512,7 @@ bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {
   const int H = config_.hidden_size, I = config_.intermediate_size;
   if (!up.quantized()) return use_gemv(n, H) && use_gemv(n, I);
   // Past the fused-norm rows a Q4_K gate|up goes to the int8 tensor-core GEMV, its SiLU after.
-  if (n > kFusedNormDefaultRows && use_quant_mma(up, n, GemvFusion{})) return false;
+  if (n > fused_norm_cap_ && use_quant_mma(up, n, GemvFusion{})) return false;
   // The quantized fused kernel is the gated one, over one range (gate | up of one type).
   return use_quant_gemv(n) && up.ranges.size() == 1 && config_.mlp_kind() == MlpKind::kSiluGated;
 }
@@ -544,9 +540,7 @@ GemvFusion CudaBackend::norm_input(const AddNormArgs& norm) const {
 }
 
 int CudaBackend::fused_norm_max_rows() const {
-  // ROSEINFER_CUDA_FUSED_NORM=N: at most N rows (0: never; comparisons).
-  int cap = kFusedNormDefaultRows;
-  if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_NORM"); env && *env) cap = std::atoi(env);
+  const int cap = fused_norm_cap_;
   const ModelConfig& c = config_;
   if (cap <= 0 || collective_ || invariant_gemm_ || skipped(kSkipNorm) || skipped(kSkipGemv) ||
       c.norm_kind() != NormKind::kRmsNorm) {
