@@ -8,9 +8,10 @@
 //    sub-block. Every thread block of the product then reads x from L2 instead of quantizing it
 //    again (the dp4a GEMV quantizes x once per thread block).
 //
-// 2. gemv_q4k_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps
-//    take the row's 256-element Q4_K blocks in turn (warp w: blocks w, w + kWarps, ...), so even a
-//    2048-row matrix spreads over every SM. Per block and sub-block s a warp runs one
+// 2. gemv_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps take
+//    the row's blocks in turn (warp w: groups w, w + kWarps, ... of F::kGroup blocks), so even a
+//    2048-row matrix spreads over every SM. The formats (below) say how a block type's quants
+//    and scales are read. Described for Q4_K: per block and sub-block s a warp runs one
 //    m16n8k32 per (weight tile, column tile): A is the 16 rows' 32 nibbles of s (thread (g, t) =
 //    (lane / 4, lane % 4) holds bytes 8t..8t+7 of the sub-block's 32 qs bytes of rows g and
 //    g + 8: one 8-byte load per row and 64-element chunk, masked and shifted), B the column
@@ -43,7 +44,6 @@ constexpr int kWarps = 8;  // a thread block's warps, each a k-slice of its weig
 constexpr int kThreads = kWarps * 32;
 constexpr int kTileRows = 16;  // weight rows of one mma tile
 constexpr int kColumns = 8;    // activation rows of one mma column tile
-constexpr int kQ4KElems = 256, kQ4KBytes = 144, kSubBlocks = 8;
 constexpr int kQuantizeThreads = 256;
 constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 
@@ -115,79 +115,161 @@ __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, i
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
 }
 
-// One Q4_K block of the thread's two weight rows (g and g + 8 of a tile), as loaded.
-struct RowPairRegs {
-  uint4 head[2];   // d, dmin (fp16), then the 12 bytes of packed scales and mins
-  uint2 qs[2][4];  // [row][c]: bytes 32c + 8t .. 32c + 8t + 7 of qs
+// Formats: one ggml block type as the kernel reads it. kElems / kBytes: a block's elements and
+// bytes; kGroup: the blocks a warp loads per step (about 2 KB for 16 rows either way); Regs: one
+// block of one weight row as a thread holds it; load(block, t); words(regs, s, t): the thread's A
+// words for 32-element sub-block s of the block, elements 8t..8t+7 as s8 (the k order above); add:
+// the sub-block's terms of one output into its fp32 accumulator, given the exact integer dot
+// product of the weights' quants with x's and x's (d, sum).
+
+// Q4_K: d, dmin, scales[12], qs[128]; sub-block s is the low (even s) or high nibbles of qs bytes
+// 32 (s / 2) .. +31; w = d scale_s q - dmin min_s.
+struct Q4KFormat {
+  static constexpr int kElems = 256, kBytes = 144, kGroup = 1;
+  struct Regs {
+    uint4 head;   // d, dmin (fp16), then the 12 bytes of packed scales and mins
+    uint2 qs[4];  // [c]: bytes 32c + 8t .. 32c + 8t + 7 of qs
+  };
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int t) {  // 16-byte aligned
+    Regs k;
+    k.head = __ldg(reinterpret_cast<const uint4*>(block));
+#pragma unroll
+    for (int c = 0; c < 4; ++c)
+      k.qs[c] = __ldg(reinterpret_cast<const uint2*>(block + 16 + 32 * c + 8 * t));
+    return k;
+  }
+  __device__ __forceinline__ static uint2 words(const Regs& k, int s, int) {
+    const uint32_t shift = 4u * uint32_t(s % 2);
+    return make_uint2((k.qs[s / 2].x >> shift) & kLowNibbles,
+                      (k.qs[s / 2].y >> shift) & kLowNibbles);
+  }
+  __device__ __forceinline__ static float add(const Regs& k, int s, int dot, XSums x, float acc) {
+    uint32_t scales, mins;
+    q4k_scale_min_pair(k.head, s / 2, &scales, &mins);
+    const int scale = int((scales >> (8 * (s % 2))) & 0xFFu),
+              min = int((mins >> (8 * (s % 2))) & 0xFFu);
+    const float d = half_bits_to_float(k.head.x), dmin = half_bits_to_float(k.head.x >> 16);
+    acc = __fmaf_rn(__fmul_rn(d, x.d), float(scale * dot), acc);
+    return __fmaf_rn(-__fmul_rn(dmin, x.d), float(min * x.sum), acc);
+  }
 };
 
-// rows: the tile's rows g and g + 8 at this block (16-byte aligned).
-__device__ __forceinline__ void load_row_pair(const uint8_t* const (&rows)[2], int t,
-                                              RowPairRegs& regs) {
-#pragma unroll
-  for (int r = 0; r < 2; ++r) {
-    regs.head[r] = __ldg(reinterpret_cast<const uint4*>(rows[r]));
-#pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      regs.qs[r][c] = __ldg(reinterpret_cast<const uint2*>(rows[r] + 16 + 32 * c + 8 * t));
-    }
-  }
+// Eight bytes at an even address as two words, by 2-byte loads (Q8_0's and Q4_0's blocks are 34
+// and 18 bytes: their fields are only 2-byte aligned).
+__device__ __forceinline__ uint2 eight_bytes_at_even(const uint8_t* p) {
+  const unsigned short* h = reinterpret_cast<const unsigned short*>(p);
+  return make_uint2(uint32_t(__ldg(h)) | uint32_t(__ldg(h + 1)) << 16,
+                    uint32_t(__ldg(h + 2)) | uint32_t(__ldg(h + 3)) << 16);
 }
 
+// Q8_0: d, int8 qs[32]; w = d q.
+struct Q8_0Format {
+  static constexpr int kElems = 32, kBytes = 34, kGroup = 4;
+  struct Regs {
+    uint32_t d;  // bits 0-15: fp16
+    uint2 q;     // qs bytes 8t .. 8t + 7
+  };
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int t) {
+    return Regs{__ldg(reinterpret_cast<const unsigned short*>(block)),
+                eight_bytes_at_even(block + 2 + 8 * t)};
+  }
+  __device__ __forceinline__ static uint2 words(const Regs& k, int, int) { return k.q; }
+  __device__ __forceinline__ static float add(const Regs& k, int, int dot, XSums x, float acc) {
+    return __fmaf_rn(__fmul_rn(half_bits_to_float(k.d), x.d), float(dot), acc);
+  }
+};
+
+// Q4_0 / Q4_1: d, [m], qs[16]; element j < 16 the low nibble of qs[j], j + 16 its high nibble, so
+// elements 8t..8t+7 are the low (t < 2) or high nibbles of qs bytes 8 (t % 2) .. +7;
+// w = d (q - 8) (Q4_0) or d q + m (Q4_1).
+template <bool kHasMin>
+struct Q4Format {
+  static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18, kGroup = 4;
+  struct Regs {
+    uint32_t dm;  // d (bits 0-15), m (16-31, Q4_1), fp16
+    uint2 q;      // qs bytes 8 (t % 2) .. +7
+  };
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int t) {
+    if constexpr (kHasMin) {  // 20-byte blocks: every field 4-byte aligned (not 8)
+      const uint32_t* words = reinterpret_cast<const uint32_t*>(block + 4 + 8 * (t % 2));
+      return Regs{__ldg(reinterpret_cast<const uint32_t*>(block)),
+                  make_uint2(__ldg(words), __ldg(words + 1))};
+    } else {
+      return Regs{__ldg(reinterpret_cast<const unsigned short*>(block)),
+                  eight_bytes_at_even(block + 2 + 8 * (t % 2))};
+    }
+  }
+  __device__ __forceinline__ static uint2 words(const Regs& k, int, int t) {
+    const uint32_t shift = 4u * uint32_t(t / 2);
+    return make_uint2((k.q.x >> shift) & kLowNibbles, (k.q.y >> shift) & kLowNibbles);
+  }
+  __device__ __forceinline__ static float add(const Regs& k, int, int dot, XSums x, float acc) {
+    const float d = half_bits_to_float(k.dm);
+    if constexpr (kHasMin) {
+      acc = __fmaf_rn(__fmul_rn(d, x.d), float(dot), acc);
+      return __fmaf_rn(__fmul_rn(half_bits_to_float(k.dm >> 16), x.d), float(x.sum), acc);
+    } else {
+      return __fmaf_rn(__fmul_rn(d, x.d), float(dot - 8 * x.sum), acc);
+    }
+  }
+};
+
 // grid (ceil(out / (16 kMTiles)),), block kThreads. x_fragments / x_sums: the scratch (above);
-// w (out, in) Q4_K; y (n, y_stride) in T, or fp32 when kF32Out. kNTiles: column tiles (n <= 8
-// kNTiles).
-// kMinBlocks: 2 where the variant fits 128 registers without spilling (one weight tile, one
-// column tile), so an SM holds 16 warps' loads in flight.
-template <typename T, bool kF32Out, int kNTiles, int kMTiles,
-          int kMinBlocks = (kNTiles == 1 && kMTiles == 1) ? 2 : 1>
+// w (out, in) blocks of F, rows back to back; y (n, y_stride) in T, or fp32 when kF32Out.
+// kNTiles: column tiles (n <= 8 kNTiles). Warp w takes the row's groups of F::kGroup blocks w,
+// w + kWarps, ..., loading the next group while it computes one. kMinBlocks: 2 where the variant
+// fits 128 registers without spilling, so an SM holds 16 warps' loads in flight.
+template <typename F, typename T, bool kF32Out, int kNTiles, int kMTiles, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    gemv_q4k_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y,
-                        int n, int in, int out, int y_stride) {
+    gemv_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y, int n,
+                    int in, int out, int y_stride) {
+  constexpr int kSubs = F::kElems / 32;
+  using Step = typename F::Regs[kMTiles][2][F::kGroup];  // [tile][row g, g + 8][block]
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
-  const int blocks_per_row = in / kQ4KElems, sub_blocks = in / 32;
-  const int64_t row_bytes = int64_t(blocks_per_row) * kQ4KBytes;
+  const int blocks_per_row = in / F::kElems, sub_blocks = in / 32;
+  const int groups = (blocks_per_row + F::kGroup - 1) / F::kGroup;
+  const int64_t row_bytes = int64_t(blocks_per_row) * F::kBytes;
   const int first_row = int(blockIdx.x) * kTileRows * kMTiles;
-  // Rows past `out` read the last row (never stored).
-  const auto row_at = [&](int mt, int half, int block) {
-    const int row = min(out - 1, first_row + mt * kTileRows + g + 8 * half);
-    return w + int64_t(row) * row_bytes + int64_t(block) * kQ4KBytes;
-  };
-  const auto load = [&](int block, RowPairRegs(&regs)[kMTiles]) {
+  const auto load = [&](int group, Step& regs) {
 #pragma unroll
     for (int mt = 0; mt < kMTiles; ++mt) {
-      const uint8_t* const rows[2] = {row_at(mt, 0, block), row_at(mt, 1, block)};
-      load_row_pair(rows, t, regs[mt]);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+        // Rows past `out` read the last row (never stored).
+        const int row = min(out - 1, first_row + mt * kTileRows + g + 8 * r);
+        const uint8_t* row_w = w + int64_t(row) * row_bytes;
+#pragma unroll
+        for (int b = 0; b < F::kGroup; ++b) {
+          const int block = group * F::kGroup + b;
+          if (block < blocks_per_row)
+            regs[mt][r][b] = F::load(row_w + int64_t(block) * F::kBytes, t);
+        }
+      }
     }
   };
-  // The weights are constants of the run: the first block's loads go out before the wait.
-  RowPairRegs current[kMTiles];
-  if (warp < blocks_per_row) load(warp, current);
+  // The weights are constants of the run: the first group's loads go out before the wait.
+  Step current;
+  if (warp < groups) load(warp, current);
   pdl_wait();
   pdl_launch_dependents();
 
   float acc[kMTiles][kNTiles][4] = {};
-  for (int block = warp; block < blocks_per_row; block += kWarps) {
-    RowPairRegs next[kMTiles];
-    if (block + kWarps < blocks_per_row) load(block + kWarps, next);
+  for (int group = warp; group < groups; group += kWarps) {
+    Step next;
+    if (group + kWarps < groups) load(group + kWarps, next);
 #pragma unroll
-    for (int c = 0; c < 4; ++c) {
-      uint32_t scales[kMTiles][2], mins[kMTiles][2];
+    for (int b = 0; b < F::kGroup; ++b) {
+      const int block = group * F::kGroup + b;
+      if (block >= blocks_per_row) break;  // the same for the whole warp
 #pragma unroll
-      for (int mt = 0; mt < kMTiles; ++mt) {
-#pragma unroll
-        for (int r = 0; r < 2; ++r)
-          q4k_scale_min_pair(current[mt].head[r], c, &scales[mt][r], &mins[mt][r]);
-      }
-#pragma unroll
-      for (int i = 0; i < 2; ++i) {  // sub-block 2c + i: low nibbles, then high
-        const int sub = block * kSubBlocks + 2 * c + i;
-        uint2 b[kNTiles];
+      for (int s = 0; s < kSubs; ++s) {
+        const int sub = block * kSubs + s;
+        uint2 frag[kNTiles];
         XSums xs[kNTiles][2];  // columns 2t and 2t + 1 of each column tile
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
-          b[nt] = x_fragments[(int64_t(nt) * sub_blocks + sub) * 32 + lane];
+          frag[nt] = x_fragments[(int64_t(nt) * sub_blocks + sub) * 32 + lane];
 #pragma unroll
           for (int j = 0; j < 2; ++j) {
             xs[nt][j] = x_sums[int64_t(nt * kColumns + 2 * t + j) * sub_blocks + sub];
@@ -195,37 +277,30 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         }
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
-          const RowPairRegs& k = current[mt];
-          const uint32_t a[4] = {
-              (k.qs[0][c].x >> (4 * i)) & kLowNibbles, (k.qs[1][c].x >> (4 * i)) & kLowNibbles,
-              (k.qs[0][c].y >> (4 * i)) & kLowNibbles, (k.qs[1][c].y >> (4 * i)) & kLowNibbles};
-          float d[2], dmin[2];
-          int scale[2], min[2];
-#pragma unroll
-          for (int r = 0; r < 2; ++r) {
-            d[r] = half_bits_to_float(k.head[r].x);
-            dmin[r] = half_bits_to_float(k.head[r].x >> 16);
-            scale[r] = int((scales[mt][r] >> (8 * i)) & 0xFFu);
-            min[r] = int((mins[mt][r] >> (8 * i)) & 0xFFu);
-          }
+          const uint2 low = F::words(current[mt][0][b], s, t),
+                      high = F::words(current[mt][1][b], s, t);
+          const uint32_t a[4] = {low.x, high.x, low.y, high.y};
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt) {
             int dot[4];
-            mma_s8(a, b[nt], dot);
+            mma_s8(a, frag[nt], dot);
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              const int r = e / 2;
-              const XSums x = xs[nt][e % 2];
-              float& sum = acc[mt][nt][e];
-              sum = __fmaf_rn(__fmul_rn(d[r], x.d), float(scale[r] * dot[e]), sum);
-              sum = __fmaf_rn(-__fmul_rn(dmin[r], x.d), float(min[r] * x.sum), sum);
+              acc[mt][nt][e] =
+                  F::add(current[mt][e / 2][b], s, dot[e], xs[nt][e % 2], acc[mt][nt][e]);
             }
           }
         }
       }
     }
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) current[mt] = next[mt];
+    for (int mt = 0; mt < kMTiles; ++mt) {
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int b = 0; b < F::kGroup; ++b) current[mt][r][b] = next[mt][r][b];
+      }
+    }
   }
 
   // The warps' partial sums, added in warp order.
@@ -257,7 +332,11 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
-template <typename T, bool kF32Out, int kNTiles>
+// Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with them
+// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
+constexpr int kTwoTilesMinOut = 8192;
+
+template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   void* x_scratch, cudaStream_t stream) {
   auto* fragments = static_cast<uint2*>(x_scratch);
@@ -268,45 +347,78 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
                 dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
                 dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
   ROSE_CUDA_CHECK_LAUNCH();
-  // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with
-  // them (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
+  // Register budgets measured with -Xptxas -v: Q4_K's one-tile, one-column variant fits 128 (123
+  // registers); the 32-element types' small Regs fit up to two column tiles.
+  constexpr bool kSmallRegs = F::kElems == 32;
+  constexpr int kOneTileMin = (kNTiles == 1 || (kSmallRegs && kNTiles == 2)) ? 2 : 1;
+  constexpr int kTwoTileMin = 1;  // two tiles spill at 128 registers for every format
   const uint2* xf = fragments;
-  if (out >= 8192) {
+  if (out >= kTwoTilesMinOut) {
     constexpr int kRowsPerBlock = 2 * kTileRows;
-    launch_kernel(gemv_q4k_mma_kernel<T, kF32Out, kNTiles, 2>,
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, kTwoTileMin>,
                   dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
                   stream, xf, sums, w, y, n, in, out, y_stride);
   } else {
-    launch_kernel(gemv_q4k_mma_kernel<T, kF32Out, kNTiles, 1>,
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
                   dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
                   sums, w, y, n, in, out, y_stride);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
-template <typename T, bool kF32Out>
-void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                  void* x_scratch, cudaStream_t stream) {
+template <typename F, typename T, bool kF32Out>
+void launch_rows(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                 void* x_scratch, cudaStream_t stream) {
   const T* xt = static_cast<const T*>(x);
-  if (n <= 8) return launch_tiles<T, kF32Out, 1>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
-  if (n <= 16)
-    return launch_tiles<T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
-  launch_tiles<T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  if (n <= 8)
+    return launch_tiles<F, T, kF32Out, 1>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  if (n <= 16) {
+    return launch_tiles<F, T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  }
+  launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+}
+
+template <typename F>
+void launch_format(const void* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
+                   bool f32_out, DType dtype, void* x_scratch, cudaStream_t stream) {
+  if (dtype == DType::kBF16) {
+    if (f32_out)
+      return launch_rows<F, __nv_bfloat16, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+    return launch_rows<F, __nv_bfloat16, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+  }
+  if (f32_out)
+    return launch_rows<F, __half, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+  launch_rows<F, __half, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+}
+
+int block_elems(uint32_t ggml_type) {
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::kQ4_K:
+      return Q4KFormat::kElems;
+    case GgmlType::kQ8_0:
+    case GgmlType::kQ4_0:
+    case GgmlType::kQ4_1:
+      return 32;
+    default:
+      return 0;
+  }
 }
 
 }  // namespace
 
 bool gemv_quant_mma_supported(uint32_t ggml_type, int n, int in) {
-  return static_cast<GgmlType>(ggml_type) == GgmlType::kQ4_K && n >= 1 &&
-         n <= kGemvQuantMmaMaxRows && in > 0 && in % kQ4KElems == 0;
+  const int elems = block_elems(ggml_type);
+  return elems > 0 && n >= 1 && n <= kGemvQuantMmaMaxRows && in > 0 && in % elems == 0;
 }
 
 void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
                            int in, int out, bool f32_out, DType dtype, void* x_scratch,
                            cudaStream_t stream, int y_stride) {
   if (!gemv_quant_mma_supported(ggml_type, n, in) || out < 1) {
-    cuda_fail("unsupported type or shape (Q4_K, 1 <= n <= 32, in a multiple of 256)",
-              "launch_gemv_quant_mma", __FILE__, __LINE__);
+    cuda_fail(
+        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 32; in a multiple "
+        "of the block size)",
+        "launch_gemv_quant_mma", __FILE__, __LINE__);
   }
   if (misaligned16(x) || misaligned16(w) || misaligned16(x_scratch)) {
     cuda_fail("misaligned x, weights or scratch (16 bytes needed)", "launch_gemv_quant_mma",
@@ -314,13 +426,20 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
   }
   if (y_stride == 0) y_stride = out;
   if (y_stride < out) cuda_fail("y_stride < out", "launch_gemv_quant_mma", __FILE__, __LINE__);
-  if (dtype == DType::kBF16) {
-    if (f32_out)
-      return launch_typed<__nv_bfloat16, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
-    return launch_typed<__nv_bfloat16, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
+  switch (static_cast<GgmlType>(ggml_type)) {
+    case GgmlType::kQ4_K:
+      return launch_format<Q4KFormat>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,
+                                      stream);
+    case GgmlType::kQ8_0:
+      return launch_format<Q8_0Format>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,
+                                       stream);
+    case GgmlType::kQ4_0:
+      return launch_format<Q4Format<false>>(x, w, y, n, in, out, y_stride, f32_out, dtype,
+                                            x_scratch, stream);
+    default:
+      return launch_format<Q4Format<true>>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,
+                                           stream);
   }
-  if (f32_out) return launch_typed<__half, true>(x, w, y, n, in, out, y_stride, x_scratch, stream);
-  launch_typed<__half, false>(x, w, y, n, in, out, y_stride, x_scratch, stream);
 }
 
 }  // namespace rose

@@ -349,17 +349,16 @@ void check_silu(GgmlType type, Shape shape, std::mt19937& rng) {
   }
 }
 
-// The int8 tensor-core GEMV (gemv_quant_mma.cuh) on Q4_K, n = kGemvQuantMmaMaxRows down to 1:
+// The int8 tensor-core GEMV (gemv_quant_mma.cuh), n = kGemvQuantMmaMaxRows down to 1:
 // the same quantized x and so the same reference as the dp4a GEMV, with its own rounding bound
 // (each output: one warp's in / 2048 blocks of 16 fmas in a row, then a sum of the 8 warps in
 // order, plus ~3 roundings per term as above: (in / 128 + 11) 2^-24 sum|w x'|, doubled); rows
 // invariant across n bit for bit, nothing written past row n - 1, and bf16 / fp16 activations of
 // the same values give the same fp32 outputs. y_stride: out plus a gap that must stay untouched.
-void check_mma_shape(Shape shape, std::mt19937& rng) {
-  constexpr GgmlType type = GgmlType::kQ4_K;
+void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
   constexpr int kRows = kGemvQuantMmaMaxRows;
-  const std::string name =
-      "mma Q4_K in " + std::to_string(shape.in) + " out " + std::to_string(shape.out);
+  const std::string name = std::string("mma ") + ggml_type_traits(type).name + " in " +
+                           std::to_string(shape.in) + " out " + std::to_string(shape.out);
   REQUIRE(gemv_quant_mma_supported(uint32_t(type), kRows, shape.in));
   const std::vector<uint8_t> w = random_blocks(type, shape.out, shape.in, rng);
   const std::vector<float> x = random_activations(kRows, shape.in, rng);
@@ -422,14 +421,23 @@ void check_mma_shape(Shape shape, std::mt19937& rng) {
 
 }  // namespace
 
-TEST_CASE("int8 tensor-core GEMV (Q4_K): llama-1b / llama-8b shapes and ragged ones, n = 1..32") {
+TEST_CASE(
+    "int8 tensor-core GEMV: llama-1b / llama-8b / SmolLM2 shapes and ragged ones, n = 1..32") {
   std::mt19937 rng(7);
-  // llama-1b qkv, o, gate|up (two weight tiles a thread block), down; llama-8b qkv, down;
-  // one block, fewer blocks than warps, an out that is no multiple of 16.
+  // Q4_K: llama-1b qkv, o, gate|up (two weight tiles a thread block), down; llama-8b qkv, down;
+  // one block, fewer blocks than warps, an out that is no multiple of 16 or 32.
   for (Shape shape :
        {Shape{2048, 3072}, Shape{2048, 2048}, Shape{2048, 16384}, Shape{8192, 2048},
         Shape{4096, 6144}, Shape{14336, 4096}, Shape{256, 7}, Shape{768, 13}, Shape{2560, 8200}}) {
-    check_mma_shape(shape, rng);
+    check_mma_shape(GgmlType::kQ4_K, shape, rng);
+  }
+  // The 32-element types: llama-1b qkv, gate|up, down; SmolLM2-135M qkv and down (576 and 1536:
+  // groups of 4 blocks that end part way); one block; an odd number of blocks.
+  for (GgmlType type : {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1}) {
+    for (Shape shape : {Shape{2048, 3072}, Shape{2048, 16384}, Shape{8192, 2048}, Shape{576, 960},
+                        Shape{1536, 576}, Shape{32, 7}, Shape{96, 13}}) {
+      check_mma_shape(type, shape, rng);
+    }
   }
 }
 
@@ -439,6 +447,10 @@ TEST_CASE("int8 tensor-core GEMV: the shape checks") {
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 0, 256));
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 8, 576));
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ6_K), 8, 256));
+  CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ8_0), 32, 576));
+  CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_1), 1, 32));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_0), 1, 48));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ5_0), 1, 256));
   CHECK(gemv_quant_mma_scratch_bytes(9, 256) == 16 * 256 + 16 * 8 * 8);
 }
 

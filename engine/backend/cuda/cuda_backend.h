@@ -197,10 +197,10 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Quantized matrices whose every range is Q4_K, at quant_mma_min_rows_ (the first row count
-  // past the fused-norm steps') to kGemvQuantMmaMaxRows rows with no fusion asked: the int8
-  // tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a GEMV and the tile-decoding GEMM; off
-  // under --batch-invariant, like the dp4a GEMV.
+  // Quantized matrices whose every range is Q4_K, Q8_0, Q4_0 or Q4_1, at quant_mma_min_rows_ (the
+  // first row count past the fused-norm steps') to kGemvQuantMmaMaxRows rows with no fusion asked:
+  // the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a GEMV and the tile-decoding
+  // GEMM; off under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
   // The integer value of environment variable `name`, or `otherwise` when unset or empty.
   static int env_rows(const char* name, int otherwise);

@@ -511,7 +511,7 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
 bool CudaBackend::use_fused_up(const DeviceMatrix& up, int n) const {
   const int H = config_.hidden_size, I = config_.intermediate_size;
   if (!up.quantized()) return use_gemv(n, H) && use_gemv(n, I);
-  // Past the fused-norm rows a Q4_K gate|up goes to the int8 tensor-core GEMV, its SiLU after.
+  // Past the fused-norm rows a gate|up the int8 tensor-core GEMV takes goes there, its SiLU after.
   if (n > fused_norm_cap_ && use_quant_mma(up, n, GemvFusion{})) return false;
   // The quantized fused kernel is the gated one, over one range (gate | up of one type).
   return use_quant_gemv(n) && up.ranges.size() == 1 && config_.mlp_kind() == MlpKind::kSiluGated;
