@@ -388,9 +388,13 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   options.max_num_batched_tokens = 256;
   options.max_model_len = 256;
   const std::unique_ptr<Backend> kept = make_cuda_backend(*weights, options);
-  setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);  // read by the constructor
+  // Read by the constructor: neither the tile GEMM nor the int8 tensor-core GEMV (which may
+  // take the Q8_0, Q4_0 and Q4_1 matrices), so every product past 8 rows decodes and runs cuBLAS.
+  setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);
+  setenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", "33", 1);
   const std::unique_ptr<Backend> kept_decoding = make_cuda_backend(*weights, options);
   unsetenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS");
+  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
   options.dequantize_weights = true;
   const std::unique_ptr<Backend> decoded = make_cuda_backend(*weights, options);
   CHECK(kept->weight_types() == "Q4_0 x 1, Q4_1 x 1, Q6_K x 1, Q8_0 x 2, bf16 x 5");

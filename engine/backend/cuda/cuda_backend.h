@@ -197,10 +197,10 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Quantized matrices whose every range is Q4_K, Q8_0, Q4_0 or Q4_1, at quant_mma_min_rows_ (the
-  // first row count past the fused-norm steps') to kGemvQuantMmaMaxRows rows with no fusion asked:
-  // the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a GEMV and the tile-decoding
-  // GEMM; off under --batch-invariant, like the dp4a GEMV.
+  // Quantized matrices whose every range is Q4_K (quant_mma_all_types_: or Q8_0, Q4_0, Q4_1), at
+  // quant_mma_min_rows_ (the first row count past the fused-norm steps') to kGemvQuantMmaMaxRows
+  // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
+  // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
   // The integer value of environment variable `name`, or `otherwise` when unset or empty.
   static int env_rows(const char* name, int otherwise);
@@ -302,6 +302,11 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (33: never; comparisons).
   const int quant_mma_min_rows_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS",
                                            std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1);
+  // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
+  // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
+  // and llama-8b at 8-32 rows that was 6-25% slower than the dp4a GEMV and the tile GEMM
+  // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
+  const bool quant_mma_all_types_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES", 0) == 1;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {
