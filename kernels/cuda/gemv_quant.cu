@@ -24,7 +24,6 @@
 // feature, the grid size and n change nothing in that sequence, so row r of y is bit-identical
 // whatever rows are decoded beside it.
 #include <algorithm>
-#include <cfloat>
 #include <cstdlib>
 #include <map>
 #include <mutex>
@@ -39,6 +38,7 @@
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm_row.cuh"
+#include "kernels/cuda/quantize_int8.cuh"
 #include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
@@ -397,41 +397,12 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb, Ge
       const int at = first + k * kRound + 8 * int(threadIdx.x);
       if (first + k * kRound >= count) break;  // uniform over the thread block
       const bool valid = at < count;  // the same for the 4 threads of a block (count % 32 == 0)
-      union {
-        uint4 vec;
-        T elems[8];
-      } u;
-      u.vec = raw[k];  // zero bits (0.0) where not valid
-      float v[8];
-#pragma unroll
-      for (int e = 0; e < 8; ++e) v[e] = to_float(u.elems[e]);
-      float amax = 0.0f;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-      amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-      // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the
-      // clamp only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
-      const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
-      int q[8], sum = 0;
-#pragma unroll
-      for (int e = 0; e < 8; ++e) {
-        q[e] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[e], s), -127.0f), 127.0f));
-        sum += q[e];
-      }
-      sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-      sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+      const Int8Eight q = quantize_eight<T>(raw[k]);  // zero bits (0.0) where not valid
       if (valid) {
-        uint32_t word[2];
-#pragma unroll
-        for (int w = 0; w < 2; ++w) {
-          word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
-                    (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
-        }
         const int row = at / in, col = at - row * in;
         int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
-        *reinterpret_cast<uint2*>(dst) = make_uint2(word[0], word[1]);
-        if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{__fdiv_rn(amax, 127.0f), sum};
+        *reinterpret_cast<uint2*>(dst) = make_uint2(q.words[0], q.words[1]);
+        if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
       }
     }
   }

@@ -28,7 +28,6 @@
 // same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
-#include <cfloat>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -36,6 +35,7 @@
 #include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
+#include "kernels/cuda/quantize_int8.cuh"
 
 namespace rose {
 namespace {
@@ -65,46 +65,17 @@ __global__ void __launch_bounds__(kQuantizeThreads)
   const int sub_blocks = in / 32;
   const int64_t group = int64_t(blockIdx.x) * kQuantizeThreads + threadIdx.x;  // 8 elements
   const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
-  if (group >= groups) return;  // whole sub-blocks: the 4 threads of one leave together
+  if (group >= groups) return;  // whole warps: groups is a multiple of 32 (rows of 8, in / 8 of 4)
   const int row = int(group / (in / 8));
   const int col = int(group % (in / 8)) * 8;
-  float v[8] = {};
-  if (row < n) {
-    union {
-      uint4 vec;
-      T elems[8];
-    } u;
-    u.vec = *reinterpret_cast<const uint4*>(x + int64_t(row) * in + col);
-#pragma unroll
-    for (int e = 0; e < 8; ++e) v[e] = to_float(u.elems[e]);
-  }
-  float amax = 0.0f;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
-  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
-  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
-  const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
-  int q[8], sum = 0;
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    q[e] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[e], s), -127.0f), 127.0f));
-    sum += q[e];
-  }
-  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
-  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  const uint4 raw = row < n ? *reinterpret_cast<const uint4*>(x + int64_t(row) * in + col)
+                            : make_uint4(0, 0, 0, 0);  // padding rows: zeros
+  const Int8Eight q = quantize_eight<T>(raw);
   // Elements 8t..8t+7 of the sub-block are lane (row % 8) * 4 + t's fragment (the k order above).
   const int sub = col / 32, t = col % 32 / 8;
-  uint32_t word[2];
-#pragma unroll
-  for (int w = 0; w < 2; ++w) {
-    word[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
-              (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
-  }
   const int64_t tile = int64_t(row / kColumns) * sub_blocks + sub;
-  fragments[tile * 32 + (row % kColumns) * 4 + t] = make_uint2(word[0], word[1]);
-  if (threadIdx.x % 4 == 0) {
-    sums[int64_t(row) * sub_blocks + sub] = XSums{__fdiv_rn(amax, 127.0f), sum};
-  }
+  fragments[tile * 32 + (row % kColumns) * 4 + t] = make_uint2(q.words[0], q.words[1]);
+  if (threadIdx.x % 4 == 0) sums[int64_t(row) * sub_blocks + sub] = XSums{q.d, q.sum};
 }
 
 __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {

@@ -304,7 +304,7 @@ class CudaBackend final : public Backend {
                                            std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1);
   // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
   // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
-  // and llama-8b at 8-32 rows that was 6-25% slower than the dp4a GEMV and the tile GEMM
+  // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM
   // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
   const bool quant_mma_all_types_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES", 0) == 1;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).

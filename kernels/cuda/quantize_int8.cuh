@@ -1,0 +1,58 @@
+#pragma once
+// The int8 rule the quantized GEMVs (gemv_quant.cu, gemv_quant_mma.cu) apply to x, written once:
+// per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q = rint(x s) (round half to even)
+// clamped to [-127, 127], d = amax / 127 (all zero when amax = 0). Four consecutive lanes hold a
+// 32-element block, eight elements each. Included from .cu files only.
+#include <cfloat>
+#include <cstdint>
+
+#include "kernels/cuda/device_utils.cuh"
+
+namespace rose {
+
+struct Int8Eight {
+  uint32_t words[2];  // this lane's 8 q as int8, element 0 in the low byte of words[0]
+  float d;            // the block's amax / 127
+  int sum;            // the block's sum of q
+};
+
+// raw: this lane's 8 elements of T (zero bits where there are none). Every lane of the warp must
+// call it (the block's four lanes exchange amax and sum by shuffles).
+template <typename T>
+__device__ __forceinline__ Int8Eight quantize_eight(const uint4& raw) {
+  union {
+    uint4 vec;
+    T elems[8];
+  } u;
+  u.vec = raw;
+  float v[8];
+#pragma unroll
+  for (int e = 0; e < 8; ++e) v[e] = to_float(u.elems[e]);
+  float amax = 0.0f;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) amax = fmaxf(amax, fabsf(v[e]));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 1));
+  amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, 2));
+  // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the clamp
+  // only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
+  const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
+  int q[8], sum = 0;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    q[e] = __float2int_rn(fminf(fmaxf(__fmul_rn(v[e], s), -127.0f), 127.0f));
+    sum += q[e];
+  }
+  sum += __shfl_xor_sync(0xffffffffu, sum, 1);
+  sum += __shfl_xor_sync(0xffffffffu, sum, 2);
+  Int8Eight out;
+#pragma unroll
+  for (int w = 0; w < 2; ++w) {
+    out.words[w] = (uint32_t(q[4 * w]) & 0xFFu) | (uint32_t(q[4 * w + 1]) & 0xFFu) << 8 |
+                   (uint32_t(q[4 * w + 2]) & 0xFFu) << 16 | uint32_t(q[4 * w + 3]) << 24;
+  }
+  out.d = __fdiv_rn(amax, 127.0f);
+  out.sum = sum;
+  return out;
+}
+
+}  // namespace rose
