@@ -237,6 +237,16 @@ void check_rows(const std::vector<float>& got, const Reference& ref, int n, int 
   CHECK(true_misses == 0);
 }
 
+// The fp32 outputs y and the dtype outputs yt (bits) of one launch, rows < n, against ref.
+void check_outputs(const std::vector<float>& y, const std::vector<uint16_t>& yt,
+                   const Reference& ref, int n, int out, DType dtype, const std::string& what) {
+  check_rows(y, ref, n, out, 0.0f, what + " f32 out");
+  std::vector<float> yt_f(yt.size());
+  for (size_t i = 0; i < yt.size(); ++i) yt_f[i] = from_bits(yt[i], dtype);
+  check_rows(yt_f, ref, n, out, dtype == DType::kBF16 ? 1.0f / 256 : 1.0f / 2048,
+             what + " " + dtype_name(dtype) + " out");
+}
+
 struct Shape {
   int in, out;
 };
@@ -271,11 +281,7 @@ void check_type_shape(GgmlType type, Shape shape, std::mt19937& rng) {
       if (n == kMaxRows) {
         full = y;
         full_t = yt;
-        check_rows(y, ref, n, shape.out, 0.0f, what + " f32 out");
-        std::vector<float> yt_f(yt.size());
-        for (size_t i = 0; i < yt.size(); ++i) yt_f[i] = from_bits(yt[i], dtype);
-        check_rows(yt_f, ref, n, shape.out, dtype == DType::kBF16 ? 1.0f / 256 : 1.0f / 2048,
-                   what + " " + dtype_name(dtype) + " out");
+        check_outputs(y, yt, ref, n, shape.out, dtype, what);
       } else {
         // Batch invariance: rows 0..n-1 equal the n = kMaxRows launch's bit for bit (whatever
         // row-count instantiation and grid each n gets), and nothing past
@@ -401,11 +407,7 @@ void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
       if (n == kRows) {
         full = y;
         full_t = yt;
-        check_rows(y, ref, n, shape.out, 0.0f, what + " f32 out");
-        std::vector<float> yt_f(yt.size());
-        for (size_t i = 0; i < yt.size(); ++i) yt_f[i] = from_bits(yt[i], dtype);
-        check_rows(yt_f, ref, n, shape.out, dtype == DType::kBF16 ? 1.0f / 256 : 1.0f / 2048,
-                   what + " " + dtype_name(dtype) + " out");
+        check_outputs(y, yt, ref, n, shape.out, dtype, what);
       } else {
         INFO(what << " n " << n << ": rows 0..n-1 equal the n = 32 launch's bit for bit");
         CHECK(std::memcmp(y.data(), full.data(), y.size() * 4) == 0);
