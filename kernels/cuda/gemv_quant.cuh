@@ -31,7 +31,8 @@ constexpr int kGemvQuantMaxRows = 8;
 // The most rows launch_gemv_quant takes: kGemvQuantMaxRows, or what
 // ROSEINFER_CUDA_GEMV_QUANT_MAX_ROWS asks (up to kGemvQuantMaxSteppedRows); past
 // kGemvQuantMaxRows it runs launches of up to kGemvQuantMaxRows rows each, every one reading the
-// whole matrix again.
+// whole matrix again (for comparisons: slower than the tile-decoding GEMM at 12-32 rows,
+// results/2026-11-30-quant-mma/1_stepped).
 constexpr int kGemvQuantMaxSteppedRows = 64;
 int gemv_quant_max_rows();
 

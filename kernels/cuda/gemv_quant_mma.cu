@@ -1,6 +1,6 @@
 // Quantized GEMV on int8 tensor cores (gemv_quant_mma.cuh), in two kernels:
 //
-// 1. quantize_x_fragments_kernel: x (n, in) to int8 per 32-element sub-block by gemv_quant.cuh's
+// 1. quantize_x_fragments_kernel: x (n, in) to int8 per 32-element sub-block by quantize_int8.cuh's
 //    rule (amax, s = min(127 / amax, FLT_MAX), q = rint(x s) clamped to +-127, d = amax / 127),
 //    written once into a global scratch in the order the mma reads it: for column tile nt (rows
 //    8 nt .. 8 nt + 7, padded with zeros) and sub-block S, the 32 lanes' B fragments back to back,
