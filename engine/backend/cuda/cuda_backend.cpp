@@ -135,6 +135,16 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS"); env && *env) {
     cluster_attention_max_rows_ = std::atoi(env);
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_NORM"); env && *env) {
+    fused_norm_cap_ = std::atoi(env);
+  }
+  quant_mma_min_rows_ = std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1;
+  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS"); env && *env) {
+    quant_mma_min_rows_ = std::atoi(env);
+  }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES"); env && env[0] == '1') {
+    quant_mma_all_types_ = true;
+  }
   fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }

@@ -202,8 +202,6 @@ class CudaBackend final : public Backend {
   // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
   // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
-  // The integer value of environment variable `name`, or `otherwise` when unset or empty.
-  static int env_rows(const char* name, int otherwise);
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
   // unless quant_gemm_rows_ overrides w's class.
@@ -296,17 +294,16 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
   bool fused_rope_enabled_ = true;
   // The most rows a step's norms may run inside the GEMVs: kFusedNormDefaultRows, or
-  // ROSEINFER_CUDA_FUSED_NORM=N (0: never; comparisons). Read when the backend is made.
-  const int fused_norm_cap_ = env_rows("ROSEINFER_CUDA_FUSED_NORM", kFusedNormDefaultRows);
+  // ROSEINFER_CUDA_FUSED_NORM=N (0: never; comparisons).
+  int fused_norm_cap_ = kFusedNormDefaultRows;
   // The int8 tensor-core GEMV's first row count: past the fused-norm steps', or
   // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (33: never; comparisons).
-  const int quant_mma_min_rows_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS",
-                                           std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1);
+  int quant_mma_min_rows_ = kFusedNormDefaultRows + 1;
   // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
   // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
   // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM
   // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
-  const bool quant_mma_all_types_ = env_rows("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES", 0) == 1;
+  bool quant_mma_all_types_ = false;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {

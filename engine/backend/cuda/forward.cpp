@@ -437,11 +437,6 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
 }
 
-int CudaBackend::env_rows(const char* name, int otherwise) {
-  const char* env = std::getenv(name);
-  return env && *env ? std::atoi(env) : otherwise;
-}
-
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
   if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows_ || fusion.norm_residual ||
       fusion.residual_add || fusion.push.size > 1) {
