@@ -1181,7 +1181,7 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
                     cudaStream_t stream, const char* what) {
   if (!gemv_quant_supported(ggml_type, n, in) || out < 1 || y_stride < out) {
     cuda_fail(
-        "unsupported type or shape (n > gemv_quant_max_rows(), or in not a multiple of the block "
+        "unsupported type or shape (n > kGemvQuantMaxRows, or in not a multiple of the block "
         "size or too large)",
         what, __FILE__, __LINE__);
   }
@@ -1213,15 +1213,6 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
 
 void set_gemv_quant_staged_only(bool staged_only) { staged_only_for_tests = staged_only; }
 
-int gemv_quant_max_rows() {
-  static const int rows = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_MAX_ROWS");
-    const int asked = env && *env ? std::atoi(env) : kGemvQuantMaxRows;
-    return std::clamp(asked, kGemvQuantMaxRows, kGemvQuantMaxSteppedRows);
-  }();
-  return rows;
-}
-
 bool gemv_quant_type_supported(uint32_t ggml_type) { return gemv_quant_block_elems(ggml_type) > 0; }
 
 int gemv_quant_block_elems(uint32_t ggml_type) {
@@ -1240,7 +1231,7 @@ int gemv_quant_block_elems(uint32_t ggml_type) {
 
 bool gemv_quant_supported(uint32_t ggml_type, int n, int in) {
   const int elems = gemv_quant_block_elems(ggml_type);
-  return elems > 0 && n >= 1 && n <= gemv_quant_max_rows() && in > 0 && in % elems == 0 &&
+  return elems > 0 && n >= 1 && n <= kGemvQuantMaxRows && in > 0 && in % elems == 0 &&
          x_row_bytes(in) <= kXSmemBudget;
 }
 

@@ -26,15 +26,7 @@
 
 namespace rose {
 
-// Rows one launch of a GEMV kernel takes (its accumulators are compiled for 1, 2, 4 and 8).
 constexpr int kGemvQuantMaxRows = 8;
-// The most rows launch_gemv_quant takes: kGemvQuantMaxRows, or what
-// ROSEINFER_CUDA_GEMV_QUANT_MAX_ROWS asks (up to kGemvQuantMaxSteppedRows); past
-// kGemvQuantMaxRows it runs launches of up to kGemvQuantMaxRows rows each, every one reading the
-// whole matrix again (for comparisons: slower than the tile-decoding GEMM at 12-32 rows,
-// results/2026-11-30-quant-mma/1_stepped).
-constexpr int kGemvQuantMaxSteppedRows = 64;
-int gemv_quant_max_rows();
 
 // Whether `ggml_type` (a GgmlType id) has a kernel: Q8_0, Q4_0, Q4_1, Q4_K and Q6_K.
 bool gemv_quant_type_supported(uint32_t ggml_type);
@@ -42,11 +34,10 @@ bool gemv_quant_type_supported(uint32_t ggml_type);
 // Elements per block of a supported type (32, or 256 for Q4_K / Q6_K); 0 for other types.
 int gemv_quant_block_elems(uint32_t ggml_type);
 
-// True when launch_gemv_quant handles this shape: a supported type, 1 <= n <=
-// gemv_quant_max_rows(), `in` a positive multiple of the block size whose quantized row (~1.25
-// bytes per element) fits the kernel's 160 KiB shared memory budget (in <= 131072). Rows past the
-// budget at larger n are run as several launches inside launch_gemv_quant, so n never makes a
-// supported `in` unsupported.
+// True when launch_gemv_quant handles this shape: a supported type, 1 <= n <= kGemvQuantMaxRows,
+// `in` a positive multiple of the block size whose quantized row (~1.25 bytes per element) fits the
+// kernel's 160 KiB shared memory budget (in <= 131072). Rows past the budget at larger n are run
+// as several launches inside launch_gemv_quant, so n never makes a supported `in` unsupported.
 bool gemv_quant_supported(uint32_t ggml_type, int n, int in);
 
 // Tests: true routes Q4_K, Q4_1, Q4_0 and Q8_0 through the staged kernel instead of the direct one

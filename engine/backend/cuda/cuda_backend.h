@@ -188,9 +188,9 @@ class CudaBackend final : public Backend {
                   const GemvFusion& fusion = {});
   // A quantized matrix decoded into dequantized_; returns it.
   const void* dequantize(const DeviceMatrix& w);
-  // Quantized matrices: the GEMV on their blocks for up to gemv_quant_max_rows() rows, off under
+  // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under
   // --batch-invariant (a decoded copy through the pinned GEMM keeps a row's bits independent of n).
-  bool use_quant_gemv(int n) const { return !invariant_gemm_ && n <= gemv_quant_max_rows(); }
+  bool use_quant_gemv(int n) const { return !invariant_gemm_ && n <= kGemvQuantMaxRows; }
   // Quantized matrices with more rows than the GEMV takes: the tile-decoding tensor-core GEMM on
   // their blocks (gemm_quant.cuh) when every range's type has it and n <= quant_gemm_limit(w),
   // else a decoded copy and cuBLAS. Under --batch-invariant a decoded copy and the pinned GEMM
