@@ -5,8 +5,8 @@
 
 namespace rose {
 
-// The most activation rows one launch takes (four mma column tiles of 8).
-constexpr int kGemvQuantMmaMaxRows = 32;
+// The most activation rows one launch takes (eight mma column tiles of 8).
+constexpr int kGemvQuantMmaMaxRows = 64;
 
 // Rows rounded up to whole column tiles of 8 (the padding rows are quantized zeros).
 constexpr int gemv_quant_mma_padded_rows(int n) { return (n + 7) / 8 * 8; }
@@ -18,7 +18,7 @@ constexpr int64_t gemv_quant_mma_fragment_bytes(int n, int in) {
 }
 
 // The whole scratch for n rows of `in` elements: the fragments, then (padded rows, in / 32) pairs
-// (d fp32, sum int32) of 8 bytes.
+// (d, d times the sum of q; fp32) of 8 bytes.
 constexpr int64_t gemv_quant_mma_scratch_bytes(int n, int in) {
   return gemv_quant_mma_fragment_bytes(n, in) +
          int64_t(gemv_quant_mma_padded_rows(n)) * (in / 32) * 8;

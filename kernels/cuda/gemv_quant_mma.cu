@@ -4,9 +4,10 @@
 //    rule (amax, s = min(127 / amax, FLT_MAX), q = rint(x s) clamped to +-127, d = amax / 127),
 //    written once into a global scratch in the order the mma reads it: for column tile nt (rows
 //    8 nt .. 8 nt + 7, padded with zeros) and sub-block S, the 32 lanes' B fragments back to back,
-//    so a warp loads a fragment with one coalesced 8-byte load per lane; and (d, sum q) per row and
-//    sub-block. Every thread block of the product then reads x from L2 instead of quantizing it
-//    again (the dp4a GEMV quantizes x once per thread block).
+//    so a warp loads a fragment with one coalesced 8-byte load per lane; and (d, d sum q) per row
+//    and sub-block, the tile's 8 rows side by side (a thread's two columns are one 16-byte load).
+//    Every thread block of the product then reads x from L2 instead of quantizing it again (the
+//    dp4a GEMV quantizes x once per thread block).
 //
 // 2. gemv_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps take
 //    the row's blocks in turn (warp w: groups w, w + kWarps, ... of F::kGroup blocks), so even a
@@ -16,11 +17,17 @@
 //    (lane / 4, lane % 4) holds bytes 8t..8t+7 of the sub-block's 32 qs bytes of rows g and
 //    g + 8: one 8-byte load per row and 64-element chunk, masked and shifted), B the column
 //    tile's fragment. The s32 dot products are exact; each then enters its fp32 accumulator as
-//    the dp4a GEMV's terms do:
-//      acc = fma(d dx, float(scale dot), acc); acc = fma(-(dmin dx), float(min sum), acc)
-//    with (d, dmin) the Q4_K block's, (scale, min) sub-block s's and (dx, sum) x's. The warps'
-//    accumulators are added in warp order through shared memory. Every operation on an output
-//    depends only on its weight row, its x row and `in`: a row's bits do not depend on n.
+//      acc = fma(scale dx, float(dot), acc); acc = fma(min, dx sum, acc)
+//    with scale = d sc_s and min = -dmin m_s the weight row's factors for sub-block s (exact
+//    products: an fp16 times a 6-bit integer), computed once per row and sub-block and shared by
+//    every column tile, and (dx, dx sum) x's. Four instructions an output and sub-block besides
+//    the mma (a product, a conversion, two fmas): the fold, not the mma, is most of the work from
+//    16 rows on. The warps' accumulators are added in warp order through shared memory. Every
+//    operation on an output depends only on its weight row, its x row and `in`: a row's bits do
+//    not depend on n.
+//
+// A warp's x for its next sub-block is loaded while it computes one (x comes from L2: its
+// latency would otherwise stand between every sub-block's mmas).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 .s8): A reg 0 / 1 / 2 / 3 = row g / g+8 / g / g+8, k
 // 4t..4t+3 / 4t..4t+3 / 16+4t.. / 16+4t..; B reg 0 / 1 = column g, k 4t.. / 16+4t..; C element
@@ -49,14 +56,15 @@ constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 
 struct alignas(8) XSums {  // one sub-block of one x row: x ~ d q
   float d;
-  int sum;  // sum of q
+  float dsum;  // d times the sum of q (rounded once), the min terms' factor
 };
 
 static_assert(sizeof(XSums) == 8, "gemv_quant_mma_scratch_bytes counts 8 bytes a pair");
 
 // grid (gemv_quant_mma_padded_rows(n) * in / 8 / kQuantizeThreads rounded up), block
 // kQuantizeThreads; each thread quantizes 8 elements, four threads a sub-block. x (n, in);
-// fragments, sums: the scratch.
+// fragments, sums: the scratch (sums: (padded rows / 8, in / 32, 8) XSums, a column tile's rows
+// side by side).
 template <typename T>
 __global__ void __launch_bounds__(kQuantizeThreads)
     quantize_x_fragments_kernel(const T* x, int n, int in, uint2* fragments, XSums* sums) {
@@ -75,7 +83,8 @@ __global__ void __launch_bounds__(kQuantizeThreads)
   const int sub = col / 32, t = col % 32 / 8;
   const int64_t tile = int64_t(row / kColumns) * sub_blocks + sub;
   fragments[tile * 32 + (row % kColumns) * 4 + t] = make_uint2(q.words[0], q.words[1]);
-  if (threadIdx.x % 4 == 0) sums[int64_t(row) * sub_blocks + sub] = XSums{q.d, q.sum};
+  if (threadIdx.x % 4 == 0)
+    sums[tile * kColumns + row % kColumns] = XSums{q.d, __fmul_rn(q.d, float(q.sum))};
 }
 
 __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {
@@ -86,17 +95,23 @@ __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, i
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
 }
 
+// A weight row's factors for one sub-block: the sub-block adds scale dx dot + min dx sum to each
+// output (min: only where F::kHasMin).
+struct RowFactors {
+  float scale, min;
+};
+
 // Formats: one ggml block type as the kernel reads it. kElems / kBytes: a block's elements and
 // bytes; kGroup: the blocks a warp loads per step (about 2 KB for 16 rows either way); Regs: one
 // block of one weight row as a thread holds it; load(block, t); words(regs, s, t): the thread's A
-// words for 32-element sub-block s of the block, elements 8t..8t+7 as s8 (the k order above); add:
-// the sub-block's terms of one output into its fp32 accumulator, given the exact integer dot
-// product of the weights' quants with x's and x's (d, sum).
+// words for 32-element sub-block s of the block, elements 8t..8t+7 as s8 (the k order above);
+// factors(regs, s): the row's RowFactors for s; kHasMin: whether the min term exists.
 
 // Q4_K: d, dmin, scales[12], qs[128]; sub-block s is the low (even s) or high nibbles of qs bytes
 // 32 (s / 2) .. +31; w = d scale_s q - dmin min_s.
 struct Q4KFormat {
   static constexpr int kElems = 256, kBytes = 144, kGroup = 1;
+  static constexpr bool kHasMin = true;
   struct Regs {
     uint4 head;   // d, dmin (fp16), then the 12 bytes of packed scales and mins
     uint2 qs[4];  // [c]: bytes 32c + 8t .. 32c + 8t + 7 of qs
@@ -114,14 +129,14 @@ struct Q4KFormat {
     return make_uint2((k.qs[s / 2].x >> shift) & kLowNibbles,
                       (k.qs[s / 2].y >> shift) & kLowNibbles);
   }
-  __device__ __forceinline__ static float add(const Regs& k, int s, int dot, XSums x, float acc) {
+  __device__ __forceinline__ static RowFactors factors(const Regs& k, int s) {
     uint32_t scales, mins;
     q4k_scale_min_pair(k.head, s / 2, &scales, &mins);
     const int scale = int((scales >> (8 * (s % 2))) & 0xFFu),
               min = int((mins >> (8 * (s % 2))) & 0xFFu);
-    const float d = half_bits_to_float(k.head.x), dmin = half_bits_to_float(k.head.x >> 16);
-    acc = __fmaf_rn(__fmul_rn(d, x.d), float(scale * dot), acc);
-    return __fmaf_rn(-__fmul_rn(dmin, x.d), float(min * x.sum), acc);
+    // fp16 d (11 significant bits) times a 6-bit integer: exact in fp32.
+    return RowFactors{__fmul_rn(half_bits_to_float(k.head.x), float(scale)),
+                      -__fmul_rn(half_bits_to_float(k.head.x >> 16), float(min))};
   }
 };
 
@@ -136,6 +151,7 @@ __device__ __forceinline__ uint2 eight_bytes_at_even(const uint8_t* p) {
 // Q8_0: d, int8 qs[32]; w = d q.
 struct Q8_0Format {
   static constexpr int kElems = 32, kBytes = 34, kGroup = 4;
+  static constexpr bool kHasMin = false;
   struct Regs {
     uint32_t d;  // bits 0-15: fp16
     uint2 q;     // qs bytes 8t .. 8t + 7
@@ -145,17 +161,19 @@ struct Q8_0Format {
                 eight_bytes_at_even(block + 2 + 8 * t)};
   }
   __device__ __forceinline__ static uint2 words(const Regs& k, int, int) { return k.q; }
-  __device__ __forceinline__ static float add(const Regs& k, int, int dot, XSums x, float acc) {
-    return __fmaf_rn(__fmul_rn(half_bits_to_float(k.d), x.d), float(dot), acc);
+  __device__ __forceinline__ static RowFactors factors(const Regs& k, int) {
+    return RowFactors{half_bits_to_float(k.d), 0.0f};
   }
 };
 
 // Q4_0 / Q4_1: d, [m], qs[16]; element j < 16 the low nibble of qs[j], j + 16 its high nibble, so
 // elements 8t..8t+7 are the low (t < 2) or high nibbles of qs bytes 8 (t % 2) .. +7;
-// w = d (q - 8) (Q4_0) or d q + m (Q4_1).
-template <bool kHasMin>
+// w = d (q - 8) (Q4_0: the A operand holds q - 8 as s8, so the dot product is exact and there is
+// no min term) or d q + m (Q4_1).
+template <bool kHasMinValue>
 struct Q4Format {
-  static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18, kGroup = 4;
+  static constexpr int kElems = 32, kBytes = kHasMinValue ? 20 : 18, kGroup = 4;
+  static constexpr bool kHasMin = kHasMinValue;
   struct Regs {
     uint32_t dm;  // d (bits 0-15), m (16-31, Q4_1), fp16
     uint2 q;      // qs bytes 8 (t % 2) .. +7
@@ -170,19 +188,28 @@ struct Q4Format {
                   eight_bytes_at_even(block + 2 + 8 * (t % 2))};
     }
   }
+  // Four nibbles q (0..15) a word as bytes, or (Q4_0) as the s8 bytes q - 8: q + 0x78 stays below
+  // 0x100 (no carry into the next byte), and flipping its top bit gives q - 8 in two's complement.
+  __device__ __forceinline__ static uint32_t signed_or_plain(uint32_t nibbles) {
+    if constexpr (kHasMin) return nibbles;
+    return (nibbles + 0x78787878u) ^ 0x80808080u;
+  }
   __device__ __forceinline__ static uint2 words(const Regs& k, int, int t) {
     const uint32_t shift = 4u * uint32_t(t / 2);
-    return make_uint2((k.q.x >> shift) & kLowNibbles, (k.q.y >> shift) & kLowNibbles);
+    return make_uint2(signed_or_plain((k.q.x >> shift) & kLowNibbles),
+                      signed_or_plain((k.q.y >> shift) & kLowNibbles));
   }
-  __device__ __forceinline__ static float add(const Regs& k, int, int dot, XSums x, float acc) {
-    const float d = half_bits_to_float(k.dm);
-    if constexpr (kHasMin) {
-      acc = __fmaf_rn(__fmul_rn(d, x.d), float(dot), acc);
-      return __fmaf_rn(__fmul_rn(half_bits_to_float(k.dm >> 16), x.d), float(x.sum), acc);
-    } else {
-      return __fmaf_rn(__fmul_rn(d, x.d), float(dot - 8 * x.sum), acc);
-    }
+  __device__ __forceinline__ static RowFactors factors(const Regs& k, int) {
+    return RowFactors{half_bits_to_float(k.dm), kHasMin ? half_bits_to_float(k.dm >> 16) : 0.0f};
   }
+};
+
+// One sub-block of x as a thread multiplies it: per column tile its B fragment and its columns 2t
+// and 2t + 1's (d, d sum).
+template <int kNTiles>
+struct XStep {
+  uint2 frag[kNTiles];
+  float4 sums[kNTiles];  // (d, dsum) of column 2t, then of 2t + 1
 };
 
 // grid (ceil(out / (16 kMTiles)),), block kThreads. x_fragments / x_sums: the scratch (above);
@@ -219,11 +246,29 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
       }
     }
   };
+  const float4* sums4 = reinterpret_cast<const float4*>(x_sums);
+  const auto load_x = [&](int sub, XStep<kNTiles>& x) {
+#pragma unroll
+    for (int nt = 0; nt < kNTiles; ++nt) {
+      const int64_t tile = int64_t(nt) * sub_blocks + sub;
+      x.frag[nt] = __ldg(x_fragments + tile * 32 + lane);
+      x.sums[nt] = __ldg(sums4 + tile * (kColumns / 2) + t);
+    }
+  };
+  // The sub-block after `sub` in this warp's order (-1: none): the next in its group, else the
+  // first of its next group.
+  const auto next_sub = [&](int sub, int group) {
+    const int group_end = min((group + 1) * F::kGroup, blocks_per_row) * kSubs;
+    if (sub + 1 < group_end) return sub + 1;
+    return group + kWarps < groups ? (group + kWarps) * F::kGroup * kSubs : -1;
+  };
   // The weights are constants of the run: the first group's loads go out before the wait.
   Step current;
   if (warp < groups) load(warp, current);
   pdl_wait();
   pdl_launch_dependents();
+  XStep<kNTiles> x_now;
+  if (warp < groups) load_x(warp * F::kGroup * kSubs, x_now);
 
   float acc[kMTiles][kNTiles][4] = {};
   for (int group = warp; group < groups; group += kWarps) {
@@ -236,32 +281,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
       for (int s = 0; s < kSubs; ++s) {
         const int sub = block * kSubs + s;
-        uint2 frag[kNTiles];
-        XSums xs[kNTiles][2];  // columns 2t and 2t + 1 of each column tile
-#pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          frag[nt] = x_fragments[(int64_t(nt) * sub_blocks + sub) * 32 + lane];
-#pragma unroll
-          for (int j = 0; j < 2; ++j) {
-            xs[nt][j] = x_sums[int64_t(nt * kColumns + 2 * t + j) * sub_blocks + sub];
-          }
-        }
+        XStep<kNTiles> x_next;
+        const int following = next_sub(sub, group);
+        if (following >= 0) load_x(following, x_next);
 #pragma unroll
         for (int mt = 0; mt < kMTiles; ++mt) {
           const uint2 low = F::words(current[mt][0][b], s, t),
                       high = F::words(current[mt][1][b], s, t);
           const uint32_t a[4] = {low.x, high.x, low.y, high.y};
+          const RowFactors row_factors[2] = {F::factors(current[mt][0][b], s),
+                                             F::factors(current[mt][1][b], s)};
 #pragma unroll
           for (int nt = 0; nt < kNTiles; ++nt) {
             int dot[4];
-            mma_s8(a, frag[nt], dot);
+            mma_s8(a, x_now.frag[nt], dot);
+            const float4 xs = x_now.sums[nt];
 #pragma unroll
             for (int e = 0; e < 4; ++e) {
-              acc[mt][nt][e] =
-                  F::add(current[mt][e / 2][b], s, dot[e], xs[nt][e % 2], acc[mt][nt][e]);
+              const RowFactors f = row_factors[e / 2];
+              const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
+              float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[mt][nt][e]);
+              if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
+              acc[mt][nt][e] = v;
             }
           }
         }
+        x_now = x_next;
       }
     }
 #pragma unroll
@@ -304,7 +349,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 }
 
 // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with them
-// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
+// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16. Not at 8 column
+// tiles, whose accumulators and double-buffered x leave no room for a second tile's registers.
 constexpr int kTwoTilesMinOut = 8192;
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
@@ -318,22 +364,23 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
                 dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
                 dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
   ROSE_CUDA_CHECK_LAUNCH();
-  // Register budgets measured with -Xptxas -v: Q4_K's one-tile, one-column variant fits 128 (123
-  // registers); the 32-element types' small Regs fit up to two column tiles.
-  constexpr bool kSmallRegs = F::kElems == 32;
-  constexpr int kOneTileMin = (kNTiles == 1 || (kSmallRegs && kNTiles == 2)) ? 2 : 1;
-  constexpr int kTwoTileMin = 1;  // two tiles spill at 128 registers for every format
+  // Register budgets measured with -Xptxas -v: the one-tile variants of one and two column tiles
+  // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255.
+  constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
-  if (out >= kTwoTilesMinOut) {
-    constexpr int kRowsPerBlock = 2 * kTileRows;
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, kTwoTileMin>,
-                  dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
-                  stream, xf, sums, w, y, n, in, out, y_stride);
-  } else {
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
-                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
-                  sums, w, y, n, in, out, y_stride);
+  if constexpr (kNTiles < 8) {
+    if (out >= kTwoTilesMinOut) {
+      constexpr int kRowsPerBlock = 2 * kTileRows;
+      launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
+                    dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
+                    stream, xf, sums, w, y, n, in, out, y_stride);
+      ROSE_CUDA_CHECK_LAUNCH();
+      return;
+    }
   }
+  launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
+                dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+                sums, w, y, n, in, out, y_stride);
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
@@ -346,7 +393,10 @@ void launch_rows(const void* x, const uint8_t* w, void* y, int n, int in, int ou
   if (n <= 16) {
     return launch_tiles<F, T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
   }
-  launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  if (n <= 32) {
+    return launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  }
+  launch_tiles<F, T, kF32Out, 8>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
 }
 
 template <typename F>
@@ -387,7 +437,7 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
                            cudaStream_t stream, int y_stride) {
   if (!gemv_quant_mma_supported(ggml_type, n, in) || out < 1) {
     cuda_fail(
-        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 32; in a multiple "
+        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 64; in a multiple "
         "of the block size)",
         "launch_gemv_quant_mma", __FILE__, __LINE__);
   }

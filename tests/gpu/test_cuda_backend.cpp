@@ -391,10 +391,10 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // Read by the constructor: neither the tile GEMM nor the int8 tensor-core GEMV (which may
   // take the Q8_0, Q4_0 and Q4_1 matrices), so every product past 8 rows decodes and runs cuBLAS.
   setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);
-  setenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", "33", 1);
+  setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);
   const std::unique_ptr<Backend> kept_decoding = make_cuda_backend(*weights, options);
   unsetenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS");
-  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
+  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS");
   options.dequantize_weights = true;
   const std::unique_ptr<Backend> decoded = make_cuda_backend(*weights, options);
   CHECK(kept->weight_types() == "Q4_0 x 1, Q4_1 x 1, Q6_K x 1, Q8_0 x 2, bf16 x 5");
@@ -586,7 +586,7 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   // What is compared is the norm inside one GEMV kernel against the add-norm kernel beside it:
   // the int8 tensor-core GEMV, which takes no fused norm, stays off (from 5 rows it would run the
   // unfused steps' Q4_K products and the dp4a GEMV the fused ones).
-  setenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", "33", 1);
+  setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);
   for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8},
                              Model{tiny.get(), 4}, Model{&qwen, 4}, Model{&smollm2, 4}}) {
     CAPTURE(model.weights->config().name);
@@ -605,7 +605,7 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
       }
     }
   }
-  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS");
+  unsetenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS");
   // By default: up to kFusedNormDefaultRows rows; never with a dense up off the one-wave kernel
   // or LayerNorm.
   CHECK(greedy_run(*q4k, false, {5}, 1).fused_norm_rows == kFusedNormDefaultRows);

@@ -142,6 +142,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS"); env && *env) {
     quant_mma_min_rows_ = std::atoi(env);
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS"); env && *env) {
+    quant_mma_max_rows_ = std::clamp(std::atoi(env), 0, kGemvQuantMmaMaxRows);
+  }
   if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES"); env && env[0] == '1') {
     quant_mma_all_types_ = true;
   }

@@ -198,7 +198,7 @@ class CudaBackend final : public Backend {
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
   // Quantized matrices whose every range is Q4_K (quant_mma_all_types_: or Q8_0, Q4_0, Q4_1), at
-  // quant_mma_min_rows_ (the first row count past the fused-norm steps') to kGemvQuantMmaMaxRows
+  // quant_mma_min_rows_ (the first row count past the fused-norm steps') to quant_mma_max_rows_
   // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
   // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
@@ -297,8 +297,11 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_FUSED_NORM=N (0: never; comparisons).
   int fused_norm_cap_ = kFusedNormDefaultRows;
   // The int8 tensor-core GEMV's first row count: past the fused-norm steps', or
-  // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (33: never; comparisons).
+  // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (comparisons).
   int quant_mma_min_rows_ = kFusedNormDefaultRows + 1;
+  // Its last row count: kGemvQuantMmaMaxRows, or ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS=N (0: never;
+  // 32: the tile-decoding GEMM from 33 rows, as before the kernel took 64; comparisons).
+  int quant_mma_max_rows_ = kGemvQuantMmaMaxRows;
   // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
   // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
   // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM

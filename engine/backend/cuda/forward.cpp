@@ -438,8 +438,8 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
-  if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows_ || fusion.norm_residual ||
-      fusion.residual_add || fusion.push.size > 1) {
+  if (invariant_gemm_ || !quant_mma_x_ || n < quant_mma_min_rows_ || n > quant_mma_max_rows_ ||
+      fusion.norm_residual || fusion.residual_add || fusion.push.size > 1) {
     return false;
   }
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {

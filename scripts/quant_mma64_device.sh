@@ -1,0 +1,32 @@
+#!/usr/bin/env bash
+# The int8 tensor-core GEMV with the lighter fold (row factors once per sub-block, x prefetched a
+# sub-block ahead) and up to 64 rows, against the previous build (issue 12), on the GPU machine
+# from the repository root with bundle-pack/ carried (roseinfer, roseinfer-base and the GPU tests
+# below): llama-1b and llama-8b `--quantize q4_k` at 8-64 rows, base and new side by side, with
+# bf16 beside them; llama-1b Q8_0 and Q4_0 on the kernel (ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1)
+# against their default path. One round, grid:B:512:128 (offline_bench).
+set -uo pipefail
+# shellcheck source=scripts/device_step.sh
+source "$(dirname "$0")/device_step.sh"
+device_begin /tmp/quant_mma64_out
+step gpu_test_cuda_gemv_quant 400 "$B/gpu_test_cuda_gemv_quant"
+step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
+step gpu_test_cuda_engine 300 "$B/gpu_test_cuda_engine"
+step gpu_test_cuda_batch_invariance 300 "$B/gpu_test_cuda_batch_invariance"
+for model in llama-1b llama-8b; do
+  batches="8 16 32 48 64"
+  [[ $model == llama-8b ]] && batches="8 16 32 64"
+  for b in $batches; do
+    tag="${model//-/}_b$b"
+    offline_bench "${tag}_bf16" "$b" --model "$model"
+    base_and_new_bench "${tag}_q4_k" "$b" --model "$model" --quantize q4_k
+  done
+done
+for type in q8_0 q4_0; do
+  for b in 16 64; do
+    offline_bench "llama1b_b${b}_${type}" "$b" --model llama-1b --quantize "$type"
+    offline_bench "llama1b_b${b}_${type}_mma" "$b" ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 \
+      --model llama-1b --quantize "$type"
+  done
+done
+device_pack
