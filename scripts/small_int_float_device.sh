@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Integer-to-float conversions by an add and a subtract (small_int_to_float) in the quantized
 # GEMVs (issue 12), on the GPU machine from the repository root with bundle-pack/ carried
-# (roseinfer, roseinfer-mid, roseinfer-base, gpu_test_cuda_gemv_quant, gpu_test_cuda_backend,
-# gpu_test_cuda_engine): `--quantize q4_k` decode on llama-1b at 1-64 rows and llama-8b at 1-64,
+# (roseinfer, roseinfer-mid, roseinfer-base, gpu_test_cuda_gemv_quant):
+# `--quantize q4_k` decode on llama-1b at 1-64 rows and llama-8b at 1-64,
 # three builds side by side (base: the session's start, f3365a4; mid: the lighter int8 tensor-core
 # fold, 1a9fbfa; new), with bf16 beside them. One round, grid:B:512:128 (offline_bench).
 set -uo pipefail
@@ -10,8 +10,7 @@ set -uo pipefail
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/small_int_float_out
 step gpu_test_cuda_gemv_quant 400 "$B/gpu_test_cuda_gemv_quant"
-step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
-step gpu_test_cuda_engine 300 "$B/gpu_test_cuda_engine"
+
 for model in llama-1b llama-8b; do
   batches="1 4 8 16 32 64"
   [[ $model == llama-8b ]] && batches="1 8 16 32 64"
