@@ -57,17 +57,6 @@ __device__ __forceinline__ void load_as_float(const T* ptr, float (&out)[N]) {
   }
 }
 
-// float(x), exactly, for an integer -2^22 <= x < 2^22, in two full-rate instructions: the fp32
-// values 2^23 .. 2^24 are one apart, so adding x to the bits of 1.5 * 2^23 gives the float
-// 1.5 * 2^23 + x, and subtracting 1.5 * 2^23 leaves x (exact: the difference is representable).
-// An int-to-float conversion runs on the multi-function unit at 16 a clock per SM on Hopper,
-// against 128 fp32 adds; the quantized GEMVs convert one or two integer dot products per
-// 32-element block and output.
-__device__ __forceinline__ float small_int_to_float(int x) {
-  constexpr int kBits = 0x4B400000;  // 1.5 * 2^23
-  return __fsub_rn(__int_as_float(kBits + x), 12582912.0f);
-}
-
 __device__ __forceinline__ float warp_max(float x) {
 #pragma unroll
   for (int offset = 16; offset > 0; offset >>= 1)

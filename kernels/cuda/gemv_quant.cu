@@ -18,9 +18,7 @@
 // staged kernel stays for comparisons (ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0) and as the reference
 // the direct kernel is tested against.
 //
-// Numerics (batch invariance): integer dot products are exact, and so is their conversion to fp32
-// (below 2^22 in magnitude for every type but Q6_K, whose terms come near 2^23 and keep float();
-// small_int_to_float for the rest); every fp32 operation is an explicit
+// Numerics (batch invariance): integer dot products are exact; every fp32 operation is an explicit
 // __fmaf_rn / __fmul_rn / __fadd_rn in a fixed order. A lane folds its units' terms into its
 // accumulator piece by piece, then a fixed xor-shuffle tree sums the warp. Which warp computes a
 // feature, the grid size and n change nothing in that sequence, so row r of y is bit-identical
@@ -189,8 +187,7 @@ struct BlockQ8_0 {
         uint32_t x[8];
         x_words<kSwizzle>(xv, row, xv.chunk, x);
         const XBlock a = xv.blocks[row * xv.block_stride];
-        acc[row] =
-            __fmaf_rn(__fmul_rn(d, a.d), small_int_to_float(dot_words<8>(q, x, 0)), acc[row]);
+        acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot_words<8>(q, x, 0)), acc[row]);
       }
     }
   }
@@ -237,10 +234,10 @@ struct BlockQ4 {
         const XBlock a = xv.blocks[row * xv.block_stride];
         const int dot = dot_words<8>(q, x, 0);
         if constexpr (kHasMin) {
-          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), small_int_to_float(dot), acc[row]);
-          acc[row] = __fmaf_rn(__fmul_rn(m, a.d), small_int_to_float(a.sum), acc[row]);
+          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot), acc[row]);
+          acc[row] = __fmaf_rn(__fmul_rn(m, a.d), float(a.sum), acc[row]);
         } else {
-          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), small_int_to_float(dot - 8 * a.sum), acc[row]);
+          acc[row] = __fmaf_rn(__fmul_rn(d, a.d), float(dot - 8 * a.sum), acc[row]);
         }
       }
     }
@@ -280,11 +277,9 @@ struct BlockQ4_K {
         for (int i = 0; i < 2; ++i) {
           const XBlock ai = a[i];
           const int dot = dot_words<8>(q + 8 * i, x + 8 * i, 0);
-          // scale * dot <= 63 * 32 * 15 * 127 < 2^22 and min * sum < 2^18: small_int_to_float
-          // converts them exactly.
-          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), small_int_to_float(scale[i] * dot), acc[row]);
-          acc[row] =
-              __fmaf_rn(-__fmul_rn(dmin, ai.d), small_int_to_float(min[i] * ai.sum), acc[row]);
+          // scale * dot < 2^22 and min * sum < 2^18: exact in fp32.
+          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale[i] * dot), acc[row]);
+          acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min[i] * ai.sum), acc[row]);
         }
       }
     }
@@ -657,8 +652,8 @@ struct Direct<BlockQ4_K> {
             dot = __dp4a(int(q), int(x[8 * i + w]), dot);
           }
           const int scale = int((scales >> (8 * i)) & 0xFFu), min = int((mins >> (8 * i)) & 0xFFu);
-          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), small_int_to_float(scale * dot), acc[row]);
-          acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), small_int_to_float(min * ai.sum), acc[row]);
+          acc[row] = __fmaf_rn(__fmul_rn(d, ai.d), float(scale * dot), acc[row]);
+          acc[row] = __fmaf_rn(-__fmul_rn(dmin, ai.d), float(min * ai.sum), acc[row]);
         }
       }
     }

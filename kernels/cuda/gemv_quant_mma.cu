@@ -20,12 +20,11 @@
 //      acc = fma(scale dx, float(dot), acc); acc = fma(min, dx sum, acc)
 //    with scale = d sc_s and min = -dmin m_s the weight row's factors for sub-block s (exact
 //    products: an fp16 times a 6-bit integer), computed once per row and sub-block and shared by
-//    every column tile, and (dx, dx sum) x's. Five full-rate instructions an output and sub-block
-//    besides the mma (a product, the conversion as an add and a subtract, two fmas: an
-//    int-to-float conversion instruction runs at an eighth of the rate): the fold, not the mma,
-//    is most of the work from 16 rows on. The warps' accumulators are added in warp order through
-//    shared memory. Every operation on an output depends only on its weight row, its x row and
-//    `in`: a row's bits do not depend on n.
+//    every column tile, and (dx, dx sum) x's. Four instructions an output and sub-block besides
+//    the mma (a product, a conversion, two fmas): the fold, not the mma, is most of the work from
+//    16 rows on. The warps' accumulators are added in warp order through shared memory. Every
+//    operation on an output depends only on its weight row, its x row and `in`: a row's bits do
+//    not depend on n.
 //
 // A warp's x for its next sub-block is loaded while it computes one (x comes from L2: its
 // latency would otherwise stand between every sub-block's mmas).
@@ -136,8 +135,8 @@ struct Q4KFormat {
     const int scale = int((scales >> (8 * (s % 2))) & 0xFFu),
               min = int((mins >> (8 * (s % 2))) & 0xFFu);
     // fp16 d (11 significant bits) times a 6-bit integer: exact in fp32.
-    return RowFactors{__fmul_rn(half_bits_to_float(k.head.x), small_int_to_float(scale)),
-                      -__fmul_rn(half_bits_to_float(k.head.x >> 16), small_int_to_float(min))};
+    return RowFactors{__fmul_rn(half_bits_to_float(k.head.x), float(scale)),
+                      -__fmul_rn(half_bits_to_float(k.head.x >> 16), float(min))};
   }
 };
 
@@ -301,9 +300,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
             for (int e = 0; e < 4; ++e) {
               const RowFactors f = row_factors[e / 2];
               const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
-              // |dot| <= 32 * 127 * 127 < 2^22 (Q8_0's, the widest): small_int_to_float is exact.
-              float v =
-                  __fmaf_rn(__fmul_rn(f.scale, dx), small_int_to_float(dot[e]), acc[mt][nt][e]);
+              float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[mt][nt][e]);
               if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
               acc[mt][nt][e] = v;
             }
