@@ -193,19 +193,19 @@ TEST_CASE("weights kept quantized: a scratch for the largest matrix, decoded") {
   CHECK(plan_workspaces(c, in).bytes.dequantized == int64_t(128256) * 2048 * 4);
 }
 
-TEST_CASE("weights kept quantized: the int8 tensor-core GEMV's x for 64 rows of the widest in") {
-  // llama-8b's widest product input is the down projection's I = 14336: 64 rows of int8 (917504
-  // B), then 64 x 448 (d, d sum) pairs of 8 bytes (229376 B). None without quantized weights.
+TEST_CASE("weights kept quantized: the int8 tensor-core GEMV's x for 32 rows of the widest in") {
+  // llama-8b's widest product input is the down projection's I = 14336: 32 rows of int8 (458752
+  // B), then 32 x 448 (d, d sum) pairs of 8 bytes (114688 B). None without quantized weights.
   const ModelConfig c = preset("llama-8b");
   WorkspaceInputs in = inputs(8192, 256, 4096, false);
   CHECK(plan_workspaces(c, in).bytes.quant_mma_x == 0);
   in.max_quantized_elems = int64_t(128256) * 4096;
-  CHECK(kGemvQuantMmaMaxRows == 64);
-  CHECK(plan_workspaces(c, in).bytes.quant_mma_x == 64 * 14336 + 64 * 448 * 8);
+  CHECK(kGemvQuantMmaMaxRows == 32);
+  CHECK(plan_workspaces(c, in).bytes.quant_mma_x == 32 * 14336 + 32 * 448 * 8);
   // A tensor-parallel shard's down projection reads I / 2: half of it (gemv_quant_mma_scratch_bytes
   // is linear in `in` at a fixed row count).
   const ModelConfig shard = shard_config(c, 2, 0);
-  CHECK(plan_workspaces(shard, in).bytes.quant_mma_x == 64 * 7168 + 64 * 224 * 8);
+  CHECK(plan_workspaces(shard, in).bytes.quant_mma_x == 32 * 7168 + 32 * 224 * 8);
 }
 
 TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, in)") {

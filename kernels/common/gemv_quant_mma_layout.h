@@ -5,8 +5,9 @@
 
 namespace rose {
 
-// The most activation rows one launch takes (eight mma column tiles of 8).
-constexpr int kGemvQuantMmaMaxRows = 64;
+// The most activation rows one launch takes (four mma column tiles of 8). Eight tiles (64 rows)
+// were no faster than the tile-decoding GEMM there (results/2026-11-30-mma-fold, call 1).
+constexpr int kGemvQuantMmaMaxRows = 32;
 
 // Rows rounded up to whole column tiles of 8 (the padding rows are quantized zeros).
 constexpr int gemv_quant_mma_padded_rows(int n) { return (n + 7) / 8 * 8; }

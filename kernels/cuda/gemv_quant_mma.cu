@@ -35,6 +35,7 @@
 // same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
+#include <cstdlib>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -349,9 +350,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 }
 
 // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with them
-// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16. Not at 8 column
-// tiles, whose accumulators and double-buffered x leave no room for a second tile's registers.
+// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
 constexpr int kTwoTilesMinOut = 8192;
+
+// ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1: the four-column-tile products (17-32 rows) as one weight
+// tile a block at two blocks an SM (128 registers, a few bytes spilled) instead of one block of
+// up to 250 registers (comparisons).
+bool four_tiles_two_blocks() {
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS");
+    return env && env[0] == '1';
+  }();
+  return enabled;
+}
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -368,19 +379,25 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255.
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
-  if constexpr (kNTiles < 8) {
-    if (out >= kTwoTilesMinOut) {
-      constexpr int kRowsPerBlock = 2 * kTileRows;
-      launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
-                    dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
-                    stream, xf, sums, w, y, n, in, out, y_stride);
+  if constexpr (kNTiles == 4) {
+    if (four_tiles_two_blocks()) {
+      launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
+                    dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream,
+                    xf, sums, w, y, n, in, out, y_stride);
       ROSE_CUDA_CHECK_LAUNCH();
       return;
     }
   }
-  launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
-                dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
-                sums, w, y, n, in, out, y_stride);
+  if (out >= kTwoTilesMinOut) {
+    constexpr int kRowsPerBlock = 2 * kTileRows;
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
+                  dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
+                  stream, xf, sums, w, y, n, in, out, y_stride);
+  } else {
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
+                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+                  sums, w, y, n, in, out, y_stride);
+  }
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
@@ -393,10 +410,7 @@ void launch_rows(const void* x, const uint8_t* w, void* y, int n, int in, int ou
   if (n <= 16) {
     return launch_tiles<F, T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
   }
-  if (n <= 32) {
-    return launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
-  }
-  launch_tiles<F, T, kF32Out, 8>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
+  launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
 }
 
 template <typename F>
@@ -437,7 +451,7 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
                            cudaStream_t stream, int y_stride) {
   if (!gemv_quant_mma_supported(ggml_type, n, in) || out < 1) {
     cuda_fail(
-        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 64; in a multiple "
+        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 32; in a multiple "
         "of the block size)",
         "launch_gemv_quant_mma", __FILE__, __LINE__);
   }

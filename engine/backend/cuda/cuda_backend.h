@@ -300,7 +300,7 @@ class CudaBackend final : public Backend {
   // ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS=N (comparisons).
   int quant_mma_min_rows_ = kFusedNormDefaultRows + 1;
   // Its last row count: kGemvQuantMmaMaxRows, or ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS=N (0: never;
-  // 32: the tile-decoding GEMM from 33 rows, as before the kernel took 64; comparisons).
+  // comparisons and the tests that compare other paths' bits).
   int quant_mma_max_rows_ = kGemvQuantMmaMaxRows;
   // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
   // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
