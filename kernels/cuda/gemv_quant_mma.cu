@@ -353,15 +353,20 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
 constexpr int kTwoTilesMinOut = 8192;
 
-// ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1: the four-column-tile products (17-32 rows) as one weight
-// tile a block at two blocks an SM (128 registers, a few bytes spilled) instead of one block of
-// up to 250 registers (comparisons).
-bool four_tiles_two_blocks() {
-  static const bool enabled = [] {
+// Four column tiles (17-32 rows) run one weight tile a block at two blocks an SM (128 registers,
+// 36-180 bytes spilled by format) where `in` >= kFourTilesTwoBlocksMinIn, else two weight tiles
+// (out >= kTwoTilesMinOut) or one at one block an SM (up to 250 registers). Two blocks an SM
+// everywhere (ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1, results/2026-11-30-mma-fold/3_final): llama-8b
+// Q4_K (in 4096 and 14336) 5-7% faster at 24 and 32 rows, llama-1b (in 2048, down 8192) 2.5-4%
+// slower. ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=0 / =1: never / always (comparisons).
+constexpr int kFourTilesTwoBlocksMinIn = 4096;
+
+bool four_tiles_two_blocks(int in) {
+  static const int forced = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS");
-    return env && env[0] == '1';
+    return env && (env[0] == '0' || env[0] == '1') ? env[0] - '0' : -1;
   }();
-  return enabled;
+  return forced >= 0 ? forced == 1 : in >= kFourTilesTwoBlocksMinIn;
 }
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
@@ -380,7 +385,7 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
   if constexpr (kNTiles == 4) {
-    if (four_tiles_two_blocks()) {
+    if (four_tiles_two_blocks(in)) {
       launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
                     dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream,
                     xf, sums, w, y, n, in, out, y_stride);
