@@ -353,21 +353,19 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
 constexpr int kTwoTilesMinOut = 8192;
 
-// Four column tiles (17-32 rows) run one weight tile a block at two blocks an SM (128 registers,
-// 36-180 bytes spilled by format) where out >= kFourTilesTwoBlocksMinOut (256 tiles, more than an
-// H100 or H200 has SMs), else two weight tiles (out >= kTwoTilesMinOut) or one at one block an
-// SM (up to 250 registers). Measured (results/2026-11-30-mma-fold): two blocks everywhere made
-// llama-8b Q4_K 5-7% faster at 24 and 32 rows and llama-1b 2.5-4% slower; for in >= 4096 (on
-// llama-1b only its down projection, 2048 rows: 128 tiles, no more blocks than SMs) llama-1b 5-7%
-// slower. ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=0 / =1: never / always (comparisons).
-constexpr int kFourTilesTwoBlocksMinOut = 4096;
-
-bool four_tiles_two_blocks(int out) {
-  static const int forced = [] {
+// Four column tiles (17-32 rows) run two weight tiles a block (out >= kTwoTilesMinOut) or one,
+// at one block an SM (up to 250 registers). ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1 runs them as one
+// weight tile a block at two blocks an SM (128 registers, 36-180 bytes spilled by format):
+// measured (results/2026-11-30-mma-fold) llama-8b Q4_K 5-7% faster at 24 and 32 rows and llama-1b
+// 2.5-4% slower; on products with in >= 4096 only, llama-1b 5-7% slower (its down projection:
+// 2048 rows, 128 tiles, no more blocks than SMs, and the spills). A rule by out (more tiles than
+// SMs) is the next thing to measure; off by default.
+bool four_tiles_two_blocks() {
+  static const bool enabled = [] {
     const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS");
-    return env && (env[0] == '0' || env[0] == '1') ? env[0] - '0' : -1;
+    return env && env[0] == '1';
   }();
-  return forced >= 0 ? forced == 1 : out >= kFourTilesTwoBlocksMinOut;
+  return enabled;
 }
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
@@ -386,7 +384,7 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
   if constexpr (kNTiles == 4) {
-    if (four_tiles_two_blocks(out)) {
+    if (four_tiles_two_blocks()) {
       launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
                     dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream,
                     xf, sums, w, y, n, in, out, y_stride);
