@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Four column tiles at two blocks an SM where in >= 4096 (the default since this commit) against
-# the previous build (one block an SM everywhere; roseinfer-base), issue 12, on the GPU machine
-# from the repository root with bundle-pack/ carried (roseinfer, roseinfer-base,
+# Four column tiles at two blocks an SM where in >= 4096 (202fbd9's default, reverted in f7a299d)
+# against the previous build (one block an SM everywhere; roseinfer-base), issue 12, on the GPU
+# machine from the repository root with bundle-pack/ carried (roseinfer, roseinfer-base,
 # gpu_test_cuda_gemv_quant): llama-1b and llama-8b `--quantize q4_k` decode at 24 and 32 rows.
 # One round, grid:B:512:128 (offline_bench).
 set -uo pipefail
