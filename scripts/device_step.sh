@@ -82,6 +82,16 @@ base_and_new_bench() {  # NAME BATCH [VAR=VALUE...] ARGS...
   base_offline_bench "${name}_base" "$@"
   offline_bench "${name}_new" "$@"
 }
+# For each row count in BATCHES: MODEL in bf16, then `--quantize q4_k` on the previous build and
+# this one (NAME_b{B}_bf16, NAME_b{B}_q4_k_base, NAME_b{B}_q4_k_new; NAME is MODEL without '-').
+q4k_rows_bench() {  # MODEL "BATCHES"
+  local model=$1 b tag
+  for b in $2; do
+    tag="${model//-/}_b$b"
+    offline_bench "${tag}_bf16" "$b" --model "$model"
+    base_and_new_bench "${tag}_q4_k" "$b" --model "$model" --quantize q4_k
+  done
+}
 bench_with() {  # BINARY NAME BATCH [VAR=VALUE...] ARGS...
   local bin=$1 name=$2 batch=$3
   shift 3

@@ -13,15 +13,8 @@ step gpu_test_cuda_gemv_quant 400 "$B/gpu_test_cuda_gemv_quant"
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
 step gpu_test_cuda_engine 300 "$B/gpu_test_cuda_engine"
 step gpu_test_cuda_batch_invariance 300 "$B/gpu_test_cuda_batch_invariance"
-for model in llama-1b llama-8b; do
-  batches="8 16 32 48 64"
-  [[ $model == llama-8b ]] && batches="8 16 32 64"
-  for b in $batches; do
-    tag="${model//-/}_b$b"
-    offline_bench "${tag}_bf16" "$b" --model "$model"
-    base_and_new_bench "${tag}_q4_k" "$b" --model "$model" --quantize q4_k
-  done
-done
+q4k_rows_bench llama-1b "8 16 32 48 64"
+q4k_rows_bench llama-8b "8 16 32 64"
 for type in q8_0 q4_0; do
   for b in 16 64; do
     offline_bench "llama1b_b${b}_${type}" "$b" --model llama-1b --quantize "$type"

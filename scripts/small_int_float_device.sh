@@ -9,13 +9,6 @@ set -uo pipefail
 source "$(dirname "$0")/device_step.sh"
 device_begin /tmp/small_int_float_out
 step gpu_test_cuda_gemv_quant 400 "$B/gpu_test_cuda_gemv_quant"
-for model in llama-1b llama-8b; do
-  batches="1 4 8 16 32 64"
-  [[ $model == llama-8b ]] && batches="1 8 16 32 64"
-  for b in $batches; do
-    tag="${model//-/}_b$b"
-    offline_bench "${tag}_bf16" "$b" --model "$model"
-    base_and_new_bench "${tag}_q4_k" "$b" --model "$model" --quantize q4_k
-  done
-done
+q4k_rows_bench llama-1b "1 4 8 16 32 64"
+q4k_rows_bench llama-8b "1 8 16 32 64"
 device_pack
