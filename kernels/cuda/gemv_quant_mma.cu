@@ -21,13 +21,14 @@
 //    with scale = d sc_s and min = -dmin m_s the weight row's factors for sub-block s (exact
 //    products: an fp16 times a 6-bit integer), computed once per row and sub-block and shared by
 //    every column tile, and (dx, dx sum) x's. Four instructions an output and sub-block besides
-//    the mma (a product, a conversion, two fmas): the fold, not the mma, is most of the work from
-//    16 rows on. The warps' accumulators are added in warp order through shared memory. Every
-//    operation on an output depends only on its weight row, its x row and `in`: a row's bits do
-//    not depend on n.
+//    the mma (a product, a conversion, two fmas; about eight before 1a9fbfa, which made 17-32 rows
+//    9-10% faster, results/2026-11-30-mma-fold): counted, the fold rather than the mma is most of
+//    the instructions from 16 rows on (not profiled). The warps' accumulators are added in warp
+//    order through shared memory. Every operation on an output depends only on its weight row, its
+//    x row and `in`: a row's bits do not depend on n.
 //
-// A warp's x for its next sub-block is loaded while it computes one (x comes from L2: its
-// latency would otherwise stand between every sub-block's mmas).
+// A warp's x for its next sub-block is loaded while it computes one, so the L2 trip for x does not
+// stand between sub-blocks (part of 1a9fbfa; not measured apart from the fold).
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 .s8): A reg 0 / 1 / 2 / 3 = row g / g+8 / g / g+8, k
 // 4t..4t+3 / 4t..4t+3 / 16+4t.. / 16+4t..; B reg 0 / 1 = column g, k 4t.. / 16+4t..; C element
