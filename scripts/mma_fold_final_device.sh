@@ -4,7 +4,8 @@
 # repository root with bundle-pack/ carried (roseinfer, roseinfer-base, gpu_test_cuda_gemv_quant,
 # gpu_test_cuda_backend, gpu_test_cuda_engine, gpu_test_cuda_batch_invariance): llama-1b and
 # llama-8b `--quantize q4_k` decode at 5-32 rows with bf16 beside them, and at 24 and 32 rows
-# ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1 (one weight tile a block, two blocks an SM). One round,
+# ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1 (one weight tile a block, two blocks an SM; a switch of
+# 59d860c to the session's end, removed in its review: later builds ignore it). One round,
 # grid:B:512:128 (offline_bench).
 set -uo pipefail
 # shellcheck source=scripts/device_step.sh

@@ -21,9 +21,10 @@
 //    with scale = d sc_s and min = -dmin m_s the weight row's factors for sub-block s (exact
 //    products: an fp16 times a 6-bit integer), computed once per row and sub-block and shared by
 //    every column tile, and (dx, dx sum) x's. Four instructions an output and sub-block besides
-//    the mma (a product, a conversion, two fmas; about eight before 1a9fbfa, which made 17-32 rows
-//    9-10% faster, results/2026-11-30-mma-fold): counted, the fold rather than the mma is most of
-//    the instructions from 16 rows on (not profiled). The warps' accumulators are added in warp
+//    the mma (a product, a conversion, two fmas; about eight before 1a9fbfa, which made 24 and 32
+//    rows 9-10% faster and 5-16 rows on llama-1b 2-3% slower, results/2026-11-30-mma-fold):
+//    counted, the fold rather than the mma is most of the instructions from 16 rows on (not
+//    profiled). The warps' accumulators are added in warp
 //    order through shared memory. Every operation on an output depends only on its weight row, its
 //    x row and `in`: a row's bits do not depend on n.
 //
@@ -36,7 +37,6 @@
 // same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
-#include <cstdlib>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -354,21 +354,6 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
 constexpr int kTwoTilesMinOut = 8192;
 
-// Four column tiles (17-32 rows) run two weight tiles a block (out >= kTwoTilesMinOut) or one,
-// at one block an SM (up to 250 registers). ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS=1 runs them as one
-// weight tile a block at two blocks an SM (128 registers, 36-180 bytes spilled by format):
-// measured (results/2026-11-30-mma-fold) llama-8b Q4_K 5-7% faster at 24 and 32 rows and llama-1b
-// 2.5-4% slower; on products with in >= 4096 only, llama-1b 5-7% slower (its down projection:
-// 2048 rows, 128 tiles, no more blocks than SMs, and the spills). A rule by out (more tiles than
-// SMs) is the next thing to measure; off by default.
-bool four_tiles_two_blocks() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_TWO_BLOCKS");
-    return env && env[0] == '1';
-  }();
-  return enabled;
-}
-
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   void* x_scratch, cudaStream_t stream) {
@@ -381,18 +366,14 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
                 dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
   ROSE_CUDA_CHECK_LAUNCH();
   // Register budgets measured with -Xptxas -v: the one-tile variants of one and two column tiles
-  // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255.
+  // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255. Four
+  // column tiles capped at 128 (two blocks an SM, 36-180 bytes spilled by format) made llama-8b
+  // Q4_K 5-7% faster at 24 and 32 rows and llama-1b 2.5-4% slower, and 5-7% slower when only its
+  // down projection (in 8192; 128 tiles, no more blocks than SMs) took it
+  // (results/2026-11-30-mma-fold, 3_final and 4_two_blocks_in): not kept; a rule by the tile
+  // count was not measured.
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
-  if constexpr (kNTiles == 4) {
-    if (four_tiles_two_blocks()) {
-      launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
-                    dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream,
-                    xf, sums, w, y, n, in, out, y_stride);
-      ROSE_CUDA_CHECK_LAUNCH();
-      return;
-    }
-  }
   if (out >= kTwoTilesMinOut) {
     constexpr int kRowsPerBlock = 2 * kTileRows;
     launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
