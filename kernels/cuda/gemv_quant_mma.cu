@@ -353,6 +353,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with them
 // (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
 constexpr int kTwoTilesMinOut = 8192;
+// Four column tiles (17-32 rows) at two blocks an SM from this many rows of W (256 tiles).
+constexpr int kFourTilesTwoBlocksMinOut = 4096;
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -370,11 +372,16 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // column tiles capped at 128 (two blocks an SM, 36-180 bytes spilled by format) made llama-8b
   // Q4_K 5-7% faster at 24 and 32 rows and llama-1b 2.5-4% slower, and 5-7% slower when only its
   // down projection (in 8192; 128 tiles, no more blocks than SMs) took it
-  // (results/2026-11-30-mma-fold, 3_final and 4_two_blocks_in): not kept; a rule by the tile
-  // count was not measured.
+  // (results/2026-11-30-mma-fold, 3_final and 4_two_blocks_in). So they take it where the matrix
+  // has more tiles than an H100 or H200 has SMs (out >= kFourTilesTwoBlocksMinOut): every llama-8b
+  // projection, llama-1b's gate|up only.
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
-  if (out >= kTwoTilesMinOut) {
+  if (kNTiles == 4 && out >= kFourTilesTwoBlocksMinOut) {
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
+                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+                  sums, w, y, n, in, out, y_stride);
+  } else if (out >= kTwoTilesMinOut) {
     constexpr int kRowsPerBlock = 2 * kTileRows;
     launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
                   dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
