@@ -1,0 +1,1 @@
+ncu --clock-control none --csv --page details --metrics gpu__time_duration.sum --launch-skip 3000 --launch-count 250 /work/main/bundle/roseinfer bench --device cuda --mode offline --dataset-name grid:8:512:64 --model llama-1b --no-cuda-graph
