@@ -85,7 +85,7 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
       }
     }
   }
-  finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden,
+  finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, row,
                          scratch);
 }
 
@@ -95,6 +95,10 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
   if (args.num_rows <= 0) return;
   if (args.hidden > kAddNormMaxHidden) {
     cuda_fail("hidden size above 8192 is not supported by the norm kernel", "launch_add_norm",
+              __FILE__, __LINE__);
+  }
+  if (!add_norm_int8_x_valid(args)) {
+    cuda_fail("int8_x needs hidden a multiple of 32 and at most 32 rows", "launch_add_norm",
               __FILE__, __LINE__);
   }
   dispatch_dtype(args.dtype, [&](auto tag) {

@@ -7,6 +7,7 @@
 
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_fusion.cuh"
+#include "kernels/cuda/gemv_quant_mma_x.cuh"
 #include "kernels/cuda/norm.cuh"
 
 namespace rose {
@@ -62,14 +63,16 @@ __device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float 
 // The end of add_norm_kernel's row, once the row after its residual add is known: x, this thread's
 // elements of it (0 past hidden). Stores them to res_row (hidden,) fp32 when args.write_residual
 // (after every load of the row: a store among them would hold the later loads back), sums them in
-// order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T. scratch: shared, 32 floats.
-// Every thread of the block must call it.
+// order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T, output row `row` of the
+// launch; with args.int8_x also that row's int8 copy (gemv_quant_mma_x.cuh: a warp holds each
+// 32-element sub-block, one element a lane). scratch: shared, 32 floats. Every thread of the block
+// must call it.
 template <typename T, int kPerThread>
 __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
                                                     const float (&x)[kPerThread], float* res_row,
                                                     const float (&w)[kPerThread],
                                                     const float (&b)[kPerThread], T* out_row,
-                                                    float* scratch) {
+                                                    int row, float* scratch) {
   const int hidden = args.hidden;
   float sum = 0.0f;
 #pragma unroll
@@ -95,7 +98,13 @@ __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
     if (i < hidden) {
       float y = norm_scaled(x[j], mean, inv, w[j]);
       if (args.bias) y += b[j];
-      out_row[i] = from_float<T>(y);
+      const T rounded = from_float<T>(y);
+      out_row[i] = rounded;
+      // launch_add_norm checks that hidden is a multiple of 32: whole warps take this branch.
+      if (args.int8_x) {
+        store_int8_x_warp(Int8XScratch(args.int8_x, args.num_rows, hidden), row, i / 32,
+                          to_float(rounded));
+      }
     }
   }
 }

@@ -626,3 +626,40 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   CHECK(greedy_run(gpt2, false, {5}, 1).fused_norm_rows == 0);
   unsetenv("ROSEINFER_CUDA_FUSED_NORM");
 }
+
+TEST_CASE(
+    "int8 x written by the add-norm and SiLU kernels: the int8 GEMV's own quantization's logits") {
+  // At 5-32 rows Q4_K products run on the int8 tensor-core GEMV, whose x the add-norm (qkv,
+  // gate|up, lm_head) and SiLU-and-mul (down) kernels quantize as they write it; with
+  // ROSEINFER_CUDA_QUANT_MMA_X_FUSED=0 the GEMV quantizes every x itself. The same bytes, so the
+  // same logits, bit for bit. The dp4a GEMV and the tile GEMM (QUANT_MMA_MAX_ROWS=0) round
+  // otherwise: their logits must differ, or the int8 GEMV did not run.
+  ModelConfig config = qwen_like_config();
+  config.name = "test-int8-x";
+  config.hidden_size = 256;
+  config.intermediate_size = 512;
+  config.num_heads = 8;
+  config.num_kv_heads = 2;
+  config.head_dim = 32;
+  config.qkv_bias = false;
+  const std::unique_ptr<WeightSource> q4k =
+      quantize_weights(std::make_unique<Bf16RandomWeights>(config), GgmlType::kQ4_K);
+  for (const std::vector<int>& lens :
+       {std::vector<int>{3, 5, 8, 13, 2, 6}, std::vector<int>{4, 9, 1, 7, 2, 3, 5, 8, 6, 2, 11},
+        std::vector<int>(16, 2)}) {
+    CAPTURE(lens.size());
+    for (bool graphs : {false, true}) {
+      CAPTURE(graphs);
+      const GreedyRun produced =
+          greedy_run(*q4k, graphs, lens, 6, true);  // read by the constructor
+      setenv("ROSEINFER_CUDA_QUANT_MMA_X_FUSED", "0", 1);
+      const GreedyRun own = greedy_run(*q4k, graphs, lens, 6, true);
+      unsetenv("ROSEINFER_CUDA_QUANT_MMA_X_FUSED");
+      setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);
+      const GreedyRun other = greedy_run(*q4k, graphs, lens, 6, true);
+      unsetenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS");
+      CHECK(produced.logits == own.logits);
+      CHECK(produced.logits != other.logits);
+    }
+  }
+}
