@@ -25,7 +25,7 @@ __global__ void gelu_tanh_bias_kernel(T* x, const T* bias, int width) {
 
 // grid (x, rows), block kThreads: a warp takes 32 consecutive elements of a row at a time, so
 // with int8_x (width a multiple of 32) it holds whole sub-blocks of x's int8 copy.
-template <typename T>
+template <typename T, bool kInt8X>
 __global__ void silu_and_mul_kernel(T* out, const T* gate_up, int width, void* int8_x) {
   pdl_wait();
   pdl_launch_dependents();
@@ -37,8 +37,12 @@ __global__ void silu_and_mul_kernel(T* out, const T* gate_up, int width, void* i
     const float g = to_float(gate[i]);
     const T value = from_float<T>(silu(g) * to_float(up[i]));
     dst[i] = value;
-    if (int8_x)
-      store_int8_x_warp(Int8XScratch(int8_x, int(gridDim.y), width), row, i / 32, to_float(value));
+    if constexpr (kInt8X) {
+      const int sub[1] = {i / 32};
+      const float v[1] = {to_float(value)};
+      const bool valid[1] = {true};
+      store_int8_x_warp<1>(Int8XScratch(int8_x, int(gridDim.y), width), row, sub, v, valid);
+    }
   }
 }
 
@@ -70,8 +74,9 @@ void launch_silu_and_mul(void* out, const void* gate_up, int rows, int width, DT
   }
   dispatch_dtype(dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
-    launch_kernel(silu_and_mul_kernel<T>, grid_for(rows, width), kThreads, 0, stream,
-                  static_cast<T*>(out), static_cast<const T*>(gate_up), width, int8_x);
+    launch_kernel(int8_x ? silu_and_mul_kernel<T, true> : silu_and_mul_kernel<T, false>,
+                  grid_for(rows, width), kThreads, 0, stream, static_cast<T*>(out),
+                  static_cast<const T*>(gate_up), width, int8_x);
   });
   ROSE_CUDA_CHECK_LAUNCH();
 }

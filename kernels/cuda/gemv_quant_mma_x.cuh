@@ -45,14 +45,23 @@ struct Int8XScratch {
   }
 };
 
-// Sub-block `sub` of row `row`, held one element a lane by a whole warp (lane = element): v, this
-// lane's element as rounded to the activation dtype. Every lane of the warp must call it.
-__device__ __forceinline__ void store_int8_x_warp(const Int8XScratch& x, int row, int sub,
-                                                  float v) {
-  const Int8One q = quantize_warp(v);
+// K sub-blocks of row `row`, each held one element a lane by the whole warp: v[k] this lane's
+// element of sub-block sub[k] (as rounded to the activation dtype), stored where valid[k] (the
+// same for the whole warp; v[k] = 0 elsewhere). Every lane of the warp must call it.
+template <int K>
+__device__ __forceinline__ void store_int8_x_warp(const Int8XScratch& x, int row,
+                                                  const int (&sub)[K], const float (&v)[K],
+                                                  const bool (&valid)[K]) {
+  int q[K], sum[K];
+  float d[K];
+  quantize_warp<K>(v, q, d, sum);
   const int lane = int(threadIdx.x) % 32;
-  x.sub_block(row, sub)[lane] = uint8_t(q.q);  // the warp's 32 bytes: one contiguous store
-  if (lane == 0) *x.sum(row, sub) = Int8XSums{q.d, __fmul_rn(q.d, float(q.sum))};
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    if (!valid[k]) continue;
+    x.sub_block(row, sub[k])[lane] = uint8_t(q[k]);  // the warp's 32 bytes: one contiguous store
+    if (lane == 0) *x.sum(row, sub[k]) = Int8XSums{d[k], __fmul_rn(d[k], float(sum[k]))};
+  }
 }
 
 }  // namespace rose

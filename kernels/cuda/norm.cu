@@ -14,7 +14,7 @@ namespace {
 // The fused GEMV prologues reproduce this tree (norm_row.cuh).
 constexpr int kThreads = kNormThreads;
 // kPerThread: elements of the row each thread keeps in registers (with_norm_per_thread).
-template <typename T, int kPerThread>
+template <typename T, int kPerThread, bool kInt8X>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
   // memory trip overlaps the previous kernel's end instead of following the row's reduction.
@@ -104,8 +104,10 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
   dispatch_dtype(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_norm_per_thread(args.hidden, [&](auto per_thread) {
-      launch_kernel(add_norm_kernel<T, decltype(per_thread)::value>, args.num_rows, kThreads, 0,
-                    stream, args);
+      constexpr int kPerThread = decltype(per_thread)::value;
+      launch_kernel(args.int8_x ? add_norm_kernel<T, kPerThread, true>
+                                : add_norm_kernel<T, kPerThread, false>,
+                    args.num_rows, kThreads, 0, stream, args);
     });
   });
   ROSE_CUDA_CHECK_LAUNCH();

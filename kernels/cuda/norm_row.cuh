@@ -64,10 +64,10 @@ __device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float 
 // elements of it (0 past hidden). Stores them to res_row (hidden,) fp32 when args.write_residual
 // (after every load of the row: a store among them would hold the later loads back), sums them in
 // order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T, output row `row` of the
-// launch; with args.int8_x also that row's int8 copy (gemv_quant_mma_x.cuh: a warp holds each
-// 32-element sub-block, one element a lane). scratch: shared, 32 floats. Every thread of the block
-// must call it.
-template <typename T, int kPerThread>
+// launch; kInt8X: also that row's int8 copy into args.int8_x (gemv_quant_mma_x.cuh: warp w holds
+// sub-block 8 j + w of round j, one element a lane; hidden a multiple of 32, so whole warps).
+// scratch: shared, 32 floats. Every thread of the block must call it.
+template <typename T, int kPerThread, bool kInt8X = false>
 __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
                                                     const float (&x)[kPerThread], float* res_row,
                                                     const float (&w)[kPerThread],
@@ -92,6 +92,7 @@ __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
     if (i < hidden) sq = norm_square_step(x[j], mean, sq);
   }
   const float inv = norm_inverse(block_sum(sq, scratch), hidden, args.eps);
+  float out_value[kPerThread] = {};  // kInt8X: the rounded outputs, 0 past hidden
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kNormThreads;
@@ -100,12 +101,20 @@ __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
       if (args.bias) y += b[j];
       const T rounded = from_float<T>(y);
       out_row[i] = rounded;
-      // launch_add_norm checks that hidden is a multiple of 32: whole warps take this branch.
-      if (args.int8_x) {
-        store_int8_x_warp(Int8XScratch(args.int8_x, args.num_rows, hidden), row, i / 32,
-                          to_float(rounded));
-      }
+      if constexpr (kInt8X) out_value[j] = to_float(rounded);
     }
+  }
+  if constexpr (kInt8X) {
+    int sub[kPerThread];
+    bool valid[kPerThread];
+#pragma unroll
+    for (int j = 0; j < kPerThread; ++j) {
+      const int first = j * kNormThreads + int(threadIdx.x) / 32 * 32;  // the warp's first element
+      sub[j] = first / 32;
+      valid[j] = first < hidden;
+    }
+    store_int8_x_warp<kPerThread>(Int8XScratch(args.int8_x, args.num_rows, hidden), row, sub,
+                                  out_value, valid);
   }
 }
 

@@ -65,30 +65,37 @@ __device__ __forceinline__ Int8Eight quantize_eight(const uint4& raw) {
   return out;
 }
 
-struct Int8One {
-  int q;    // this lane's element as int8
-  float d;  // the block's amax / 127
-  int sum;  // the block's sum of q
-};
-
-// The same rule with the 32-element block spread one element a lane over a whole warp (kernels
-// that keep a row's elements strided by the block size: add-norm, SiLU-and-mul). v: this lane's
-// element (as rounded to the activation dtype). The max and the integer sum do not depend on the
-// order they are taken in, so the result is quantize_eight's, bit for bit. Every lane of the warp
-// must call it.
-__device__ __forceinline__ Int8One quantize_warp(float v) {
-  float amax = fmaxf(0.0f, fabsf(v));  // as quantize_eight starts: a NaN never becomes amax
+// The same rule with each 32-element block spread one element a lane over a whole warp (kernels
+// that keep a row's elements strided by the block size: add-norm, SiLU-and-mul), K blocks at
+// once: v[k] this lane's element of block k (as rounded to the activation dtype; 0 where the block
+// does not exist), q[k] its int8 value, d[k] and sum[k] the block's. The K blocks' shuffle chains
+// are interleaved, so they cost about one chain's latency. The max and the integer sum do not
+// depend on the order they are taken in, so each block's result is quantize_eight's, bit for bit.
+// Every lane of the warp must call it.
+template <int K>
+__device__ __forceinline__ void quantize_warp(const float (&v)[K], int (&q)[K], float (&d)[K],
+                                              int (&sum)[K]) {
+  float amax[K];
 #pragma unroll
-  for (int lane_mask = 16; lane_mask >= 1; lane_mask /= 2)
-    amax = fmaxf(amax, __shfl_xor_sync(0xffffffffu, amax, lane_mask));
-  Int8One out;
-  out.q = int8_value(v, int8_scale(amax));
-  out.sum = out.q;
+  for (int k = 0; k < K; ++k) amax[k] = fmaxf(0.0f, fabsf(v[k]));  // as quantize_eight: no NaN
 #pragma unroll
-  for (int lane_mask = 16; lane_mask >= 1; lane_mask /= 2)
-    out.sum += __shfl_xor_sync(0xffffffffu, out.sum, lane_mask);
-  out.d = int8_step(amax);
-  return out;
+  for (int lane_mask = 16; lane_mask >= 1; lane_mask /= 2) {
+#pragma unroll
+    for (int k = 0; k < K; ++k)
+      amax[k] = fmaxf(amax[k], __shfl_xor_sync(0xffffffffu, amax[k], lane_mask));
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) {
+    q[k] = int8_value(v[k], int8_scale(amax[k]));
+    sum[k] = q[k];
+  }
+#pragma unroll
+  for (int lane_mask = 16; lane_mask >= 1; lane_mask /= 2) {
+#pragma unroll
+    for (int k = 0; k < K; ++k) sum[k] += __shfl_xor_sync(0xffffffffu, sum[k], lane_mask);
+  }
+#pragma unroll
+  for (int k = 0; k < K; ++k) d[k] = int8_step(amax[k]);
 }
 
 }  // namespace rose

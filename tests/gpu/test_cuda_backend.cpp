@@ -644,9 +644,11 @@ TEST_CASE(
   config.qkv_bias = false;
   const std::unique_ptr<WeightSource> q4k =
       quantize_weights(std::make_unique<Bf16RandomWeights>(config), GgmlType::kQ4_K);
+  // Decode at 6 and 8 rows (one column tile); prefill chunks of 17 and 32 tokens (three and
+  // four column tiles). greedy_run's plans hold at most 8 sequences.
   for (const std::vector<int>& lens :
-       {std::vector<int>{3, 5, 8, 13, 2, 6}, std::vector<int>{4, 9, 1, 7, 2, 3, 5, 8, 6, 2, 11},
-        std::vector<int>(16, 2)}) {
+       {std::vector<int>{3, 5, 8, 13, 2, 6}, std::vector<int>{2, 3, 4, 5, 1, 2},
+        std::vector<int>(8, 4)}) {
     CAPTURE(lens.size());
     for (bool graphs : {false, true}) {
       CAPTURE(graphs);

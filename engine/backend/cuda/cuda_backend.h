@@ -158,7 +158,7 @@ class CudaBackend final : public Backend {
             const GemvFusion& fusion = {}, bool x_int8_ready = false);
   // Where the kernel producing the x of a product with w at n rows should also write x's int8
   // copy: quant_mma_x_ when that product takes the int8 tensor-core GEMV (use_quant_mma, no
-  // fusion) and int8_x_in_producer_, else nullptr.
+  // fusion), int8_x_in_producer_ and one process (no collective), else nullptr.
   void* int8_x_for(const DeviceMatrix& w, int n) const;
   // The norm a GEMV applies to its input instead of `norm`'s add-norm kernel (whose delta the
   // previous GEMV has already added to the residual stream).

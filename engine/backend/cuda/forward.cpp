@@ -339,8 +339,8 @@ bool CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   const bool rows_covered = norm.row_index ? !norm.write_residual : norm.num_rows == pending;
   if (pending > 0 && run_norm && norm.delta == proj_ && rows_covered &&
       add_norm_reducer_->fuses_add_norm(norm)) {
-    add_norm_reducer_->all_reduce_add_norm(norm, pushed, stream_);  // writes int8_x too
-    return norm.int8_x != nullptr;
+    add_norm_reducer_->all_reduce_add_norm(norm, pushed, stream_);
+    return false;  // int8_x_for asks no int8 copy under tensor parallel
   }
   // Pushed words left unread would pass for the next fused call's (they carry its epoch).
   ROSE_ASSERT(!pushed);
@@ -450,8 +450,10 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
 }
 
 void* CudaBackend::int8_x_for(const DeviceMatrix& w, int n) const {
-  return int8_x_in_producer_ && w.quantized() && use_quant_mma(w, n, GemvFusion{}) ? quant_mma_x_
-                                                                                   : nullptr;
+  // Tensor parallel: the fused all-reduce add-norm does not write it.
+  return int8_x_in_producer_ && !collective_ && w.quantized() && use_quant_mma(w, n, GemvFusion{})
+             ? quant_mma_x_
+             : nullptr;
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
