@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
       }
     }
   }
-  finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, row,
-                         scratch);
+  finish_add_norm_row<T, kPerThread, kInt8X>(
+      args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, row, scratch);
 }
 
 }  // namespace
