@@ -169,11 +169,11 @@ struct FusedRowInputs {
     }
   }
   // reduced: the ranks' partials summed in rank order in fp32. Rounds the sum to T, adds it (and
-  // the bias) to the residual and finishes output row `row` as add_norm_kernel does.
+  // the bias) to the residual and finishes the row as add_norm_kernel does into out_row (hidden,).
   __device__ __forceinline__ void finish(const AddNormArgs& norm,
                                          const float (&reduced)[kPerThread], int source,
                                          const float (&w)[kPerThread], const float (&b)[kPerThread],
-                                         int row, float* scratch) {
+                                         T* out_row, float* scratch) {
 #pragma unroll
     for (int j = 0; j < kPerThread; ++j) {
       const int i = threadIdx.x + j * kNormThreads;
@@ -183,8 +183,7 @@ struct FusedRowInputs {
       }
     }
     float* res = norm.residual + int64_t(source) * norm.hidden;
-    finish_add_norm_row<T>(norm, x, res, w, b,
-                           static_cast<T*>(norm.out) + int64_t(row) * norm.hidden, row, scratch);
+    finish_add_norm_row<T>(norm, x, res, w, b, out_row, scratch);
   }
 };
 
@@ -282,7 +281,7 @@ __global__ void __launch_bounds__(kNormThreads)
         if (i < hidden) reduced[j] += bits_to_float<T>(bits[j]);
       }
     }
-    in.finish(norm, reduced, source_row(row), w, b, row, scratch);
+    in.finish(norm, reduced, source_row(row), w, b, static_cast<T*>(norm.out) + offset, scratch);
   }
 }
 
@@ -400,7 +399,8 @@ __global__ void __launch_bounds__(kNormThreads)
     for (int j = 0; j < kPerThread; ++j) reduced[j] += bits_to_float<T>(bits[j]);
   }
   if (a.probe & 16) pdl_launch_dependents();
-  in.finish(norm, reduced, source, w, b, row, scratch);
+  in.finish(norm, reduced, source, w, b, static_cast<T*>(norm.out) + int64_t(row) * norm.hidden,
+            scratch);
 }
 
 // x's lanes into recv: vector v of rank `source`'s chunk holds its floats v * 4 .. v * 4 + 3, the
@@ -525,10 +525,6 @@ void launch_peer_all_reduce_add_norm(const PeerAllReduceArgs& args, const AddNor
   if (norm.num_rows <= 0) return;
   if (pushed && !peer_add_norm_takes_push(args, norm)) {
     cuda_fail("pushed rows the low-latency exchange does not take", "peer all-reduce add-norm",
-              __FILE__, __LINE__);
-  }
-  if (norm.int8_x) {  // its kernels finish rows without it: the GEMV quantizes x itself
-    cuda_fail("int8_x is not written by the fused all-reduce add-norm", "peer all-reduce add-norm",
               __FILE__, __LINE__);
   }
   const dim3 grid(norm.num_rows < kPeerAllReduceBlocks ? norm.num_rows : kPeerAllReduceBlocks);

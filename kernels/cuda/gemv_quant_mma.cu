@@ -7,8 +7,7 @@
 //    so a warp loads a fragment with one coalesced 8-byte load per lane; and (d, d sum q) per row
 //    and sub-block, the tile's 8 rows side by side (a thread's two columns are one 16-byte load).
 //    Every thread block of the product then reads x from L2 instead of quantizing it again (the
-//    dp4a GEMV quantizes x once per thread block). Where the kernel that produces x (add-norm,
-//    SiLU-and-mul) writes this copy itself (gemv_quant_mma_x.cuh), the launch is left out.
+//    dp4a GEMV quantizes x once per thread block).
 //
 // 2. gemv_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps take
 //    the row's blocks in turn (warp w: groups w, w + kWarps, ... of F::kGroup blocks), so even a
@@ -43,7 +42,6 @@
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
-#include "kernels/cuda/gemv_quant_mma_x.cuh"
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/quantize_int8.cuh"
@@ -53,19 +51,28 @@ namespace {
 
 constexpr int kWarps = 8;  // a thread block's warps, each a k-slice of its weight tiles
 constexpr int kThreads = kWarps * 32;
-constexpr int kTileRows = 16;            // weight rows of one mma tile
-constexpr int kColumns = kInt8XColumns;  // activation rows of one mma column tile
+constexpr int kTileRows = 16;  // weight rows of one mma tile
+constexpr int kColumns = 8;    // activation rows of one mma column tile
 constexpr int kQuantizeThreads = 256;
 constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 
+struct alignas(8) XSums {  // one sub-block of one x row: x ~ d q
+  float d;
+  float dsum;  // d times the sum of q (rounded once), the min terms' factor
+};
+
+static_assert(sizeof(XSums) == 8, "gemv_quant_mma_scratch_bytes counts 8 bytes a pair");
+
 // grid (gemv_quant_mma_padded_rows(n) * in / 8 / kQuantizeThreads rounded up), block
 // kQuantizeThreads; each thread quantizes 8 elements, four threads a sub-block. x (n, in);
-// x_scratch: gemv_quant_mma_x.cuh's layout for (n, in).
+// fragments, sums: the scratch (sums: (padded rows / 8, in / 32, 8) XSums, a column tile's rows
+// side by side).
 template <typename T>
 __global__ void __launch_bounds__(kQuantizeThreads)
-    quantize_x_fragments_kernel(const T* x, int n, int in, void* x_scratch) {
+    quantize_x_fragments_kernel(const T* x, int n, int in, uint2* fragments, XSums* sums) {
   pdl_wait();  // x comes from the previous kernel, which may also have read the scratch
   pdl_launch_dependents();
+  const int sub_blocks = in / 32;
   const int64_t group = int64_t(blockIdx.x) * kQuantizeThreads + threadIdx.x;  // 8 elements
   const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
   if (group >= groups) return;  // whole warps: groups is a multiple of 32 (rows of 8, in / 8 of 4)
@@ -74,11 +81,12 @@ __global__ void __launch_bounds__(kQuantizeThreads)
   const uint4 raw = row < n ? *reinterpret_cast<const uint4*>(x + int64_t(row) * in + col)
                             : make_uint4(0, 0, 0, 0);  // padding rows: zeros
   const Int8Eight q = quantize_eight<T>(raw);
-  const Int8XScratch scratch(x_scratch, n, in);
-  const int sub = col / 32, t = col % 32 / 8;  // elements 8t..8t+7 of the sub-block
-  *reinterpret_cast<uint2*>(scratch.sub_block(row, sub) + 8 * t) =
-      make_uint2(q.words[0], q.words[1]);
-  if (threadIdx.x % 4 == 0) *scratch.sum(row, sub) = Int8XSums{q.d, __fmul_rn(q.d, float(q.sum))};
+  // Elements 8t..8t+7 of the sub-block are lane (row % 8) * 4 + t's fragment (the k order above).
+  const int sub = col / 32, t = col % 32 / 8;
+  const int64_t tile = int64_t(row / kColumns) * sub_blocks + sub;
+  fragments[tile * 32 + (row % kColumns) * 4 + t] = make_uint2(q.words[0], q.words[1]);
+  if (threadIdx.x % 4 == 0)
+    sums[tile * kColumns + row % kColumns] = XSums{q.d, __fmul_rn(q.d, float(q.sum))};
 }
 
 __device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {
@@ -213,8 +221,8 @@ struct XStep {
 // fits 128 registers without spilling, so an SM holds 16 warps' loads in flight.
 template <typename F, typename T, bool kF32Out, int kNTiles, int kMTiles, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
-    gemv_mma_kernel(const uint2* x_fragments, const Int8XSums* x_sums, const uint8_t* w, void* y,
-                    int n, int in, int out, int y_stride) {
+    gemv_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y, int n,
+                    int in, int out, int y_stride) {
   constexpr int kSubs = F::kElems / 32;
   using Step = typename F::Regs[kMTiles][2][F::kGroup];  // [tile][row g, g + 8][block]
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
@@ -351,16 +359,14 @@ constexpr int kFourTilesTwoBlocksMinOut = 4096;
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   void* x_scratch, cudaStream_t stream) {
-  if (x) {  // else the kernel that produced x has written its int8 copy
-    const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
-    launch_kernel(quantize_x_fragments_kernel<T>,
-                  dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
-                  dim3(kQuantizeThreads), 0, stream, x, n, in, x_scratch);
-    ROSE_CUDA_CHECK_LAUNCH();
-  }
-  const Int8XScratch scratch(x_scratch, n, in);
-  const auto* xf = reinterpret_cast<const uint2*>(scratch.fragments);
-  const Int8XSums* sums = scratch.sums;
+  auto* fragments = static_cast<uint2*>(x_scratch);
+  auto* sums = reinterpret_cast<XSums*>(static_cast<char*>(x_scratch) +
+                                        gemv_quant_mma_fragment_bytes(n, in));
+  const int64_t groups = int64_t(gemv_quant_mma_padded_rows(n)) * in / 8;
+  launch_kernel(quantize_x_fragments_kernel<T>,
+                dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
+                dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
+  ROSE_CUDA_CHECK_LAUNCH();
   // Register budgets measured with -Xptxas -v: the one-tile variants of one and two column tiles
   // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255. Four
   // column tiles capped at 128 (two blocks an SM, 36-180 bytes spilled by format) made llama-8b
@@ -370,6 +376,7 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // has more tiles than an H100 or H200 has SMs (out >= kFourTilesTwoBlocksMinOut): every llama-8b
   // projection, llama-1b's gate|up only.
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
+  const uint2* xf = fragments;
   if (kNTiles == 4 && out >= kFourTilesTwoBlocksMinOut) {
     launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
                   dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,

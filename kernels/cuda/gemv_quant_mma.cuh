@@ -19,13 +19,11 @@ namespace rose {
 // kGemvQuantMmaMaxRows, `in` a positive multiple of the block's elements (256 or 32).
 bool gemv_quant_mma_supported(uint32_t ggml_type, int n, int in);
 
-// x: (n, in) in dtype, 16-byte aligned; or null when x_scratch already holds x's int8 copy for
-// these n and in (written by launch_add_norm or launch_silu_and_mul, AddNormArgs::int8_x, the
-// same bits this launch's own quantize kernel writes). w: (out, in) blocks of ggml_type, rows back
-// to back, 16-byte aligned; y: (n, y_stride) in dtype, or fp32 when f32_out (y_stride 0: out).
-// x_scratch: gemv_quant_mma_scratch_bytes(n, in) bytes (gemv_quant_mma_layout.h), 16-byte
-// aligned, written by a first kernel and read by the second. Row r of y does not depend on n or
-// on the other rows (each output is summed in an order fixed by `in`).
+// x: (n, in) in dtype, 16-byte aligned; w: (out, in) blocks of ggml_type, rows back to back,
+// 16-byte aligned; y: (n, y_stride) in dtype, or fp32 when f32_out (y_stride 0: out). x_scratch:
+// gemv_quant_mma_scratch_bytes(n, in) bytes (gemv_quant_mma_layout.h), 16-byte aligned, written
+// by a first kernel and read by the second. Row r of y does not depend on n or on the other rows
+// (each output is summed in an order fixed by `in`).
 void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, void* y, int n,
                            int in, int out, bool f32_out, DType dtype, void* x_scratch,
                            cudaStream_t stream, int y_stride = 0);

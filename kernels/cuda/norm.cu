@@ -14,7 +14,7 @@ namespace {
 // The fused GEMV prologues reproduce this tree (norm_row.cuh).
 constexpr int kThreads = kNormThreads;
 // kPerThread: elements of the row each thread keeps in registers (with_norm_per_thread).
-template <typename T, int kPerThread, bool kInt8X>
+template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
   // memory trip overlaps the previous kernel's end instead of following the row's reduction.
@@ -85,8 +85,8 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
       }
     }
   }
-  finish_add_norm_row<T, kPerThread, kInt8X>(
-      args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden, row, scratch);
+  finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden,
+                         scratch);
 }
 
 }  // namespace
@@ -97,17 +97,11 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
     cuda_fail("hidden size above 8192 is not supported by the norm kernel", "launch_add_norm",
               __FILE__, __LINE__);
   }
-  if (!add_norm_int8_x_valid(args)) {
-    cuda_fail("int8_x needs hidden a multiple of 32 and at most 32 rows", "launch_add_norm",
-              __FILE__, __LINE__);
-  }
   dispatch_dtype(args.dtype, [&](auto tag) {
     using T = typename decltype(tag)::type;
     with_norm_per_thread(args.hidden, [&](auto per_thread) {
-      constexpr int kPerThread = decltype(per_thread)::value;
-      launch_kernel(args.int8_x ? add_norm_kernel<T, kPerThread, true>
-                                : add_norm_kernel<T, kPerThread, false>,
-                    args.num_rows, kThreads, 0, stream, args);
+      launch_kernel(add_norm_kernel<T, decltype(per_thread)::value>, args.num_rows, kThreads, 0,
+                    stream, args);
     });
   });
   ROSE_CUDA_CHECK_LAUNCH();

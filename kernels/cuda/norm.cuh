@@ -4,7 +4,6 @@
 
 #include <cstdint>
 
-#include "kernels/common/gemv_quant_mma_layout.h"
 #include "kernels/common/norm_kind.h"
 #include "kernels/cuda/dtype.cuh"
 
@@ -23,11 +22,6 @@ struct AddNormArgs {
   const int32_t* row_index =
       nullptr;                 // (num_rows,) source row of each output row, nullptr: identity
   bool write_residual = true;  // store residual + delta back (false for the final gather)
-  // The int8 tensor-core GEMV's x scratch (gemv_quant_mma.cuh; gemv_quant_mma_scratch_bytes(
-  // num_rows, hidden) bytes, 16-byte aligned): out's int8 copy is written there too, so the GEMV
-  // that takes out as x need not quantize it (launch_gemv_quant_mma with x null). hidden a
-  // multiple of 32, num_rows <= kGemvQuantMmaMaxRows. nullptr: not written.
-  void* int8_x = nullptr;
   // The embedding, done by the first norm instead of a kernel of its own: with tok_emb set, x =
   // tok_emb[token_ids[src]] (+ pos_emb[positions[src]]) replaces residual[src] + delta.
   const void* tok_emb = nullptr;          // (vocab, hidden)
@@ -41,12 +35,6 @@ struct AddNormArgs {
   NormKind kind = NormKind::kRmsNorm;
   DType dtype = DType::kBF16;
 };
-
-// Whether the norm kernels can write args.int8_x: hidden a multiple of 32 (a warp holds each
-// 32-element sub-block) and at most kGemvQuantMmaMaxRows rows. Always true without it.
-inline bool add_norm_int8_x_valid(const AddNormArgs& args) {
-  return !args.int8_x || (args.hidden % 32 == 0 && args.num_rows <= kGemvQuantMmaMaxRows);
-}
 
 // x = residual[src] + delta[src] + delta_bias (or the embedding of token src, as
 // launch_embedding computes it); residual[src] = x (if write_residual);

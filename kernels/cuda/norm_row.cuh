@@ -7,7 +7,6 @@
 
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_fusion.cuh"
-#include "kernels/cuda/gemv_quant_mma_x.cuh"
 #include "kernels/cuda/norm.cuh"
 
 namespace rose {
@@ -63,16 +62,14 @@ __device__ __forceinline__ void load_norm_params(const AddNormArgs& args, float 
 // The end of add_norm_kernel's row, once the row after its residual add is known: x, this thread's
 // elements of it (0 past hidden). Stores them to res_row (hidden,) fp32 when args.write_residual
 // (after every load of the row: a store among them would hold the later loads back), sums them in
-// order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T, output row `row` of the
-// launch; kInt8X: also that row's int8 copy into args.int8_x (gemv_quant_mma_x.cuh: warp w holds
-// sub-block 8 j + w of round j, one element a lane; hidden a multiple of 32, so whole warps).
-// scratch: shared, 32 floats. Every thread of the block must call it.
-template <typename T, int kPerThread, bool kInt8X = false>
+// order of j, and writes out_row (hidden,) = norm(x) * w (+ b) in T. scratch: shared, 32 floats.
+// Every thread of the block must call it.
+template <typename T, int kPerThread>
 __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
                                                     const float (&x)[kPerThread], float* res_row,
                                                     const float (&w)[kPerThread],
                                                     const float (&b)[kPerThread], T* out_row,
-                                                    int row, float* scratch) {
+                                                    float* scratch) {
   const int hidden = args.hidden;
   float sum = 0.0f;
 #pragma unroll
@@ -92,29 +89,14 @@ __device__ __forceinline__ void finish_add_norm_row(const AddNormArgs& args,
     if (i < hidden) sq = norm_square_step(x[j], mean, sq);
   }
   const float inv = norm_inverse(block_sum(sq, scratch), hidden, args.eps);
-  float out_value[kPerThread] = {};  // kInt8X: the rounded outputs, 0 past hidden
 #pragma unroll
   for (int j = 0; j < kPerThread; ++j) {
     const int i = int(threadIdx.x) + j * kNormThreads;
     if (i < hidden) {
       float y = norm_scaled(x[j], mean, inv, w[j]);
       if (args.bias) y += b[j];
-      const T rounded = from_float<T>(y);
-      out_row[i] = rounded;
-      if constexpr (kInt8X) out_value[j] = to_float(rounded);
+      out_row[i] = from_float<T>(y);
     }
-  }
-  if constexpr (kInt8X) {
-    int sub[kPerThread];
-    bool valid[kPerThread];
-#pragma unroll
-    for (int j = 0; j < kPerThread; ++j) {
-      const int first = j * kNormThreads + int(threadIdx.x) / 32 * 32;  // the warp's first element
-      sub[j] = first / 32;
-      valid[j] = first < hidden;
-    }
-    store_int8_x_warp<kPerThread>(Int8XScratch(args.int8_x, args.num_rows, hidden), row, sub,
-                                  out_value, valid);
   }
 }
 

@@ -5,9 +5,7 @@
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
 // is bit-identical for every n); the fused gate|up SiLU; the direct kernel (every type)
 // against the staged one, bit for bit, on every epilogue; the fused norm input and residual add
-// against the add-norm kernel, bit for bit; the shape checks. The int8 tensor-core GEMV
-// (gemv_quant_mma.cuh) against the same references, and the int8 x the add-norm and SiLU-and-mul
-// kernels write for it against its own quantization, byte for byte.
+// against the add-norm kernel, bit for bit; the shape checks.
 //
 // Two references per output, both from the weights dequantized by rose::dequantize
 // (engine/model/quant.cpp) and sums in double:
@@ -44,7 +42,6 @@
 
 #include "engine/model/quant.h"
 #include "engine/model/safetensors.h"
-#include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/norm.cuh"
@@ -801,102 +798,4 @@ TEST_CASE("quantized GEMV: the fused norm input and residual add give the add-no
   add.residual_add = true;
   CHECK_THROWS(launch_gemv_quant_silu_mul(residual.get(), w.get(), uint32_t(GgmlType::kQ8_0),
                                           residual.get(), 1, 32, 4, DType::kBF16, nullptr, add));
-}
-
-namespace {
-
-// Bytes [0, bytes) of two device buffers are equal.
-bool same_bytes(const gputest::DeviceArray<uint8_t>& a, const gputest::DeviceArray<uint8_t>& b,
-                size_t bytes) {
-  const std::vector<uint8_t> ha = a.download(), hb = b.download();
-  return std::memcmp(ha.data(), hb.data(), bytes) == 0;
-}
-
-// x's int8 copy as a producer kernel wrote it into `produced` (zeroed first, as the backend's
-// scratch is at start) against the int8 GEMV's own quantization of the same x into a poisoned
-// scratch: the same bytes for the n rows and the padding rows alike, and the GEMV reading either
-// gives the same bits.
-void check_int8_x_copy(const gputest::DeviceArray<uint8_t>& produced, const void* x,
-                       const gputest::DeviceArray<uint8_t>& w_dev, GgmlType type, int n, int in,
-                       int out, DType dtype) {
-  gputest::DeviceArray<uint8_t> own(produced.size());
-  gputest::DeviceArray<float> y_own(size_t(n) * out), y_produced(size_t(n) * out);
-  launch_gemv_quant_mma(x, w_dev.get(), uint32_t(type), y_own.get(), n, in, out, true, dtype,
-                        own.get(), nullptr);
-  launch_gemv_quant_mma(nullptr, w_dev.get(), uint32_t(type), y_produced.get(), n, in, out, true,
-                        dtype, produced.get(), nullptr);
-  INFO("the int8 copy: the same bytes as the GEMV's own quantize kernel writes");
-  CHECK(same_bytes(produced, own, size_t(gemv_quant_mma_scratch_bytes(n, in))));
-  const std::vector<float> a = y_own.download(), b = y_produced.download();
-  INFO("the GEMV on the producer's copy: the same bits");
-  CHECK(std::memcmp(a.data(), b.data(), a.size() * 4) == 0);
-}
-
-void check_int8_x_producers(GgmlType type, int in, int out, std::mt19937& rng) {
-  CAPTURE(ggml_type_traits(type).name);
-  CAPTURE(in);
-  constexpr int kRows = kGemvQuantMmaMaxRows;
-  const std::vector<uint8_t> w = random_blocks(type, out, in, rng);
-  gputest::DeviceArray<uint8_t> w_dev(w);
-  const size_t scratch_bytes = size_t(gemv_quant_mma_scratch_bytes(kRows, in));
-  std::uniform_real_distribution<float> dist(-3.0f, 3.0f);
-  std::vector<float> residual(size_t(kRows) * in);
-  for (float& x : residual) x = dist(rng);
-  for (int i = 0; i < 32; ++i) residual[size_t(in) + 32 + i] = 0.0f;  // row 1: an amax = 0 block
-  std::vector<float> norm_w(static_cast<size_t>(in));
-  for (float& x : norm_w) x = 0.5f + float(rng() % 128) / 128.0f;  // exact in bf16 and fp16
-  // Gate | up rows: multiples of 1/64 in [-4, 4], exact in both dtypes.
-  std::vector<float> gate_up(size_t(kRows) * 2 * in);
-  for (float& x : gate_up) x = float(int(rng() % 513) - 256) / 64.0f;
-  std::vector<int32_t> reversed(kRows);  // the final norm's gather: output row r from kRows-1-r
-  for (int r = 0; r < kRows; ++r) reversed[size_t(r)] = kRows - 1 - r;
-  gputest::DeviceArray<int32_t> reversed_dev(reversed);
-  for (DType dtype : {DType::kBF16, DType::kFP16}) {
-    CAPTURE(dtype_name(dtype));
-    gputest::DeviceArray<uint16_t> norm_w_dev(to_bits(norm_w, dtype));
-    gputest::DeviceArray<uint16_t> gate_up_dev(to_bits(gate_up, dtype));
-    for (int n : {1, 5, 8, 13, 32}) {
-      CAPTURE(n);
-      for (bool gather : {false, true}) {
-        CAPTURE(gather);
-        gputest::DeviceArray<float> residual_dev(residual);
-        gputest::DeviceArray<uint16_t> normed(size_t(n) * in);
-        gputest::DeviceArray<uint8_t> produced(scratch_bytes);
-        ROSE_CUDA_CHECK(cudaMemset(produced.get(), 0, scratch_bytes));
-        AddNormArgs norm;
-        norm.residual = residual_dev.get();
-        norm.weight = norm_w_dev.get();
-        norm.out = normed.get();
-        norm.num_rows = n;
-        norm.hidden = in;
-        norm.kind = NormKind::kRmsNorm;
-        norm.dtype = dtype;
-        norm.int8_x = produced.get();
-        if (gather) {
-          norm.row_index = reversed_dev.get() + (kRows - n);  // rows n-1 .. 0
-          norm.write_residual = false;
-        }
-        launch_add_norm(norm, nullptr);
-        check_int8_x_copy(produced, normed.get(), w_dev, type, n, in, out, dtype);
-      }
-      gputest::DeviceArray<uint16_t> act(size_t(n) * in);
-      gputest::DeviceArray<uint8_t> produced(scratch_bytes);
-      ROSE_CUDA_CHECK(cudaMemset(produced.get(), 0, scratch_bytes));
-      launch_silu_and_mul(act.get(), gate_up_dev.get(), n, in, dtype, nullptr, produced.get());
-      INFO("SiLU-and-mul");
-      check_int8_x_copy(produced, act.get(), w_dev, type, n, in, out, dtype);
-    }
-  }
-}
-
-}  // namespace
-
-TEST_CASE("int8 tensor-core GEMV: x's int8 copy from the add-norm and SiLU-and-mul kernels") {
-  std::mt19937 rng(11);
-  // llama-1b's hidden (and its MLP width, as the down projection's x), llama-8b's, and SmolLM2's
-  // 576 (18 sub-blocks: the norm's last round and the SiLU's last block hold two warps' worth).
-  check_int8_x_producers(GgmlType::kQ4_K, 2048, 48, rng);
-  check_int8_x_producers(GgmlType::kQ4_K, 8192, 40, rng);
-  check_int8_x_producers(GgmlType::kQ4_K, 4096, 16, rng);
-  check_int8_x_producers(GgmlType::kQ8_0, 576, 24, rng);
 }

@@ -148,9 +148,6 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES"); env && env[0] == '1') {
     quant_mma_all_types_ = true;
   }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_X_FUSED"); env && env[0] == '0') {
-    int8_x_in_producer_ = false;
-  }
   fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }
@@ -261,12 +258,7 @@ void CudaBackend::allocate_workspaces() {
   mlp_ = arena_.alloc(b.mlp);
   if (b.act > 0) act_ = arena_.alloc(b.act);
   if (b.dequantized > 0) dequantized_ = arena_.alloc(b.dequantized);
-  if (b.quant_mma_x > 0) {
-    quant_mma_x_ = arena_.alloc(b.quant_mma_x);
-    // The producers of an int8 x (int8_x_for) write its n rows only; the GEMV also reads the
-    // padding rows up to a multiple of 8, which reach no output: zeros rather than garbage.
-    ROSE_CUDA_CHECK(cudaMemsetAsync(quant_mma_x_, 0, size_t(b.quant_mma_x), stream_));
-  }
+  if (b.quant_mma_x > 0) quant_mma_x_ = arena_.alloc(b.quant_mma_x);
   if (b.quant_gemm_split > 0) {
     quant_gemm_split_ = arena_.alloc(b.quant_gemm_split);
     ROSE_CUDA_CHECK(cudaMemsetAsync(quant_gemm_split_, 0, size_t(b.quant_gemm_split), stream_));

@@ -152,14 +152,8 @@ class CudaBackend final : public Backend {
   // `fusion` (gemv_fusion.cuh; only where the product runs on a GEMV kernel, fused_norm_rows_): a
   // norm input instead of x (a quantized w, or a dense one on the one-wave kernel), or y the fp32
   // residual stream to add to.
-  // x_int8_ready: the kernel that produced x has also written its int8 copy into quant_mma_x_
-  // (int8_x_for), which the int8 tensor-core GEMV then reads instead of quantizing x.
   void gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out,
-            const GemvFusion& fusion = {}, bool x_int8_ready = false);
-  // Where the kernel producing the x of a product with w at n rows should also write x's int8
-  // copy: quant_mma_x_ when that product takes the int8 tensor-core GEMV (use_quant_mma, no
-  // fusion), int8_x_in_producer_ and one process (no collective), else nullptr.
-  void* int8_x_for(const DeviceMatrix& w, int n) const;
+            const GemvFusion& fusion = {});
   // The norm a GEMV applies to its input instead of `norm`'s add-norm kernel (whose delta the
   // previous GEMV has already added to the residual stream).
   GemvFusion norm_input(const AddNormArgs& norm) const;
@@ -172,9 +166,8 @@ class CudaBackend final : public Backend {
   // The o or down projection of x: into proj_ for the next add-norm, or added to the residual
   // stream in the GEMV when step.fused_norms.
   // next_norm_gathers: the add-norm after it is the final norm, which sums gathered rows only.
-  // x_int8_ready: as for gemm().
   void project_out(const void* x, const DeviceMatrix& w, const StepFields& step,
-                   bool next_norm_gathers = false, bool x_int8_ready = false);
+                   bool next_norm_gathers = false);
   // Whether project_out's GEMV of w at n rows stores its partial into the peers' staging as well
   // (peer_push.cuh): the dense GEMV runs it, and the next add-norm fuses the all-reduce and sums
   // the same rows.
@@ -183,12 +176,11 @@ class CudaBackend final : public Backend {
   void all_reduce_proj(int n);
   // A sub-layer's add-norm (`run_norm` false: ROSEINFER_CUDA_SKIP=norm leaves it out). First
   // completes the all-reduce of proj_ that project_out left pending, in the same kernel where the
-  // collective fuses them (AddNormReducer), else as an all-reduce before the add-norm. Returns
-  // whether the output's int8 copy was written (norm.int8_x set and the norm run).
-  bool add_norm(const AddNormArgs& norm, bool run_norm = true);
+  // collective fuses them (AddNormReducer), else as an all-reduce before the add-norm.
+  void add_norm(const AddNormArgs& norm, bool run_norm = true);
   // The lm_head's logits into logits_ (num_seqs, V): this rank's vocab rows, gathered from every
-  // rank under tensor parallel. x_int8_ready: as for gemm().
-  void lm_head_logits(int num_seqs, bool x_int8_ready = false);
+  // rank under tensor parallel.
+  void lm_head_logits(int num_seqs);
   // Tensor parallel: every rank's shard_logits_ (num_seqs, its vocab rows) into logits_.
   void gather_logits(int num_seqs);
   // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
@@ -315,10 +307,6 @@ class CudaBackend final : public Backend {
   // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM
   // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
   bool quant_mma_all_types_ = false;
-  // The add-norm and SiLU-and-mul kernels write x's int8 copy for the int8 tensor-core GEMV that
-  // follows them (int8_x_for), which then leaves out its own quantize launch;
-  // ROSEINFER_CUDA_QUANT_MMA_X_FUSED=0: the GEMV quantizes every x itself (comparisons).
-  bool int8_x_in_producer_ = true;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {

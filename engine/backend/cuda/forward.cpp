@@ -175,10 +175,9 @@ void CudaBackend::forward(int n, int num_seqs, int max_query_len) {
     final_norm.delta = nullptr;
     final_norm.delta_bias = nullptr;
   }
-  final_norm.int8_x = int8_x_for(weights_.lm_head, num_seqs);
-  const bool normed_int8_ready = add_norm(final_norm);
+  add_norm(final_norm);
   ROSE_ASSERT(unreduced_rows_ == 0);
-  lm_head_logits(num_seqs, normed_int8_ready);
+  lm_head_logits(num_seqs);
   launch_sample(SampleTargets{sample_target_, step.sample_slot, previous_ids_}, logits_,
                 step.sample_params, num_seqs, c.vocab_size, sample_scratch_, stream_);
 }
@@ -196,9 +195,8 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   if (step.fused_norms && norm.delta) {
     gemm(nullptr, w.qkv, qkv_, n, false, norm_input(norm));
   } else {
-    norm.int8_x = int8_x_for(w.qkv, n);
-    const bool normed_int8_ready = add_norm(norm, !skipped(kSkipNorm));
-    gemm(normed_, w.qkv, qkv_, n, false, {}, normed_int8_ready);
+    add_norm(norm, !skipped(kSkipNorm));
+    gemm(normed_, w.qkv, qkv_, n, false);
   }
 
   RopeKvArgs rope = layer.rope_kv;
@@ -253,18 +251,18 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
 // The o or down projection: its output into proj_ for the next add-norm (and the tensor-parallel
 // sum), or added straight to the residual stream when the norms are fused.
 void CudaBackend::project_out(const void* x, const DeviceMatrix& w, const StepFields& step,
-                              bool next_norm_gathers, bool x_int8_ready) {
+                              bool next_norm_gathers) {
   const int n = step.num_tokens;
   if (step.fused_norms) {
     GemvFusion fusion;
     fusion.residual_add = true;
-    gemm(x, w, residual_, n, false, fusion, x_int8_ready);
+    gemm(x, w, residual_, n, false, fusion);
     return;
   }
   GemvFusion fusion;
   const bool push = pushes_partial(w, n, next_norm_gathers);
   if (push) fusion.push = push_target_;
-  gemm(x, w, proj_, n, false, fusion, x_int8_ready);
+  gemm(x, w, proj_, n, false, fusion);
   if (add_norm_reducer_ && !skipped(kSkipCollective)) {
     unreduced_rows_ = n;  // summed by the next add_norm(), fused with it where it can be
     unreduced_pushed_ = push;
@@ -302,25 +300,22 @@ void CudaBackend::mlp_block(const LayerArgs& layer, const LayerWeights& w, const
   const bool gated = c.mlp_kind() == MlpKind::kSiluGated;
   void* hidden_act = gated ? act_ : mlp_;  // (n, I): the down projection's input
   const GemvActivation act = gated ? GemvActivation::kSiluMul : GemvActivation::kGeluTanhBias;
-  bool act_int8_ready = false;  // the SiLU kernel wrote the down projection's int8 x
   if (step.fused_norms) {  // the norm in the up projection (fused_norm_max_rows: fused up here)
     gemv_act(nullptr, w.up, w.up_b, hidden_act, n, act, norm_input(norm));
-  } else if (use_fused_up(w.up, n)) {  // small batch: activation fused
-    add_norm(norm, !skipped(kSkipNorm));
-    gemv_act(normed_, w.up, w.up_b, hidden_act, n, act);
   } else {
-    norm.int8_x = int8_x_for(w.up, n);
-    const bool normed_int8_ready = add_norm(norm, !skipped(kSkipNorm));
-    gemm(normed_, w.up, mlp_, n, false, {}, normed_int8_ready);
-    if (gated) {
-      void* act_int8 = int8_x_for(w.down, n);
-      launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_, act_int8);
-      act_int8_ready = act_int8 != nullptr;
+    add_norm(norm, !skipped(kSkipNorm));
+    if (use_fused_up(w.up, n)) {  // small batch: activation fused
+      gemv_act(normed_, w.up, w.up_b, hidden_act, n, act);
     } else {
-      launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+      gemm(normed_, w.up, mlp_, n, false);
+      if (gated) {
+        launch_silu_and_mul(act_, mlp_, n, I, dtype_, stream_);
+      } else {
+        launch_gelu_tanh_bias(mlp_, w.up_b, n, I, dtype_, stream_);
+      }
     }
   }
-  project_out(hidden_act, w.down, step, last_layer, act_int8_ready);
+  project_out(hidden_act, w.down, step, last_layer);
 }
 
 // The sum is in the activation dtype, as the o and down outputs are (the usual choice of serving
@@ -331,7 +326,7 @@ void CudaBackend::all_reduce_proj(int n) {
   collective_->all_reduce_sum(proj_, int64_t(n) * config_.hidden_size, type, stream_);
 }
 
-bool CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
+void CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   const int pending = std::exchange(unreduced_rows_, 0);
   const bool pushed = std::exchange(unreduced_pushed_, false);
   // The final norm gathers rows (row_index) and writes no residual: only its rows need the sum,
@@ -340,23 +335,20 @@ bool CudaBackend::add_norm(const AddNormArgs& norm, bool run_norm) {
   if (pending > 0 && run_norm && norm.delta == proj_ && rows_covered &&
       add_norm_reducer_->fuses_add_norm(norm)) {
     add_norm_reducer_->all_reduce_add_norm(norm, pushed, stream_);
-    return false;  // int8_x_for asks no int8 copy under tensor parallel
+    return;
   }
   // Pushed words left unread would pass for the next fused call's (they carry its epoch).
   ROSE_ASSERT(!pushed);
   if (pending > 0) all_reduce_proj(pending);
   if (run_norm) launch_add_norm(norm, stream_);
-  return run_norm && norm.int8_x != nullptr;
 }
 
 // Under tensor parallel each rank computes its vocab rows' logits (num_seqs, its rows) into
 // shard_logits_, and gather_logits() puts every rank's in place; every rank then samples the same
 // logits.
-void CudaBackend::lm_head_logits(int num_seqs, bool x_int8_ready) {
-  if (!collective_) {
-    return gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true, {}, x_int8_ready);
-  }
-  gemm(final_normed_, weights_.lm_head, shard_logits_, num_seqs, true, {}, x_int8_ready);
+void CudaBackend::lm_head_logits(int num_seqs) {
+  if (!collective_) return gemm(final_normed_, weights_.lm_head, logits_, num_seqs, true);
+  gemm(final_normed_, weights_.lm_head, shard_logits_, num_seqs, true);
   if (!skipped(kSkipCollective)) gather_logits(num_seqs);
 }
 
@@ -408,20 +400,16 @@ std::vector<GemmShape> CudaBackend::gemm_shapes() const {
 }
 
 void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, bool f32_out,
-                       const GemvFusion& fusion, bool x_int8_ready) {
+                       const GemvFusion& fusion) {
   const bool fused = fusion.norm_residual || fusion.residual_add;
   if (!w.quantized()) return dense_gemm(x, w.data, y, n, int(w.cols), int(w.rows), f32_out, fusion);
   if (use_quant_mma(w, n, fusion)) {  // small batches, Q4_K: int8 tensor cores on the blocks
     if (skipped(kSkipGemv)) return;
     const int64_t out_element = f32_out ? 4 : element_size_;
-    // x to quantize, or null: its int8 copy is in quant_mma_x_ (from the producer, or from the
-    // first range's launch for the ranges after it).
-    const void* mma_x = x_int8_ready ? nullptr : x;
     for (const QuantRange& range : w.ranges) {
-      launch_gemv_quant_mma(mma_x, range.blocks, uint32_t(range.type),
+      launch_gemv_quant_mma(x, range.blocks, uint32_t(range.type),
                             static_cast<char*>(y) + range.row_begin * out_element, n, int(w.cols),
                             int(range.rows), f32_out, dtype_, quant_mma_x_, stream_, int(w.rows));
-      mma_x = nullptr;
     }
     return;
   }
@@ -447,13 +435,6 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     return;
   }
   dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
-}
-
-void* CudaBackend::int8_x_for(const DeviceMatrix& w, int n) const {
-  // Tensor parallel: the fused all-reduce add-norm does not write it.
-  return int8_x_in_producer_ && !collective_ && w.quantized() && use_quant_mma(w, n, GemvFusion{})
-             ? quant_mma_x_
-             : nullptr;
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
