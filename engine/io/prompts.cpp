@@ -165,8 +165,15 @@ double get_arrival_time(element v, std::string_view field) {
 
 std::string get_id(element v, std::string_view field) {
   switch (v.type()) {
-    case element_type::STRING:
-      return std::string(v.get_string().value_unsafe());
+    case element_type::STRING: {
+      // The id names the request's output line (and keys the resume journal): an empty one would
+      // leave the output unmatchable.
+      std::string id(v.get_string().value_unsafe());
+      if (id.empty()) {
+        line_error(fmt::format("field '{}': empty; an id names the request's output line", field));
+      }
+      return id;
+    }
     case element_type::INT64:
       return std::to_string(v.get_int64().value_unsafe());
     case element_type::UINT64:
