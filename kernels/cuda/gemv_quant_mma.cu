@@ -375,8 +375,8 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // (results/2026-11-30-mma-fold, 3_final and 4_two_blocks_in): llama-1b's 2,048-row matrices
   // have 128 tiles, fewer than an H100's or H200's SMs. So they take it from
   // kFourTilesTwoBlocksMinOut rows (256 tiles): every llama-8b projection, llama-1b's gate|up
-  // only; measured against one block an SM there, llama-8b 4.6-7.0% and llama-1b 0.8-2.4% faster
-  // at 17-32 rows (results/2026-11-30-quant-x-fusion/1_two_blocks_out).
+  // only; measured against one block an SM there at 17, 20, 24, 28 and 32 rows, llama-8b 4.6-7.0%
+  // and llama-1b 0.8-2.4% faster (results/2026-11-30-quant-x-fusion/1_two_blocks_out).
   constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
   const uint2* xf = fragments;
   if (kNTiles == 4 && out >= kFourTilesTwoBlocksMinOut) {
