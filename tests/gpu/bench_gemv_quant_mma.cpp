@@ -1,0 +1,212 @@
+// Timing driver for the int8 tensor-core GEMV (kernels/cuda/gemv_quant_mma.cu) at the Q4_K
+// projection shapes of llama-1b and llama-8b, n = 8, 16, 24 and 32 rows: microseconds per call
+// (the x quantization launch included, as a decode step runs it), GB/s of the Q4_K weight bytes,
+// and cuBLAS's bf16 product of the same shape beside it (`vs_bf16` = cuBLAS time / quantized
+// time). Calls are captured into a CUDA graph and replayed, as a decode step runs them; each
+// measurement cycles through enough copies of the weights (>= 256 MiB) that they come from HBM,
+// not L2. gate|up is one product over its 2 x intermediate rows. Built as gpu_bench_gemv_quant_mma,
+// not run by ctest; run with --no-skip.
+//   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (all when unset)
+//   ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <doctest/doctest.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <memory>
+#include <random>
+#include <string>
+#include <vector>
+
+#include "engine/model/quant.h"
+#include "kernels/cuda/check.cuh"
+#include "kernels/cuda/gemv_quant_mma.cuh"
+#include "tests/gpu/gpu_test_util.h"
+
+using namespace rose;
+
+namespace {
+
+constexpr size_t kColdBytes = size_t(256) << 20;
+constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
+constexpr int kRowCounts[] = {8, 16, 24, 32};
+constexpr GgmlType kType = GgmlType::kQ4_K;
+
+struct Product {
+  const char* name;
+  int in, out;
+  bool f32_out;  // the lm_head's logits
+};
+
+struct Model {
+  const char* name;
+  std::vector<Product> products;
+};
+
+// The presets' shapes (engine/model/presets.cpp).
+const Model kModels[] = {
+    {"llama-1b",
+     {{"qkv", 2048, 3072, false},
+      {"o", 2048, 2048, false},
+      {"gate|up", 2048, 16384, false},
+      {"down", 8192, 2048, false},
+      {"lm_head", 2048, 128256, true}}},
+    {"llama-8b",
+     {{"qkv", 4096, 6144, false},
+      {"o", 4096, 4096, false},
+      {"gate|up", 4096, 28672, false},
+      {"down", 14336, 4096, false},
+      {"lm_head", 4096, 128256, true}}},
+};
+
+int iterations() {
+  const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
+  return env ? std::max(10, std::atoi(env)) : 200;
+}
+
+// Random Q4_K blocks with their fp16 d and dmin set to 2^-7 (the speed does not depend on the
+// values; NaN or Inf scales are not what real weights hold).
+std::vector<uint8_t> q4k_bytes(const Product& p, std::mt19937& rng) {
+  const GgmlTypeTraits& traits = ggml_type_traits(kType);
+  std::vector<uint8_t> bytes(
+      size_t(int64_t(p.out) * p.in / traits.block_elems * traits.block_bytes));
+  for (uint8_t& b : bytes) b = uint8_t(rng());
+  for (size_t i = 0; i < bytes.size(); i += size_t(traits.block_bytes)) {
+    bytes[i] = 0x00;
+    bytes[i + 1] = 0x20;
+    bytes[i + 2] = 0x00;
+    bytes[i + 3] = 0x20;
+  }
+  return bytes;
+}
+
+// Mean time per call in microseconds of `iters` calls of launch(i) captured into one graph on
+// `stream`, timed on its second replay.
+template <typename Launch>
+double graph_us(cudaStream_t stream, int iters, Launch launch) {
+  cudaGraph_t graph = nullptr;
+  ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
+  for (int i = 0; i < iters; ++i) launch(i);
+  ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
+  cudaGraphExec_t exec = nullptr;
+  ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
+  ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
+  cudaEvent_t begin, end;
+  ROSE_CUDA_CHECK(cudaEventCreate(&begin));
+  ROSE_CUDA_CHECK(cudaEventCreate(&end));
+  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
+  ROSE_CUDA_CHECK(cudaEventRecord(begin, stream));
+  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
+  ROSE_CUDA_CHECK(cudaEventRecord(end, stream));
+  ROSE_CUDA_CHECK(cudaEventSynchronize(end));
+  float ms = 0.0f;
+  ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
+  ROSE_CUDA_CHECK(cudaEventDestroy(begin));
+  ROSE_CUDA_CHECK(cudaEventDestroy(end));
+  ROSE_CUDA_CHECK(cudaGraphExecDestroy(exec));
+  return 1000.0 * ms / iters;
+}
+
+// y (n, out) = x (n, in) W^T on cuBLAS in bf16, as CudaBackend::dense_gemm calls it.
+void cublas_product(cublasHandle_t handle, const void* x, const void* w, void* y, int n, int in,
+                    int out, bool f32_out) {
+  const float alpha = 1.0f, beta = 0.0f;
+  ROSE_CUBLAS_CHECK(cublasGemmEx(
+      handle, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
+      &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// Mean us per cuBLAS bf16 call of p at each row count (0 where not selected).
+std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t handle,
+                                cudaStream_t stream, const void* x, void* y, std::mt19937& rng) {
+  const size_t bytes = size_t(p.in) * size_t(p.out) * 2;
+  const int copies = int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes));
+  std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
+  {
+    const gputest::Bf16Data host =
+        gputest::random_bf16(size_t(p.in) * size_t(p.out), rng, -0.05f, 0.05f);
+    for (int c = 0; c < copies; ++c)
+      w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
+  }
+  std::vector<double> us;
+  for (int n : kRowCounts) {
+    if (!gputest::env_selects("ROSEINFER_BENCH_ROWS", std::to_string(n))) {
+      us.push_back(0.0);
+      continue;
+    }
+    us.push_back(graph_us(stream, iters, [&](int i) {
+      cublas_product(handle, x, w[size_t(i % copies)]->get(), y, n, p.in, p.out, p.f32_out);
+    }));
+  }
+  return us;
+}
+
+void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStream_t stream,
+                 std::mt19937& rng) {
+  constexpr int kMaxRows = kGemvQuantMmaMaxRows;
+  std::printf("\n%s (Q4_K)\n%-8s %2s %10s %10s %10s %10s %8s\n", model.name, "product", "n",
+              "q4k_us", "q4k_GB/s", "bf16_us", "bf16_GB/s", "vs_bf16");
+  constexpr size_t kRows = sizeof(kRowCounts) / sizeof(kRowCounts[0]);
+  double layer_q4k[kRows] = {}, layer_bf16[kRows] = {};
+  for (const Product& p : model.products) {
+    const gputest::Bf16Data x = gputest::random_bf16(size_t(kMaxRows) * size_t(p.in), rng);
+    gputest::DeviceArray<uint16_t> x_dev(x.bits);
+    gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * size_t(p.out));  // fp32 fits either
+    gputest::DeviceArray<uint8_t> scratch(size_t(gemv_quant_mma_scratch_bytes(kMaxRows, p.in)));
+    const std::vector<double> bf16 =
+        time_cublas(p, iters, handle, stream, x_dev.get(), y_dev.get(), rng);
+    const std::vector<uint8_t> bytes = q4k_bytes(p, rng);
+    const int copies = int(std::max<size_t>(2, (kColdBytes + bytes.size() - 1) / bytes.size()));
+    std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
+    for (int c = 0; c < copies; ++c)
+      w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
+    for (size_t r = 0; r < kRows; ++r) {
+      const int n = kRowCounts[r];
+      if (bf16[r] <= 0.0) continue;  // not selected
+      const double us = graph_us(stream, iters, [&](int i) {
+        launch_gemv_quant_mma(x_dev.get(), w[size_t(i % copies)]->get(), uint32_t(kType),
+                              y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16, scratch.get(),
+                              stream);
+      });
+      const double bf16_bytes = double(p.in) * double(p.out) * 2.0;
+      std::printf("%-8s %2d %10.2f %10.0f %10.2f %10.0f %7.2fx\n", p.name, n, us,
+                  double(bytes.size()) / us / 1e3, bf16[r], bf16_bytes / bf16[r] / 1e3,
+                  bf16[r] / us);
+      if (!p.f32_out) {
+        layer_q4k[r] += us;
+        layer_bf16[r] += bf16[r];
+      }
+    }
+  }
+  std::printf("%s: one layer's four products (qkv, o, gate|up, down), us:\n", model.name);
+  for (size_t r = 0; r < kRows; ++r) {
+    if (layer_q4k[r] <= 0.0) continue;
+    std::printf("  n %2d: q4k %8.2f  bf16 %8.2f  (%.2fx)\n", kRowCounts[r], layer_q4k[r],
+                layer_bf16[r], layer_bf16[r] / layer_q4k[r]);
+  }
+}
+
+}  // namespace
+
+TEST_CASE("bench: int8 tensor-core Q4_K GEMV vs cuBLAS bf16 at n = 8-32, graphs" *
+          doctest::skip(true)) {
+  const int iters = iterations();
+  cudaStream_t stream = nullptr;
+  ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
+  cublasHandle_t handle = nullptr;
+  ROSE_CUBLAS_CHECK(cublasCreate(&handle));
+  ROSE_CUBLAS_CHECK(cublasSetStream(handle, stream));
+  // A fixed workspace keeps cuBLAS from allocating during graph capture (as CudaBackend does).
+  gputest::DeviceArray<uint8_t> workspace(kCublasWorkspaceBytes);
+  ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.get(), kCublasWorkspaceBytes));
+  std::mt19937 rng(1);
+  for (const Model& model : kModels) {
+    if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
+      bench_model(model, iters, handle, stream, rng);
+  }
+  ROSE_CUBLAS_CHECK(cublasDestroy(handle));
+  ROSE_CUDA_CHECK(cudaStreamDestroy(stream));
+  CHECK(iters > 0);
+}
