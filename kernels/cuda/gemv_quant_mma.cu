@@ -9,7 +9,7 @@
 //    Every thread block of the product then reads x from L2 instead of quantizing it again (the
 //    dp4a GEMV quantizes x once per thread block).
 //
-// 2. gemv_mma_kernel: a thread block owns kMTiles tiles of 16 weight rows; its kWarps warps take
+// 2. gemv_mma_kernel: a thread block owns one tile of 16 weight rows; its kWarps warps take
 //    the row's blocks in turn (warp w: groups w, w + kWarps, ... of F::kGroup blocks), so even a
 //    2048-row matrix spreads over every SM. The formats (below) say how a block type's quants
 //    and scales are read. Described for Q4_K: per block and sub-block s a warp runs one
@@ -214,37 +214,33 @@ struct XStep {
   float4 sums[kNTiles];  // (d, dsum) of column 2t, then of 2t + 1
 };
 
-// grid (ceil(out / (16 kMTiles)),), block kThreads. x_fragments / x_sums: the scratch (above);
+// grid (ceil(out / 16),), block kThreads. x_fragments / x_sums: the scratch (above);
 // w (out, in) blocks of F, rows back to back; y (n, y_stride) in T, or fp32 when kF32Out.
 // kNTiles: column tiles (n <= 8 kNTiles). Warp w takes the row's groups of F::kGroup blocks w,
 // w + kWarps, ..., loading the next group while it computes one. kMinBlocks: 2 where the variant
 // fits 128 registers without spilling, so an SM holds 16 warps' loads in flight.
-template <typename F, typename T, bool kF32Out, int kNTiles, int kMTiles, int kMinBlocks>
+template <typename F, typename T, bool kF32Out, int kNTiles, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     gemv_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y, int n,
                     int in, int out, int y_stride) {
   constexpr int kSubs = F::kElems / 32;
-  using Step = typename F::Regs[kMTiles][2][F::kGroup];  // [tile][row g, g + 8][block]
+  using Step = typename F::Regs[2][F::kGroup];  // [row g, g + 8][block]
   const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
   const int g = lane / 4, t = lane % 4;
   const int blocks_per_row = in / F::kElems, sub_blocks = in / 32;
   const int groups = (blocks_per_row + F::kGroup - 1) / F::kGroup;
   const int64_t row_bytes = int64_t(blocks_per_row) * F::kBytes;
-  const int first_row = int(blockIdx.x) * kTileRows * kMTiles;
+  const int first_row = int(blockIdx.x) * kTileRows;
   const auto load = [&](int group, Step& regs) {
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int r = 0; r < 2; ++r) {
+      // Rows past `out` read the last row (never stored).
+      const int row = min(out - 1, first_row + g + 8 * r);
+      const uint8_t* row_w = w + int64_t(row) * row_bytes;
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-        // Rows past `out` read the last row (never stored).
-        const int row = min(out - 1, first_row + mt * kTileRows + g + 8 * r);
-        const uint8_t* row_w = w + int64_t(row) * row_bytes;
-#pragma unroll
-        for (int b = 0; b < F::kGroup; ++b) {
-          const int block = group * F::kGroup + b;
-          if (block < blocks_per_row)
-            regs[mt][r][b] = F::load(row_w + int64_t(block) * F::kBytes, t);
-        }
+      for (int b = 0; b < F::kGroup; ++b) {
+        const int block = group * F::kGroup + b;
+        if (block < blocks_per_row) regs[r][b] = F::load(row_w + int64_t(block) * F::kBytes, t);
       }
     }
   };
@@ -272,7 +268,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   XStep<kNTiles> x_now;
   if (warp < groups) load_x(warp * F::kGroup * kSubs, x_now);
 
-  float acc[kMTiles][kNTiles][4] = {};
+  float acc[kNTiles][4] = {};
   for (int group = warp; group < groups; group += kWarps) {
     Step next;
     if (group + kWarps < groups) load(group + kWarps, next);
@@ -286,59 +282,49 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         XStep<kNTiles> x_next;
         const int following = next_sub(sub, group);
         if (following >= 0) load_x(following, x_next);
+        const uint2 low = F::words(current[0][b], s, t), high = F::words(current[1][b], s, t);
+        const uint32_t a[4] = {low.x, high.x, low.y, high.y};
+        const RowFactors row_factors[2] = {F::factors(current[0][b], s),
+                                           F::factors(current[1][b], s)};
 #pragma unroll
-        for (int mt = 0; mt < kMTiles; ++mt) {
-          const uint2 low = F::words(current[mt][0][b], s, t),
-                      high = F::words(current[mt][1][b], s, t);
-          const uint32_t a[4] = {low.x, high.x, low.y, high.y};
-          const RowFactors row_factors[2] = {F::factors(current[mt][0][b], s),
-                                             F::factors(current[mt][1][b], s)};
+        for (int nt = 0; nt < kNTiles; ++nt) {
+          int dot[4];
+          mma_s8(a, x_now.frag[nt], dot);
+          const float4 xs = x_now.sums[nt];
 #pragma unroll
-          for (int nt = 0; nt < kNTiles; ++nt) {
-            int dot[4];
-            mma_s8(a, x_now.frag[nt], dot);
-            const float4 xs = x_now.sums[nt];
-#pragma unroll
-            for (int e = 0; e < 4; ++e) {
-              const RowFactors f = row_factors[e / 2];
-              const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
-              float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[mt][nt][e]);
-              if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
-              acc[mt][nt][e] = v;
-            }
+          for (int e = 0; e < 4; ++e) {
+            const RowFactors f = row_factors[e / 2];
+            const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
+            float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[nt][e]);
+            if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
+            acc[nt][e] = v;
           }
         }
         x_now = x_next;
       }
     }
 #pragma unroll
-    for (int mt = 0; mt < kMTiles; ++mt) {
+    for (int r = 0; r < 2; ++r) {
 #pragma unroll
-      for (int r = 0; r < 2; ++r) {
-#pragma unroll
-        for (int b = 0; b < F::kGroup; ++b) current[mt][r][b] = next[mt][r][b];
-      }
+      for (int b = 0; b < F::kGroup; ++b) current[r][b] = next[r][b];
     }
   }
 
   // The warps' partial sums, added in warp order.
-  constexpr int kValues = kMTiles * kNTiles * 4;  // per lane
+  constexpr int kValues = kNTiles * 4;  // per lane
   __shared__ float partial[kWarps][kValues][32];
 #pragma unroll
-  for (int mt = 0; mt < kMTiles; ++mt) {
+  for (int nt = 0; nt < kNTiles; ++nt) {
 #pragma unroll
-    for (int nt = 0; nt < kNTiles; ++nt) {
-#pragma unroll
-      for (int e = 0; e < 4; ++e) partial[warp][(mt * kNTiles + nt) * 4 + e][lane] = acc[mt][nt][e];
-    }
+    for (int e = 0; e < 4; ++e) partial[warp][nt * 4 + e][lane] = acc[nt][e];
   }
   __syncthreads();
   for (int v = int(threadIdx.x); v < kValues * 32; v += kThreads) {
     const int value = v / 32, owner = v % 32;  // owner: the lane that held it
     float total = partial[0][value][owner];
     for (int w2 = 1; w2 < kWarps; ++w2) total = __fadd_rn(total, partial[w2][value][owner]);
-    const int mt = value / (kNTiles * 4), nt = value / 4 % kNTiles, e = value % 4;
-    const int row = first_row + mt * kTileRows + owner / 4 + 8 * (e / 2);
+    const int nt = value / 4, e = value % 4;
+    const int row = first_row + owner / 4 + 8 * (e / 2);
     const int column = nt * kColumns + 2 * (owner % 4) + e % 2;
     if (row >= out || column >= n) continue;
     const int64_t at = int64_t(column) * y_stride + row;
@@ -350,11 +336,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
   }
 }
 
-// Two weight tiles a thread block where the matrix is tall enough to keep every SM busy with them
-// (gate|up, lm_head): x's fragments are then read once per 32 rows instead of 16.
-constexpr int kTwoTilesMinOut = 8192;
-// Four column tiles (17-32 rows) at two blocks an SM from this many rows of W (256 tiles).
-constexpr int kFourTilesTwoBlocksMinOut = 4096;
+// Four column tiles (25-32 rows) at two blocks an SM from this many rows of W (192 tiles of 16
+// rows, more than the H100's or H200's 132 SMs); one to three at any size.
+constexpr int kFourTilesTwoBlocksMinOut = 3072;
 
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -367,30 +351,23 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
                 dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
                 dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
   ROSE_CUDA_CHECK_LAUNCH();
-  // Register budgets measured with -Xptxas -v: the one-tile variants of one and two column tiles
-  // fit 128 for every format without spilling (two blocks an SM); the rest take up to 255. Four
-  // column tiles capped at 128 (two blocks an SM, 36-180 bytes spilled by format) made llama-8b
-  // Q4_K 5-7% faster at 24 and 32 rows and llama-1b 2.5-4% slower, and 5-7% slower when only its
-  // down projection (in 8192; 128 tiles, no more blocks than SMs) took it
-  // (results/2026-11-30-mma-fold, 3_final and 4_two_blocks_in): llama-1b's 2,048-row matrices
-  // have 128 tiles, fewer than an H100's or H200's SMs. So they take it from
-  // kFourTilesTwoBlocksMinOut rows (256 tiles): every llama-8b projection, llama-1b's gate|up
-  // only; measured against one block an SM there at 17, 20, 24, 28 and 32 rows, llama-8b 4.6-7.0%
-  // and llama-1b 0.8-2.4% faster (results/2026-11-30-quant-x-fusion/1_two_blocks_out).
-  constexpr int kOneTileMin = kNTiles <= 2 ? 2 : 1;
+  // Two blocks an SM cap a thread at 128 registers. The variants of one to three column tiles fit
+  // that without spilling for every format (-Xptxas -v); four take up to 168 and spill 24-180
+  // bytes at 128. Measured on Q4_K (H200): four column tiles capped at 128 made
+  // llama-8b 5-7% faster at 24 and 32 rows (24 rows then ran four) and llama-1b's 2,048-row
+  // matrices slower (128 tiles: no more blocks than SMs, so the cap only adds spills;
+  // results/2026-11-30-mma-fold), and llama-1b's qkv (3,072 rows) faster, 9.67 -> 7.88 us at 24
+  // rows (results/2026-11-30-mma-mlp). One and two column tiles at two blocks an SM beat two weight
+  // tiles a block (the previous layout of gate|up and lm_head: x read once per 32 rows, one block
+  // an SM) on every shape measured: llama-8b gate|up 44.4 -> 40.3 us at 8 rows, lm_head 176 ->
+  // 153 (same results).
   const uint2* xf = fragments;
-  if (kNTiles == 4 && out >= kFourTilesTwoBlocksMinOut) {
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, 2>,
-                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+  const dim3 grid(unsigned((out + kTileRows - 1) / kTileRows));
+  if (kNTiles <= 3 || out >= kFourTilesTwoBlocksMinOut) {
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2>, grid, dim3(kThreads), 0, stream, xf,
                   sums, w, y, n, in, out, y_stride);
-  } else if (out >= kTwoTilesMinOut) {
-    constexpr int kRowsPerBlock = 2 * kTileRows;
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, 1>,
-                  dim3(unsigned((out + kRowsPerBlock - 1) / kRowsPerBlock)), dim3(kThreads), 0,
-                  stream, xf, sums, w, y, n, in, out, y_stride);
-  } else {
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, kOneTileMin>,
-                  dim3(unsigned((out + kTileRows - 1) / kTileRows)), dim3(kThreads), 0, stream, xf,
+  } else if constexpr (kNTiles == 4) {
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1>, grid, dim3(kThreads), 0, stream, xf,
                   sums, w, y, n, in, out, y_stride);
   }
   ROSE_CUDA_CHECK_LAUNCH();
@@ -402,9 +379,12 @@ void launch_rows(const void* x, const uint8_t* w, void* y, int n, int in, int ou
   const T* xt = static_cast<const T*>(x);
   if (n <= 8)
     return launch_tiles<F, T, kF32Out, 1>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
-  if (n <= 16) {
+  if (n <= 16)
     return launch_tiles<F, T, kF32Out, 2>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
-  }
+  // 17-24 rows: three column tiles, not four with the fourth all padding (a quarter of the mma
+  // and of the fp32 fold).
+  if (n <= 24)
+    return launch_tiles<F, T, kF32Out, 3>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
   launch_tiles<F, T, kF32Out, 4>(xt, w, y, n, in, out, y_stride, x_scratch, stream);
 }
 
