@@ -21,8 +21,7 @@
 //    with scale = d sc_s and min = -dmin m_s the weight row's factors for sub-block s (exact
 //    products: an fp16 times a 6-bit integer), computed once per row and sub-block and shared by
 //    every column tile, and (dx, dx sum) x's. Four instructions an output and sub-block besides
-//    the mma (a product, a conversion -- an fadd, see kMagic --, two fmas; about eight before
-//    1a9fbfa, which made 24 and 32
+//    the mma (a product, a conversion, two fmas; about eight before 1a9fbfa, which made 24 and 32
 //    rows 9-10% faster and 5-16 rows on llama-1b 2-3% slower, results/2026-11-30-mma-fold):
 //    counted, the fold rather than the mma is most of the instructions from 16 rows on (not
 //    profiled). The warps' accumulators are added in warp
@@ -90,22 +89,12 @@ __global__ void __launch_bounds__(kQuantizeThreads)
     sums[tile * kColumns + row % kColumns] = XSums{q.d, __fmul_rn(q.d, float(q.sum))};
 }
 
-// The fp32 bits of 1.5 * 2^23. For |i| < 2^22 the integer kMagicBits + i is the bit pattern of the
-// float 1.5 * 2^23 + i (i lands in the low mantissa bits), so subtracting kMagic gives float(i)
-// exactly. A sub-block's dot product is at most 32 * 128 * 127 < 2^19 in magnitude (s8 times s8),
-// so the mma, started from kMagicBits instead of 0, returns float(dot)'s bits plus kMagic: one
-// FADD instead of an int-to-float conversion, which runs on a quarter-rate pipe (an output and
-// sub-block's fold is otherwise three full-rate instructions).
-constexpr int kMagicBits = 0x4B400000;
-constexpr float kMagic = 12582912.0f;
-
-// c = kMagicBits + a b (the s32 dot products of the m16n8k32 fragments).
-__device__ __forceinline__ void mma_s8_magic(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {
+__device__ __forceinline__ void mma_s8(const uint32_t (&a)[4], const uint2& b, int (&c)[4]) {
   asm volatile(
       "mma.sync.aligned.m16n8k32.row.col.s32.s8.s8.s32 {%0, %1, %2, %3}, {%4, %5, %6, %7}, "
       "{%8, %9}, {%10, %10, %10, %10};\n"
       : "=r"(c[0]), "=r"(c[1]), "=r"(c[2]), "=r"(c[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(kMagicBits));
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b.x), "r"(b.y), "r"(0));
 }
 
 // A weight row's factors for one sub-block: the sub-block adds scale dx dot + min dx sum to each
@@ -299,15 +288,14 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
                                            F::factors(current[1][b], s)};
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
-          int dot[4];  // kMagicBits + the dot products
-          mma_s8_magic(a, x_now.frag[nt], dot);
+          int dot[4];
+          mma_s8(a, x_now.frag[nt], dot);
           const float4 xs = x_now.sums[nt];
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const RowFactors f = row_factors[e / 2];
             const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
-            const float exact_dot = __fsub_rn(__int_as_float(dot[e]), kMagic);
-            float v = __fmaf_rn(__fmul_rn(f.scale, dx), exact_dot, acc[nt][e]);
+            float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[nt][e]);
             if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
             acc[nt][e] = v;
           }
