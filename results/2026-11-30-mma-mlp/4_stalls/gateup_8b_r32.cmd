@@ -1,0 +1,1 @@
+env ROSEINFER_BENCH_MODELS=llama-8b ROSEINFER_BENCH_ROWS=32 ncu --clock-control none --set full --import-source no --kernel-name regex:gemv_mma_kernel --launch-skip 800 --launch-count 1 -o /root/out/gateup_8b_r32 /work/main/bundle/gpu_bench_gemv_quant_mma --no-skip
