@@ -23,13 +23,14 @@
 #include "engine/model/quant.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/dequant.cuh"
+#include "tests/gpu/bench_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
+using benchutil::cold_copies;
 
 namespace {
 
-constexpr size_t kColdBytes = size_t(256) << 20;
 constexpr int kLaunchesPerRun = 10;
 constexpr int kLayers = 16;  // llama-1b
 
@@ -95,8 +96,6 @@ double median_us(int copies, int runs, Launch launch) {
   return us[us.size() / 2];
 }
 
-int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
-
 }  // namespace
 
 TEST_CASE("bench: GGUF block decode to bf16, generic vs staged, llama-1b shapes" *
@@ -112,7 +111,7 @@ TEST_CASE("bench: GGUF block decode to bf16, generic vs staged, llama-1b shapes"
     for (size_t t = 0; t < 5; ++t) {
       const GgmlType type = kTypes[t];
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
-      const int copies = copies_for(bytes.size());
+      const int copies = cold_copies(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> src;
       for (int c = 0; c < copies; ++c)
         src.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
@@ -190,11 +189,11 @@ TEST_CASE("bench: Q4_K decode + cuBLAS at large batches, whole matrix vs L2-size
     for (const Shape& shape : kShapes) {
       const int64_t elements = int64_t(shape.out) * shape.in;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
-      const int copies = copies_for(bytes.size());
+      const int copies = cold_copies(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> src;
       for (int c = 0; c < copies; ++c)
         src.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
-      const int dense_copies = copies_for(size_t(elements) * 2);
+      const int dense_copies = cold_copies(size_t(elements) * 2);
       std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> dense;
       for (int c = 0; c < dense_copies; ++c)
         dense.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(size_t(elements)));

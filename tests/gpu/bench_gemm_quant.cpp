@@ -37,13 +37,14 @@
 #include "engine/model/quant.h"
 #include "kernels/cuda/dequant.cuh"
 #include "kernels/cuda/gemm_quant.cuh"
+#include "tests/gpu/bench_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
+using benchutil::cold_copies;
 
 namespace {
 
-constexpr size_t kColdBytes = size_t(256) << 20;
 constexpr GgmlType kTypes[] = {GgmlType::kQ4_K, GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ6_K,
                                GgmlType::kQ4_1};
 constexpr size_t kNumTypes = sizeof(kTypes) / sizeof(kTypes[0]);
@@ -115,8 +116,6 @@ struct Copies {
   const uint8_t* get(int c) const { return arrays[size_t(c) % arrays.size()]->get(); }
 };
 
-int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
-
 // Mean microseconds per call of launch(i) (i cycles the weight copies), over as many calls as fit
 // in about target_ms after a warm-up (at least 3).
 template <typename Launch>
@@ -183,7 +182,7 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
           gputest::random_bf16(size_t(shape.in) * size_t(shape.out), rng, -0.05f, 0.05f);
       std::vector<uint8_t> raw(bytes);
       std::memcpy(raw.data(), host.bits.data(), bytes);
-      const Copies w(raw, copies_for(bytes));
+      const Copies w(raw, cold_copies(bytes));
       for (size_t i = 0; i < row_counts.size(); ++i) {
         const int n = row_counts[i];
         cublas_us[i] = time_us([&](int c) {
@@ -198,7 +197,7 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
       const GgmlType type = kTypes[t];
       if (types.find(ggml_type_traits(type).name) == std::string::npos) continue;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
-      const Copies w(bytes, copies_for(bytes.size()));
+      const Copies w(bytes, cold_copies(bytes.size()));
       for (size_t i = 0; i < row_counts.size(); ++i) {
         const int n = row_counts[i];
         const auto fused = [&](int c) {

@@ -23,13 +23,14 @@
 #include "engine/model/quant.h"
 #include "kernels/cuda/gemv.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
+#include "tests/gpu/bench_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
+using benchutil::cold_copies;
 
 namespace {
 
-constexpr size_t kColdBytes = size_t(256) << 20;
 constexpr int kRowCounts[] = {1, 4, 8};
 constexpr GgmlType kTypes[] = {GgmlType::kQ8_0, GgmlType::kQ4_0, GgmlType::kQ4_1, GgmlType::kQ4_K,
                                GgmlType::kQ6_K};
@@ -112,8 +113,6 @@ double time_us(int copies, int iters, Launch launch) {
   return 1000.0 * ms / iters;
 }
 
-int copies_for(size_t bytes) { return int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes)); }
-
 void bench_model(const Model& model, int iters, std::mt19937& rng) {
   constexpr int kMaxN = kRowCounts[kNumRowCounts - 1];
   std::printf("\n%s\n%-8s %-6s %2s %10s %10s %10s %10s %8s\n", model.name, "shape", "type", "n",
@@ -128,7 +127,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
     const size_t bf16_bytes = size_t(shape.in) * size_t(shape.out) * 2;
     double bf16_us[kNumRowCounts] = {};
     {
-      const int copies = copies_for(bf16_bytes);
+      const int copies = cold_copies(bf16_bytes);
       std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
       {
         const gputest::Bf16Data host =
@@ -152,7 +151,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
       const GgmlType type = kTypes[t];
       if (!gputest::env_selects("ROSEINFER_BENCH_TYPES", ggml_type_traits(type).name)) continue;
       const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
-      const int copies = copies_for(bytes.size());
+      const int copies = cold_copies(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
       for (int c = 0; c < copies; ++c)
         w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));

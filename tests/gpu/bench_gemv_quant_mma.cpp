@@ -23,13 +23,15 @@
 #include "engine/model/quant.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
+#include "tests/gpu/bench_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
+using benchutil::cold_copies;
+using benchutil::graph_us;
 
 namespace {
 
-constexpr size_t kColdBytes = size_t(256) << 20;
 constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 constexpr int kRowCounts[] = {8, 16, 24, 32};
 constexpr GgmlType kType = GgmlType::kQ4_K;
@@ -82,47 +84,11 @@ std::vector<uint8_t> q4k_bytes(const Product& p, std::mt19937& rng) {
   return bytes;
 }
 
-// Mean time per call in microseconds of `iters` calls of launch(i) captured into one graph on
-// `stream`, timed on its second replay.
-template <typename Launch>
-double graph_us(cudaStream_t stream, int iters, Launch launch) {
-  cudaGraph_t graph = nullptr;
-  ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < iters; ++i) launch(i);
-  ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
-  cudaEvent_t begin, end;
-  ROSE_CUDA_CHECK(cudaEventCreate(&begin));
-  ROSE_CUDA_CHECK(cudaEventCreate(&end));
-  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
-  ROSE_CUDA_CHECK(cudaEventRecord(begin, stream));
-  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  ROSE_CUDA_CHECK(cudaEventRecord(end, stream));
-  ROSE_CUDA_CHECK(cudaEventSynchronize(end));
-  float ms = 0.0f;
-  ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-  ROSE_CUDA_CHECK(cudaEventDestroy(begin));
-  ROSE_CUDA_CHECK(cudaEventDestroy(end));
-  ROSE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  return 1000.0 * ms / iters;
-}
-
-// y (n, out) = x (n, in) W^T on cuBLAS in bf16, as CudaBackend::dense_gemm calls it.
-void cublas_product(cublasHandle_t handle, const void* x, const void* w, void* y, int n, int in,
-                    int out, bool f32_out) {
-  const float alpha = 1.0f, beta = 0.0f;
-  ROSE_CUBLAS_CHECK(cublasGemmEx(
-      handle, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
-      &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
 // Mean us per cuBLAS bf16 call of p at each row count (0 where not selected).
 std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t handle,
                                 cudaStream_t stream, const void* x, void* y, std::mt19937& rng) {
   const size_t bytes = size_t(p.in) * size_t(p.out) * 2;
-  const int copies = int(std::max<size_t>(2, (kColdBytes + bytes - 1) / bytes));
+  const int copies = cold_copies(bytes);
   std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
   {
     const gputest::Bf16Data host =
@@ -137,7 +103,8 @@ std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t hand
       continue;
     }
     us.push_back(graph_us(stream, iters, [&](int i) {
-      cublas_product(handle, x, w[size_t(i % copies)]->get(), y, n, p.in, p.out, p.f32_out);
+      benchutil::cublas_bf16_product(handle, x, w[size_t(i % copies)]->get(), y, n, p.in, p.out,
+                                     p.f32_out);
     }));
   }
   return us;
@@ -158,7 +125,7 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
     const std::vector<double> bf16 =
         time_cublas(p, iters, handle, stream, x_dev.get(), y_dev.get(), rng);
     const std::vector<uint8_t> bytes = q4k_bytes(p, rng);
-    const int copies = int(std::max<size_t>(2, (kColdBytes + bytes.size() - 1) / bytes.size()));
+    const int copies = cold_copies(bytes.size());
     std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
     for (int c = 0; c < copies; ++c)
       w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));

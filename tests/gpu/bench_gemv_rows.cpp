@@ -22,13 +22,15 @@
 
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gemv.cuh"
+#include "tests/gpu/bench_util.h"
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
+using benchutil::cold_copies;
+using benchutil::graph_us;
 
 namespace {
 
-constexpr size_t kColdBytes = size_t(256) << 20;
 constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 
 struct Product {
@@ -75,42 +77,6 @@ int iterations() {
   return env ? std::max(10, std::atoi(env)) : 200;
 }
 
-// Mean time per call in microseconds of `iters` calls of launch(i) captured into one graph on
-// `stream`, timed on its second replay.
-template <typename Launch>
-double graph_us(cudaStream_t stream, int iters, Launch launch) {
-  cudaGraph_t graph = nullptr;
-  ROSE_CUDA_CHECK(cudaStreamBeginCapture(stream, cudaStreamCaptureModeThreadLocal));
-  for (int i = 0; i < iters; ++i) launch(i);
-  ROSE_CUDA_CHECK(cudaStreamEndCapture(stream, &graph));
-  cudaGraphExec_t exec = nullptr;
-  ROSE_CUDA_CHECK(cudaGraphInstantiate(&exec, graph, 0));
-  ROSE_CUDA_CHECK(cudaGraphDestroy(graph));
-  cudaEvent_t begin, end;
-  ROSE_CUDA_CHECK(cudaEventCreate(&begin));
-  ROSE_CUDA_CHECK(cudaEventCreate(&end));
-  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));  // warm-up replay
-  ROSE_CUDA_CHECK(cudaEventRecord(begin, stream));
-  ROSE_CUDA_CHECK(cudaGraphLaunch(exec, stream));
-  ROSE_CUDA_CHECK(cudaEventRecord(end, stream));
-  ROSE_CUDA_CHECK(cudaEventSynchronize(end));
-  float ms = 0.0f;
-  ROSE_CUDA_CHECK(cudaEventElapsedTime(&ms, begin, end));
-  ROSE_CUDA_CHECK(cudaEventDestroy(begin));
-  ROSE_CUDA_CHECK(cudaEventDestroy(end));
-  ROSE_CUDA_CHECK(cudaGraphExecDestroy(exec));
-  return 1000.0 * ms / iters;
-}
-
-// y (n, out) = x (n, in) W^T on cuBLAS, as CudaBackend::dense_gemm calls it.
-void cublas_product(cublasHandle_t handle, const void* x, const void* w, void* y, int n, int in,
-                    int out, bool f32_out) {
-  const float alpha = 1.0f, beta = 0.0f;
-  ROSE_CUBLAS_CHECK(cublasGemmEx(
-      handle, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
-      &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
-}
-
 void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStream_t stream,
                  std::mt19937& rng) {
   constexpr int kMaxRows = kGemvMaxRows;
@@ -119,7 +85,7 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
   double layer_gemv[kMaxRows + 1] = {}, layer_cublas[kMaxRows + 1] = {};
   for (const Product& p : model.products) {
     const size_t weight_bytes = size_t(p.in) * size_t(p.out) * 2;
-    const int copies = int(std::max<size_t>(2, (kColdBytes + weight_bytes - 1) / weight_bytes));
+    const int copies = cold_copies(weight_bytes);
     std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
     {
       const gputest::Bf16Data host =
@@ -141,7 +107,8 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
                     stream);
       });
       const double cublas = graph_us(stream, iters, [&](int i) {
-        cublas_product(handle, x_dev.get(), weights(i), y_dev.get(), n, p.in, p.out, p.f32_out);
+        benchutil::cublas_bf16_product(handle, x_dev.get(), weights(i), y_dev.get(), n, p.in, p.out,
+                                       p.f32_out);
       });
       std::printf("%-8s %2d %10.2f %10.0f %10.2f %10.0f  %s\n", p.name, n, gemv,
                   double(weight_bytes) / gemv / 1e3, cublas, double(weight_bytes) / cublas / 1e3,
