@@ -217,8 +217,8 @@ struct XStep {
 // grid (ceil(out / 16),), block kThreads. x_fragments / x_sums: the scratch (above);
 // w (out, in) blocks of F, rows back to back; y (n, y_stride) in T, or fp32 when kF32Out.
 // kNTiles: column tiles (n <= 8 kNTiles). Warp w takes the row's groups of F::kGroup blocks w,
-// w + kWarps, ..., loading the next group while it computes one. kMinBlocks: 2 where the variant
-// fits 128 registers without spilling, so an SM holds 16 warps' loads in flight.
+// w + kWarps, ..., loading the next group while it computes one. kMinBlocks 2 caps a thread at 128
+// registers so an SM holds two blocks: 16 warps' loads in flight (launch_tiles says where).
 template <typename F, typename T, bool kF32Out, int kNTiles, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     gemv_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y, int n,
@@ -351,10 +351,10 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
                 dim3(unsigned((groups + kQuantizeThreads - 1) / kQuantizeThreads)),
                 dim3(kQuantizeThreads), 0, stream, x, n, in, fragments, sums);
   ROSE_CUDA_CHECK_LAUNCH();
-  // Two blocks an SM cap a thread at 128 registers. The variants of one to three column tiles fit
-  // that without spilling for every format (-Xptxas -v); four take up to 168 and spill 24-180
-  // bytes at 128. Measured on Q4_K (H200): four column tiles capped at 128 made
-  // llama-8b 5-7% faster at 24 and 32 rows (24 rows then ran four) and llama-1b's 2,048-row
+  // Two blocks an SM cap a thread at 128 registers (-Xptxas -v): one and two column tiles fit that
+  // without spilling for every format, three for all but Q4_1 (16 bytes spilled), four take up to
+  // 168 and spill 24-148 bytes by format. Measured on Q4_K (H200): four column tiles capped at 128
+  // made llama-8b 5-7% faster at 24 and 32 rows (24 rows then ran four) and llama-1b's 2,048-row
   // matrices slower (128 tiles: no more blocks than SMs, so the cap only adds spills;
   // results/2026-11-30-mma-fold), and llama-1b's qkv (3,072 rows) faster, 9.67 -> 7.88 us at 24
   // rows (results/2026-11-30-mma-mlp). One and two column tiles at two blocks an SM beat two weight

@@ -427,7 +427,7 @@ void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
 TEST_CASE(
     "int8 tensor-core GEMV: llama-1b / llama-8b / SmolLM2 shapes and ragged ones, n = 1..32") {
   std::mt19937 rng(7);
-  // Q4_K: llama-1b qkv, o, gate|up (two weight tiles a thread block), down; llama-8b qkv, down;
+  // Q4_K: llama-1b qkv, o, gate|up, down; llama-8b qkv, down;
   // one block, fewer blocks than warps, an out that is no multiple of 16 or 32.
   for (Shape shape :
        {Shape{2048, 3072}, Shape{2048, 2048}, Shape{2048, 16384}, Shape{8192, 2048},
