@@ -52,25 +52,6 @@ int runs() {
   return env ? std::max(3, std::atoi(env)) : 20;
 }
 
-// Random bytes with the fp16 scale fields set to small finite values (the speed does not depend on
-// the values, but NaN/Inf scales are not what real weights hold).
-std::vector<uint8_t> weight_bytes(GgmlType type, const Shape& shape, std::mt19937& rng) {
-  const GgmlTypeTraits& traits = ggml_type_traits(type);
-  std::vector<uint8_t> bytes(
-      size_t(int64_t(shape.out) * shape.in / traits.block_elems * traits.block_bytes));
-  for (uint8_t& b : bytes) b = uint8_t(rng());
-  const int half_at = type == GgmlType::kQ6_K ? 208 : 0;
-  for (size_t i = 0; i < bytes.size(); i += size_t(traits.block_bytes)) {
-    bytes[i + size_t(half_at)] = 0x00;
-    bytes[i + size_t(half_at) + 1] = 0x20;  // 0x2000: fp16 2^-7
-    if (type == GgmlType::kQ4_1 || type == GgmlType::kQ4_K) {
-      bytes[i + 2] = 0x00;
-      bytes[i + 3] = 0x20;
-    }
-  }
-  return bytes;
-}
-
 // Median over `runs` timed runs of the mean time per call in microseconds, each run kLaunchesPerRun
 // calls of launch(copy) cycling the copies, after a warm-up pass over all of them.
 template <typename Launch>
@@ -110,7 +91,8 @@ TEST_CASE("bench: GGUF block decode to bf16, generic vs staged, llama-1b shapes"
     gputest::DeviceArray<uint16_t> dst{size_t(elements)};
     for (size_t t = 0; t < 5; ++t) {
       const GgmlType type = kTypes[t];
-      const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
+      const std::vector<uint8_t> bytes =
+          benchutil::random_weight_blocks(type, shape.out, shape.in, rng);
       const int copies = cold_copies(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> src;
       for (int c = 0; c < copies; ++c)
@@ -188,7 +170,8 @@ TEST_CASE("bench: Q4_K decode + cuBLAS at large batches, whole matrix vs L2-size
     double step_bf16 = 0, step_whole = 0, step_chunk[5] = {}, step_persist = 0;
     for (const Shape& shape : kShapes) {
       const int64_t elements = int64_t(shape.out) * shape.in;
-      const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
+      const std::vector<uint8_t> bytes =
+          benchutil::random_weight_blocks(type, shape.out, shape.in, rng);
       const int copies = cold_copies(bytes.size());
       std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> src;
       for (int c = 0; c < copies; ++c)

@@ -82,25 +82,6 @@ double target_ms() {
   return env ? std::max(1.0, std::atof(env)) : 20.0;
 }
 
-// Random bytes with fp16 scale fields set to small finite values (speed does not depend on the
-// values, but NaN/Inf scales are not what real weights hold).
-std::vector<uint8_t> weight_bytes(GgmlType type, const Shape& shape, std::mt19937& rng) {
-  const GgmlTypeTraits& traits = ggml_type_traits(type);
-  std::vector<uint8_t> bytes(
-      size_t(int64_t(shape.out) * shape.in / traits.block_elems * traits.block_bytes));
-  for (uint8_t& b : bytes) b = uint8_t(rng());
-  const int half_at = type == GgmlType::kQ6_K ? 208 : 0;
-  for (size_t i = 0; i < bytes.size(); i += size_t(traits.block_bytes)) {
-    bytes[i + size_t(half_at)] = 0x00;
-    bytes[i + size_t(half_at) + 1] = 0x20;  // 0x2000: fp16 2^-7
-    if (type == GgmlType::kQ4_1 || type == GgmlType::kQ4_K) {
-      bytes[i + 2] = 0x00;
-      bytes[i + 3] = 0x20;
-    }
-  }
-  return bytes;
-}
-
 // `copies` device copies of `bytes` (the first uploaded, the rest copied on the device).
 struct Copies {
   std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> arrays;
@@ -196,7 +177,8 @@ void bench_model(const Model& model, const std::vector<int>& row_counts, bool sw
     for (size_t t = 0; t < kNumTypes; ++t) {
       const GgmlType type = kTypes[t];
       if (types.find(ggml_type_traits(type).name) == std::string::npos) continue;
-      const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
+      const std::vector<uint8_t> bytes =
+          benchutil::random_weight_blocks(type, shape.out, shape.in, rng);
       const Copies w(bytes, cold_copies(bytes.size()));
       for (size_t i = 0; i < row_counts.size(); ++i) {
         const int n = row_counts[i];

@@ -71,30 +71,6 @@ const Model kModels[] = {
       {"lm_head", 576, 49152, false}}},
 };
 
-int iterations() {
-  const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
-  return env ? std::max(10, std::atoi(env)) : 400;
-}
-
-// Random bytes with fp16 scale fields set to small finite values (the kernel's speed does not
-// depend on the values, but NaN/Inf scales are not what real weights hold).
-std::vector<uint8_t> weight_bytes(GgmlType type, const Shape& shape, std::mt19937& rng) {
-  const GgmlTypeTraits& traits = ggml_type_traits(type);
-  std::vector<uint8_t> bytes(
-      size_t(int64_t(shape.out) * shape.in / traits.block_elems * traits.block_bytes));
-  for (uint8_t& b : bytes) b = uint8_t(rng());
-  const int half_at = type == GgmlType::kQ6_K ? 208 : 0;
-  for (size_t i = 0; i < bytes.size(); i += size_t(traits.block_bytes)) {
-    bytes[i + size_t(half_at)] = 0x00;
-    bytes[i + size_t(half_at) + 1] = 0x20;  // 0x2000: fp16 2^-7
-    if (type == GgmlType::kQ4_1 || type == GgmlType::kQ4_K) {
-      bytes[i + 2] = 0x00;
-      bytes[i + 3] = 0x20;
-    }
-  }
-  return bytes;
-}
-
 // Mean time per call in microseconds of launch(copy) over `iters` calls cycling `copies`.
 template <typename Launch>
 double time_us(int copies, int iters, Launch launch) {
@@ -127,14 +103,8 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
     const size_t bf16_bytes = size_t(shape.in) * size_t(shape.out) * 2;
     double bf16_us[kNumRowCounts] = {};
     {
-      const int copies = cold_copies(bf16_bytes);
-      std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
-      {
-        const gputest::Bf16Data host =
-            gputest::random_bf16(size_t(shape.in) * size_t(shape.out), rng, -0.05f, 0.05f);
-        for (int c = 0; c < copies; ++c)
-          w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
-      }
+      const auto w = benchutil::cold_random_bf16(size_t(shape.in) * size_t(shape.out), rng);
+      const int copies = int(w.size());
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
         if (!gemv_supported(n, shape.in) ||
@@ -150,11 +120,10 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
     for (size_t t = 0; t < kNumTypes; ++t) {
       const GgmlType type = kTypes[t];
       if (!gputest::env_selects("ROSEINFER_BENCH_TYPES", ggml_type_traits(type).name)) continue;
-      const std::vector<uint8_t> bytes = weight_bytes(type, shape, rng);
-      const int copies = cold_copies(bytes.size());
-      std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
-      for (int c = 0; c < copies; ++c)
-        w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
+      const std::vector<uint8_t> bytes =
+          benchutil::random_weight_blocks(type, shape.out, shape.in, rng);
+      const auto w = benchutil::cold_upload(bytes);
+      const int copies = int(w.size());
       for (size_t i = 0; i < kNumRowCounts; ++i) {
         const int n = kRowCounts[i];
         if (!gemv_quant_supported(uint32_t(type), n, shape.in) ||
@@ -194,7 +163,7 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
 
 TEST_CASE("bench: quantized GEMV vs bf16 GEMV at llama-1b and llama-8b shapes, n = 1, 4, 8" *
           doctest::skip(true)) {
-  const int iters = iterations();
+  const int iters = benchutil::iterations(400);
   std::mt19937 rng(1);
   for (const Model& model : kModels) bench_model(model, iters, rng);
   CHECK(iters > 0);

@@ -6,8 +6,8 @@
 // measurement cycles through enough copies of the weights (>= 256 MiB) that they come from HBM,
 // not L2. gate|up is one product over its 2 x intermediate rows. Built as gpu_bench_gemv_quant_mma,
 // not run by ctest; run with --no-skip.
-//   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (all when unset)
-//   ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
+//   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (llama-1b and
+//   llama-8b when unset) ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
 #include <cublas_v2.h>
 #include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
@@ -27,75 +27,19 @@
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
-using benchutil::cold_copies;
 using benchutil::graph_us;
+using benchutil::ModelProducts;
+using benchutil::Product;
 
 namespace {
 
-constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
 constexpr int kRowCounts[] = {8, 16, 24, 32};
 constexpr GgmlType kType = GgmlType::kQ4_K;
-
-struct Product {
-  const char* name;
-  int in, out;
-  bool f32_out;  // the lm_head's logits
-};
-
-struct Model {
-  const char* name;
-  std::vector<Product> products;
-};
-
-// The presets' shapes (engine/model/presets.cpp).
-const Model kModels[] = {
-    {"llama-1b",
-     {{"qkv", 2048, 3072, false},
-      {"o", 2048, 2048, false},
-      {"gate|up", 2048, 16384, false},
-      {"down", 8192, 2048, false},
-      {"lm_head", 2048, 128256, true}}},
-    {"llama-8b",
-     {{"qkv", 4096, 6144, false},
-      {"o", 4096, 4096, false},
-      {"gate|up", 4096, 28672, false},
-      {"down", 14336, 4096, false},
-      {"lm_head", 4096, 128256, true}}},
-};
-
-int iterations() {
-  const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
-  return env ? std::max(10, std::atoi(env)) : 200;
-}
-
-// Random Q4_K blocks with their fp16 d and dmin set to 2^-7 (the speed does not depend on the
-// values; NaN or Inf scales are not what real weights hold).
-std::vector<uint8_t> q4k_bytes(const Product& p, std::mt19937& rng) {
-  const GgmlTypeTraits& traits = ggml_type_traits(kType);
-  std::vector<uint8_t> bytes(
-      size_t(int64_t(p.out) * p.in / traits.block_elems * traits.block_bytes));
-  for (uint8_t& b : bytes) b = uint8_t(rng());
-  for (size_t i = 0; i < bytes.size(); i += size_t(traits.block_bytes)) {
-    bytes[i] = 0x00;
-    bytes[i + 1] = 0x20;
-    bytes[i + 2] = 0x00;
-    bytes[i + 3] = 0x20;
-  }
-  return bytes;
-}
 
 // Mean us per cuBLAS bf16 call of p at each row count (0 where not selected).
 std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t handle,
                                 cudaStream_t stream, const void* x, void* y, std::mt19937& rng) {
-  const size_t bytes = size_t(p.in) * size_t(p.out) * 2;
-  const int copies = cold_copies(bytes);
-  std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
-  {
-    const gputest::Bf16Data host =
-        gputest::random_bf16(size_t(p.in) * size_t(p.out), rng, -0.05f, 0.05f);
-    for (int c = 0; c < copies; ++c)
-      w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
-  }
+  const auto w = benchutil::cold_random_bf16(size_t(p.in) * size_t(p.out), rng);
   std::vector<double> us;
   for (int n : kRowCounts) {
     if (!gputest::env_selects("ROSEINFER_BENCH_ROWS", std::to_string(n))) {
@@ -103,14 +47,14 @@ std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t hand
       continue;
     }
     us.push_back(graph_us(stream, iters, [&](int i) {
-      benchutil::cublas_bf16_product(handle, x, w[size_t(i % copies)]->get(), y, n, p.in, p.out,
+      benchutil::cublas_bf16_product(handle, x, w[size_t(i) % w.size()]->get(), y, n, p.in, p.out,
                                      p.f32_out);
     }));
   }
   return us;
 }
 
-void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStream_t stream,
+void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, cudaStream_t stream,
                  std::mt19937& rng) {
   constexpr int kMaxRows = kGemvQuantMmaMaxRows;
   std::printf("\n%s (Q4_K)\n%-8s %2s %10s %10s %10s %10s %8s\n", model.name, "product", "n",
@@ -124,16 +68,13 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
     gputest::DeviceArray<uint8_t> scratch(size_t(gemv_quant_mma_scratch_bytes(kMaxRows, p.in)));
     const std::vector<double> bf16 =
         time_cublas(p, iters, handle, stream, x_dev.get(), y_dev.get(), rng);
-    const std::vector<uint8_t> bytes = q4k_bytes(p, rng);
-    const int copies = cold_copies(bytes.size());
-    std::vector<std::unique_ptr<gputest::DeviceArray<uint8_t>>> w;
-    for (int c = 0; c < copies; ++c)
-      w.push_back(std::make_unique<gputest::DeviceArray<uint8_t>>(bytes));
+    const std::vector<uint8_t> bytes = benchutil::random_weight_blocks(kType, p.out, p.in, rng);
+    const auto w = benchutil::cold_upload(bytes);
     for (size_t r = 0; r < kRows; ++r) {
       const int n = kRowCounts[r];
       if (bf16[r] <= 0.0) continue;  // not selected
       const double us = graph_us(stream, iters, [&](int i) {
-        launch_gemv_quant_mma(x_dev.get(), w[size_t(i % copies)]->get(), uint32_t(kType),
+        launch_gemv_quant_mma(x_dev.get(), w[size_t(i) % w.size()]->get(), uint32_t(kType),
                               y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16, scratch.get(),
                               stream);
       });
@@ -159,21 +100,14 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
 
 TEST_CASE("bench: int8 tensor-core Q4_K GEMV vs cuBLAS bf16 at n = 8-32, graphs" *
           doctest::skip(true)) {
-  const int iters = iterations();
-  cudaStream_t stream = nullptr;
-  ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cublasHandle_t handle = nullptr;
-  ROSE_CUBLAS_CHECK(cublasCreate(&handle));
-  ROSE_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  // A fixed workspace keeps cuBLAS from allocating during graph capture (as CudaBackend does).
-  gputest::DeviceArray<uint8_t> workspace(kCublasWorkspaceBytes);
-  ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.get(), kCublasWorkspaceBytes));
+  const int iters = benchutil::iterations(200);
+  const benchutil::CublasOnStream cublas;
   std::mt19937 rng(1);
-  for (const Model& model : kModels) {
-    if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
-      bench_model(model, iters, handle, stream, rng);
+  for (const ModelProducts& model : benchutil::decode_products()) {
+    const std::string name = model.name;
+    if ((name == "llama-1b" || name == "llama-8b") &&
+        gputest::env_selects("ROSEINFER_BENCH_MODELS", name))
+      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
   }
-  ROSE_CUBLAS_CHECK(cublasDestroy(handle));
-  ROSE_CUDA_CHECK(cudaStreamDestroy(stream));
   CHECK(iters > 0);
 }

@@ -26,58 +26,13 @@
 #include "tests/gpu/gpu_test_util.h"
 
 using namespace rose;
-using benchutil::cold_copies;
 using benchutil::graph_us;
+using benchutil::ModelProducts;
+using benchutil::Product;
 
 namespace {
 
-constexpr size_t kCublasWorkspaceBytes = size_t(32) << 20;
-
-struct Product {
-  const char* name;
-  int in, out;
-  bool f32_out;  // the lm_head's logits
-};
-
-struct Model {
-  const char* name;
-  std::vector<Product> products;
-};
-
-// The presets' shapes (engine/model/presets.cpp) and SmolLM2-135M's.
-const Model kModels[] = {
-    {"llama-1b",
-     {{"qkv", 2048, 3072, false},
-      {"o", 2048, 2048, false},
-      {"gate|up", 2048, 16384, false},
-      {"down", 8192, 2048, false},
-      {"lm_head", 2048, 128256, true}}},
-    {"llama-8b",
-     {{"qkv", 4096, 6144, false},
-      {"o", 4096, 4096, false},
-      {"gate|up", 4096, 28672, false},
-      {"down", 14336, 4096, false},
-      {"lm_head", 4096, 128256, true}}},
-    {"gpt2",
-     {{"qkv", 768, 2304, false},
-      {"o", 768, 768, false},
-      {"up", 768, 3072, false},
-      {"down", 3072, 768, false},
-      {"lm_head", 768, 50257, true}}},
-    {"SmolLM2-135M",
-     {{"qkv", 576, 960, false},
-      {"o", 576, 576, false},
-      {"gate|up", 576, 3072, false},
-      {"down", 1536, 576, false},
-      {"lm_head", 576, 49152, true}}},
-};
-
-int iterations() {
-  const char* env = std::getenv("ROSEINFER_BENCH_ITERS");
-  return env ? std::max(10, std::atoi(env)) : 200;
-}
-
-void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStream_t stream,
+void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, cudaStream_t stream,
                  std::mt19937& rng) {
   constexpr int kMaxRows = kGemvMaxRows;
   std::printf("\n%s\n%-8s %2s %10s %10s %10s %10s  %s\n", model.name, "product", "n", "gemv_us",
@@ -85,14 +40,7 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
   double layer_gemv[kMaxRows + 1] = {}, layer_cublas[kMaxRows + 1] = {};
   for (const Product& p : model.products) {
     const size_t weight_bytes = size_t(p.in) * size_t(p.out) * 2;
-    const int copies = cold_copies(weight_bytes);
-    std::vector<std::unique_ptr<gputest::DeviceArray<uint16_t>>> w;
-    {
-      const gputest::Bf16Data host =
-          gputest::random_bf16(size_t(p.in) * size_t(p.out), rng, -0.05f, 0.05f);
-      for (int c = 0; c < copies; ++c)
-        w.push_back(std::make_unique<gputest::DeviceArray<uint16_t>>(host.bits));
-    }
+    const auto w = benchutil::cold_random_bf16(size_t(p.in) * size_t(p.out), rng);
     const gputest::Bf16Data x = gputest::random_bf16(size_t(kMaxRows) * size_t(p.in), rng);
     gputest::DeviceArray<uint16_t> x_dev(x.bits);
     gputest::DeviceArray<float> y_dev(size_t(kMaxRows) * size_t(p.out));  // fp32 fits either
@@ -101,7 +49,7 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
           !gemv_supported(n, p.in)) {
         continue;
       }
-      const auto weights = [&](int i) { return w[size_t(i % copies)]->get(); };
+      const auto weights = [&](int i) { return w[size_t(i) % w.size()]->get(); };
       const double gemv = graph_us(stream, iters, [&](int i) {
         launch_gemv(x_dev.get(), weights(i), y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16,
                     stream);
@@ -129,21 +77,12 @@ void bench_model(const Model& model, int iters, cublasHandle_t handle, cudaStrea
 }  // namespace
 
 TEST_CASE("bench: dense GEMV vs cuBLAS per product at n = 1-4, graphs" * doctest::skip(true)) {
-  const int iters = iterations();
-  cudaStream_t stream = nullptr;
-  ROSE_CUDA_CHECK(cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking));
-  cublasHandle_t handle = nullptr;
-  ROSE_CUBLAS_CHECK(cublasCreate(&handle));
-  ROSE_CUBLAS_CHECK(cublasSetStream(handle, stream));
-  // A fixed workspace keeps cuBLAS from allocating during graph capture (as CudaBackend does).
-  gputest::DeviceArray<uint8_t> workspace(kCublasWorkspaceBytes);
-  ROSE_CUBLAS_CHECK(cublasSetWorkspace(handle, workspace.get(), kCublasWorkspaceBytes));
+  const int iters = benchutil::iterations(200);
+  const benchutil::CublasOnStream cublas;
   std::mt19937 rng(1);
-  for (const Model& model : kModels) {
+  for (const ModelProducts& model : benchutil::decode_products()) {
     if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
-      bench_model(model, iters, handle, stream, rng);
+      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
   }
-  ROSE_CUBLAS_CHECK(cublasDestroy(handle));
-  ROSE_CUDA_CHECK(cudaStreamDestroy(stream));
   CHECK(iters > 0);
 }
