@@ -37,6 +37,11 @@
 // same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
+#include <cstdlib>
+#include <map>
+#include <mutex>
+#include <type_traits>
+#include <utility>
 
 #include "kernels/common/ggml_type.h"
 #include "kernels/cuda/check.cuh"
@@ -45,6 +50,7 @@
 #include "kernels/cuda/ggml_block.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/quantize_int8.cuh"
+#include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
 namespace {
@@ -124,6 +130,15 @@ struct Q4KFormat {
 #pragma unroll
     for (int c = 0; c < 4; ++c)
       k.qs[c] = __ldg(reinterpret_cast<const uint2*>(block + 16 + 32 * c + 8 * t));
+    return k;
+  }
+  // What sub-blocks 2c and 2c + 1 read of a staged copy of the block (shared memory, 16-byte
+  // aligned): the head and qs[c] (the other chunks zero), loaded as they are needed so that a
+  // thread does not hold the whole block.
+  __device__ __forceinline__ static Regs load_staged(const uint8_t* block, int t, int c) {
+    Regs k{};
+    k.head = *reinterpret_cast<const uint4*>(block);
+    k.qs[c] = *reinterpret_cast<const uint2*>(block + 16 + 32 * c + 8 * t);
     return k;
   }
   __device__ __forceinline__ static uint2 words(const Regs& k, int s, int) {
@@ -214,12 +229,28 @@ struct XStep {
   float4 sums[kNTiles];  // (d, dsum) of column 2t, then of 2t + 1
 };
 
+// Weights staged through shared memory (Q4_K): each warp keeps a ring of kStages copies of its
+// groups, filled by 16-byte cp.async kStages - 1 groups ahead of the one it computes. A group in
+// flight then holds no registers (the register path keeps one group ahead in a second Step, and
+// ncu found its warps waiting on those loads with the SM's DRAM bandwidth mostly idle:
+// results/2026-11-30-mma-mlp/4_stalls). A stage holds the tile's 16 rows of one group, each row at
+// a pitch of kStageRowPitch bytes: 160 (not 144) puts the 8-byte reads of a quarter warp's lanes
+// (rows g, bytes 8t of a chunk) in distinct banks.
+constexpr int kStages = 4;
+constexpr int kStageRowPitch = 160;
+constexpr int kStageBytes = kTileRows * kStageRowPitch;
+constexpr int kStagedSmemBytes = kWarps * kStages * kStageBytes;  // 80 KiB a block
+
+template <typename F>
+constexpr bool kStageable = std::is_same_v<F, Q4KFormat>;
+
 // grid (ceil(out / 16),), block kThreads. x_fragments / x_sums: the scratch (above);
 // w (out, in) blocks of F, rows back to back; y (n, y_stride) in T, or fp32 when kF32Out.
 // kNTiles: column tiles (n <= 8 kNTiles). Warp w takes the row's groups of F::kGroup blocks w,
-// w + kWarps, ..., loading the next group while it computes one. kMinBlocks 2 caps a thread at 128
-// registers so an SM holds two blocks: 16 warps' loads in flight (launch_tiles says where).
-template <typename F, typename T, bool kF32Out, int kNTiles, int kMinBlocks>
+// w + kWarps, ..., loading the next group while it computes one (kStaged: kStages - 1 groups ahead
+// into shared memory, kStagedSmemBytes of dynamic shared memory). kMinBlocks 2 caps a thread at
+// 128 registers so an SM holds two blocks: 16 warps' loads in flight (launch_tiles says where).
+template <typename F, typename T, bool kF32Out, int kNTiles, int kMinBlocks, bool kStaged>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     gemv_mma_kernel(const uint2* x_fragments, const XSums* x_sums, const uint8_t* w, void* y, int n,
                     int in, int out, int y_stride) {
@@ -260,18 +291,12 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     if (sub + 1 < group_end) return sub + 1;
     return group + kWarps < groups ? (group + kWarps) * F::kGroup * kSubs : -1;
   };
-  // The weights are constants of the run: the first group's loads go out before the wait.
-  Step current;
-  if (warp < groups) load(warp, current);
-  pdl_wait();
-  pdl_launch_dependents();
   XStep<kNTiles> x_now;
-  if (warp < groups) load_x(warp * F::kGroup * kSubs, x_now);
-
   float acc[kNTiles][4] = {};
-  for (int group = warp; group < groups; group += kWarps) {
-    Step next;
-    if (group + kWarps < groups) load(group + kWarps, next);
+  // One group's mmas and folds into acc; x_now holds its first sub-block's x on entry and the
+  // next group's on return. regs(r, b, s): block b's F::Regs for weight row g + 8 r (enough of
+  // them for sub-block s).
+  const auto compute = [&](const auto& regs, int group) {
 #pragma unroll
     for (int b = 0; b < F::kGroup; ++b) {
       const int block = group * F::kGroup + b;
@@ -282,10 +307,10 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         XStep<kNTiles> x_next;
         const int following = next_sub(sub, group);
         if (following >= 0) load_x(following, x_next);
-        const uint2 low = F::words(current[0][b], s, t), high = F::words(current[1][b], s, t);
+        const typename F::Regs row0 = regs(0, b, s), row1 = regs(1, b, s);
+        const uint2 low = F::words(row0, s, t), high = F::words(row1, s, t);
         const uint32_t a[4] = {low.x, high.x, low.y, high.y};
-        const RowFactors row_factors[2] = {F::factors(current[0][b], s),
-                                           F::factors(current[1][b], s)};
+        const RowFactors row_factors[2] = {F::factors(row0, s), F::factors(row1, s)};
 #pragma unroll
         for (int nt = 0; nt < kNTiles; ++nt) {
           int dot[4];
@@ -294,19 +319,75 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
           for (int e = 0; e < 4; ++e) {
             const RowFactors f = row_factors[e / 2];
-            const float dx = e % 2 == 0 ? xs.x : xs.z, dsum = e % 2 == 0 ? xs.y : xs.w;
+            const float dx = e % 2 == 0 ? xs.x : xs.z;
             float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[nt][e]);
-            if constexpr (F::kHasMin) v = __fmaf_rn(f.min, dsum, v);
+            if constexpr (F::kHasMin) v = __fmaf_rn(f.min, e % 2 == 0 ? xs.y : xs.w, v);
             acc[nt][e] = v;
           }
         }
         x_now = x_next;
       }
     }
+  };
+
+  if constexpr (kStaged) {
+    static_assert(
+        kStageable<F> && F::kGroup * F::kBytes % 16 == 0 && F::kGroup * F::kBytes <= kStageRowPitch,
+        "a staged group row is whole 16-byte pieces within the pitch");
+    constexpr int kPieces = F::kGroup * F::kBytes / 16;
+    extern __shared__ __align__(16) uint8_t stage_memory[];
+    uint8_t* ring = stage_memory + warp * kStages * kStageBytes;
+    const int warp_groups = warp < groups ? (groups - 1 - warp) / kWarps + 1 : 0;
+    // Lane L copies row L / 2's pieces L % 2, L % 2 + 2, ... of every group.
+    const int copy_row = lane / 2;
+    const uint8_t* copy_src = w + int64_t(min(out - 1, first_row + copy_row)) * row_bytes;
+    // The warp's i-th group into stage i % kStages, then a commit (empty past the last group, so
+    // every thread commits one group per call and the waits below count the same).
+    const auto stage = [&](int i) {
+      if (i < warp_groups) {
+        const uint8_t* src = copy_src + int64_t(warp + i * kWarps) * (F::kGroup * F::kBytes);
+        uint8_t* dst = ring + (i % kStages) * kStageBytes + copy_row * kStageRowPitch;
 #pragma unroll
-    for (int r = 0; r < 2; ++r) {
+        for (int p = lane % 2; p < kPieces; p += 2) cp_async16(dst + 16 * p, src + 16 * p, 16);
+      }
+      cp_async_commit();
+    };
+    // The weights are constants of the run: the first groups' copies go out before the wait.
 #pragma unroll
-      for (int b = 0; b < F::kGroup; ++b) current[r][b] = next[r][b];
+    for (int i = 0; i < kStages - 1; ++i) stage(i);
+    pdl_wait();
+    pdl_launch_dependents();
+    if (warp < groups) load_x(warp * F::kGroup * kSubs, x_now);
+#pragma unroll 1
+    for (int i = 0; i < warp_groups; ++i) {
+      stage(i + kStages - 1);
+      cp_async_wait<kStages - 1>();  // this thread's copies of group i are done
+      __syncwarp();                  // and every lane's are visible
+      const uint8_t* slot = ring + (i % kStages) * kStageBytes;
+      compute(
+          [&](int r, int b, int s) {
+            return F::load_staged(slot + (g + 8 * r) * kStageRowPitch + b * F::kBytes, t, s / 2);
+          },
+          warp + i * kWarps);
+      __syncwarp();  // every lane has read stage i % kStages before the next call refills it
+    }
+    cp_async_wait<0>();  // nothing outstanding at exit (only empty groups remain by now)
+  } else {
+    // The weights are constants of the run: the first group's loads go out before the wait.
+    Step current;
+    if (warp < groups) load(warp, current);
+    pdl_wait();
+    pdl_launch_dependents();
+    if (warp < groups) load_x(warp * F::kGroup * kSubs, x_now);
+    for (int group = warp; group < groups; group += kWarps) {
+      Step next;
+      if (group + kWarps < groups) load(group + kWarps, next);
+      compute([&](int r, int b, int) { return current[r][b]; }, group);
+#pragma unroll
+      for (int r = 0; r < 2; ++r) {
+#pragma unroll
+        for (int b = 0; b < F::kGroup; ++b) current[r][b] = next[r][b];
+      }
     }
   }
 
@@ -340,6 +421,40 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // rows, more than the H100's or H200's 132 SMs); one to three at any size.
 constexpr int kFourTilesTwoBlocksMinOut = 3072;
 
+// set_gemv_quant_mma_staged; ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0: Q4_K on the register path
+// (comparisons).
+int staged_for_tests = -1;  // -1: the environment decides
+
+bool staged_enabled() {
+  if (staged_for_tests >= 0) return staged_for_tests == 1;
+  static const bool enabled = [] {
+    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED");
+    return !(env && env[0] == '0');
+  }();
+  return enabled;
+}
+
+// Launches a staged kernel, first letting it use kStagedSmemBytes of dynamic shared memory on this
+// device (once a kernel and device; the graph cache runs a step eagerly before capturing it).
+template <typename... Params, typename... Args>
+void launch_staged(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args&&... args) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, bool> opted_in;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  {
+    const std::lock_guard<std::mutex> lock(mutex);
+    bool& done = opted_in[{device, reinterpret_cast<const void*>(kernel)}];
+    if (!done) {
+      ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
+                                           kStagedSmemBytes));
+      done = true;
+    }
+  }
+  launch_kernel(kernel, grid, dim3(kThreads), size_t(kStagedSmemBytes), stream,
+                std::forward<Args>(args)...);
+}
+
 template <typename F, typename T, bool kF32Out, int kNTiles>
 void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                   void* x_scratch, cudaStream_t stream) {
@@ -363,12 +478,25 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // 153 (same results).
   const uint2* xf = fragments;
   const dim3 grid(unsigned((out + kTileRows - 1) / kTileRows));
+  if constexpr (kStageable<F>) {
+    if (staged_enabled()) {
+      if (kNTiles <= 3 || out >= kFourTilesTwoBlocksMinOut) {
+        launch_staged(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, true>, grid, stream, xf, sums, w,
+                      y, n, in, out, y_stride);
+      } else if constexpr (kNTiles == 4) {
+        launch_staged(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, true>, grid, stream, xf, sums, w,
+                      y, n, in, out, y_stride);
+      }
+      ROSE_CUDA_CHECK_LAUNCH();
+      return;
+    }
+  }
   if (kNTiles <= 3 || out >= kFourTilesTwoBlocksMinOut) {
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2>, grid, dim3(kThreads), 0, stream, xf,
-                  sums, w, y, n, in, out, y_stride);
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, false>, grid, dim3(kThreads), 0,
+                  stream, xf, sums, w, y, n, in, out, y_stride);
   } else if constexpr (kNTiles == 4) {
-    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1>, grid, dim3(kThreads), 0, stream, xf,
-                  sums, w, y, n, in, out, y_stride);
+    launch_kernel(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, false>, grid, dim3(kThreads), 0,
+                  stream, xf, sums, w, y, n, in, out, y_stride);
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }
@@ -415,6 +543,8 @@ int block_elems(uint32_t ggml_type) {
 }
 
 }  // namespace
+
+void set_gemv_quant_mma_staged(int staged) { staged_for_tests = staged; }
 
 bool gemv_quant_mma_supported(uint32_t ggml_type, int n, int in) {
   const int elems = block_elems(ggml_type);

@@ -4,8 +4,9 @@
 // and cuBLAS's bf16 product of the same shape beside it (`vs_bf16` = cuBLAS time / quantized
 // time). Calls are captured into a CUDA graph and replayed, as a decode step runs them; each
 // measurement cycles through enough copies of the weights (>= 256 MiB) that they come from HBM,
-// not L2. gate|up is one product over its 2 x intermediate rows. Built as gpu_bench_gemv_quant_mma,
-// not run by ctest; run with --no-skip.
+// not L2. gate|up is one product over its 2 x intermediate rows. `regs_us`: the same launch on the
+// register path (set_gemv_quant_mma_staged(0)), whose bits are the same. Built as
+// gpu_bench_gemv_quant_mma, not run by ctest; run with --no-skip.
 //   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (llama-1b and
 //   llama-8b when unset) ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
 #include <cublas_v2.h>
@@ -57,10 +58,10 @@ std::vector<double> time_cublas(const Product& p, int iters, cublasHandle_t hand
 void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, cudaStream_t stream,
                  std::mt19937& rng) {
   constexpr int kMaxRows = kGemvQuantMmaMaxRows;
-  std::printf("\n%s (Q4_K)\n%-8s %2s %10s %10s %10s %10s %8s\n", model.name, "product", "n",
-              "q4k_us", "q4k_GB/s", "bf16_us", "bf16_GB/s", "vs_bf16");
+  std::printf("\n%s (Q4_K)\n%-8s %2s %10s %10s %10s %10s %10s %8s\n", model.name, "product", "n",
+              "q4k_us", "q4k_GB/s", "regs_us", "bf16_us", "bf16_GB/s", "vs_bf16");
   constexpr size_t kRows = sizeof(kRowCounts) / sizeof(kRowCounts[0]);
-  double layer_q4k[kRows] = {}, layer_bf16[kRows] = {};
+  double layer_q4k[kRows] = {}, layer_regs[kRows] = {}, layer_bf16[kRows] = {};
   for (const Product& p : model.products) {
     const gputest::Bf16Data x = gputest::random_bf16(size_t(kMaxRows) * size_t(p.in), rng);
     gputest::DeviceArray<uint16_t> x_dev(x.bits);
@@ -73,17 +74,24 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
     for (size_t r = 0; r < kRows; ++r) {
       const int n = kRowCounts[r];
       if (bf16[r] <= 0.0) continue;  // not selected
-      const double us = graph_us(stream, iters, [&](int i) {
-        launch_gemv_quant_mma(x_dev.get(), w[size_t(i) % w.size()]->get(), uint32_t(kType),
-                              y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16, scratch.get(),
-                              stream);
-      });
+      const auto time_path = [&](int staged) {
+        set_gemv_quant_mma_staged(staged);
+        const double path_us = graph_us(stream, iters, [&](int i) {
+          launch_gemv_quant_mma(x_dev.get(), w[size_t(i) % w.size()]->get(), uint32_t(kType),
+                                y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16, scratch.get(),
+                                stream);
+        });
+        set_gemv_quant_mma_staged(-1);
+        return path_us;
+      };
+      const double us = time_path(1), regs_us = time_path(0);
       const double bf16_bytes = double(p.in) * double(p.out) * 2.0;
-      std::printf("%-8s %2d %10.2f %10.0f %10.2f %10.0f %7.2fx\n", p.name, n, us,
-                  double(bytes.size()) / us / 1e3, bf16[r], bf16_bytes / bf16[r] / 1e3,
+      std::printf("%-8s %2d %10.2f %10.0f %10.2f %10.2f %10.0f %7.2fx\n", p.name, n, us,
+                  double(bytes.size()) / us / 1e3, regs_us, bf16[r], bf16_bytes / bf16[r] / 1e3,
                   bf16[r] / us);
       if (!p.f32_out) {
         layer_q4k[r] += us;
+        layer_regs[r] += regs_us;
         layer_bf16[r] += bf16[r];
       }
     }
@@ -91,8 +99,8 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
   std::printf("%s: one layer's four products (qkv, o, gate|up, down), us:\n", model.name);
   for (size_t r = 0; r < kRows; ++r) {
     if (layer_q4k[r] <= 0.0) continue;
-    std::printf("  n %2d: q4k %8.2f  bf16 %8.2f  (%.2fx)\n", kRowCounts[r], layer_q4k[r],
-                layer_bf16[r], layer_bf16[r] / layer_q4k[r]);
+    std::printf("  n %2d: q4k %8.2f  registers %8.2f  bf16 %8.2f  (%.2fx)\n", kRowCounts[r],
+                layer_q4k[r], layer_regs[r], layer_bf16[r], layer_bf16[r] / layer_q4k[r]);
   }
 }
 

@@ -361,6 +361,8 @@ void check_silu(GgmlType type, Shape shape, std::mt19937& rng) {
 // order, plus ~3 roundings per term as above: (in / 128 + 11) 2^-24 sum|w x'|, doubled); rows
 // invariant across n bit for bit, nothing written past row n - 1, and bf16 / fp16 activations of
 // the same values give the same fp32 outputs. y_stride: out plus a gap that must stay untouched.
+// Q4_K runs staged through shared memory (the default); at each column-tile count its register
+// path must give the same bits.
 void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
   constexpr int kRows = kGemvQuantMmaMaxRows;
   const std::string name = std::string("mma ") + ggml_type_traits(type).name + " in " +
@@ -390,6 +392,15 @@ void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
                             shape.out, false, dtype, scratch.get(), nullptr, stride);
       const std::vector<float> y_strided = y_dev.download();
       const std::vector<uint16_t> yt_strided = yt_dev.download();
+      if (type == GgmlType::kQ4_K && (n % 8 == 0 || n == 1)) {
+        set_gemv_quant_mma_staged(0);
+        launch_gemv_quant_mma(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n, shape.in,
+                              shape.out, true, dtype, scratch.get(), nullptr, stride);
+        set_gemv_quant_mma_staged(1);
+        INFO(what << " n " << n << ": the register path gives the staged path's bits");
+        const std::vector<float> y_registers = y_dev.download();
+        CHECK(std::memcmp(y_registers.data(), y_strided.data(), y_strided.size() * 4) == 0);
+      }
       std::vector<float> y(size_t(n) * shape.out);
       std::vector<uint16_t> yt(size_t(n) * shape.out);
       for (int r = 0; r < n; ++r) {
