@@ -853,12 +853,12 @@ struct Direct<BlockQ6_K> {
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads, int kMinBlocks = 1>
 __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMinBlocks)
     gemv_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                       int items_before_wait, GemvFusion fusion) {
+                       bool weights_before_wait, GemvFusion fusion) {
   using D = Direct<B>;
   using Regs = typename D::Regs;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kBlockWarps = kBlockThreads / 32;
-  if (items_before_wait == 0) {
+  if (!weights_before_wait) {
     pdl_wait();
     pdl_launch_dependents();
   }
@@ -918,31 +918,21 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
       ++f;
     }
   };
-  // The first two items' loads go out before x is quantized (the weights are constants of the
-  // run: items_before_wait of them also before the PDL wait), so the x preparation, which every
-  // thread block does after the wait, overlaps two items' loads instead of one.
-  Regs current[kWeightRows], ahead[kWeightRows];
+  // The first item's loads go out before x is quantized (the weights are constants of the run:
+  // also before the PDL wait unless asked not to).
+  Regs current[kWeightRows];
   clear(current);
-  clear(ahead);
   int load_f = 0, load_k = 0;  // the next item to load
   if (items > 0) load(load_f, load_k, current);
   advance(load_f, load_k);
-  if (items_before_wait == 2) {
-    if (items > 1) load(load_f, load_k, ahead);
-    advance(load_f, load_k);
-  }
   prefetch_norm_weight(fusion, in, int(sizeof(T)));
-  if (items_before_wait > 0) {
+  if (weights_before_wait) {
     pdl_wait();
     pdl_launch_dependents();
   }
   __shared__ float inv[kRows];
   norm_prologue<kRows>(fusion, n, in, inv);
   quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
-  if (items_before_wait < 2) {  // as before: the second item after the x preparation
-    if (items > 1) load(load_f, load_k, ahead);
-    advance(load_f, load_k);
-  }
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -952,7 +942,10 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
   }
   int f = 0, k = 0;
   for (int t = 0; t < items; ++t) {
-    // Item t + 1 is in `ahead`, its loads in flight while item t is computed.
+    Regs next[kWeightRows];
+    clear(next);
+    if (t + 1 < items) load(load_f, load_k, next);
+    advance(load_f, load_k);
     const int u = lane + 32 * k;
     if (u < units) {
       // The staged kernel's XView for this unit's block.
@@ -967,10 +960,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
       finish_feature<T, E>(acc, n, lane, gw + f * total_warps, y, y_stride, fusion.residual_add);
     }
 #pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) current[r] = ahead[r];
-    clear(ahead);
-    if (t + 2 < items) load(load_f, load_k, ahead);
-    advance(load_f, load_k);
+    for (int r = 0; r < kWeightRows; ++r) current[r] = next[r];
     advance(f, k);
   }
 }
@@ -1070,16 +1060,6 @@ bool two_blocks_enabled() {
   return enabled;
 }
 
-// The direct kernel's items loaded before the PDL wait: 2 (both that the x preparation overlaps);
-// ROSEINFER_CUDA_GEMV_QUANT_EARLY_ITEMS=1: only the first, the second after the wait (comparisons).
-int direct_items_before_wait() {
-  static const int items = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_EARLY_ITEMS");
-    return env && env[0] == '1' ? 1 : 2;
-  }();
-  return items;
-}
-
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       const GemvFusion& fusion, cudaStream_t stream) {
@@ -1094,7 +1074,7 @@ void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int 
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
   launch_kernel(kernel, dim3(resident_wave_blocks(occ, out, kBlockThreads / 32)),
                 dim3(kBlockThreads), smem, stream, x, w, y, n, in, out, y_stride,
-                weights_before_wait() ? direct_items_before_wait() : 0, fusion);
+                weights_before_wait(), fusion);
 }
 
 // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads, the
