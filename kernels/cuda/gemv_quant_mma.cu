@@ -338,17 +338,32 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
     extern __shared__ __align__(16) uint8_t stage_memory[];
     uint8_t* ring = stage_memory + warp * kStages * kStageBytes;
     const int warp_groups = warp < groups ? (groups - 1 - warp) / kWarps + 1 : 0;
-    // Lane L copies row L / 2's pieces L % 2, L % 2 + 2, ... of every group.
-    const int copy_row = lane / 2;
-    const uint8_t* copy_src = w + int64_t(min(out - 1, first_row + copy_row)) * row_bytes;
+    // A stage is kTileRows x kPieces 16-byte pieces; lane L copies pieces L, L + 32, ... in row
+    // order, so one warp instruction covers whole rows' 144 contiguous bytes (copying a row by
+    // lane pairs, 32 bytes a row an instruction, requested the 32-byte sectors that odd groups'
+    // rows straddle twice from L2). Offsets from the tile's first row, the same for every group.
+    constexpr int kStagePieces = kTileRows * kPieces;
+    constexpr int kLanePieces = (kStagePieces + 31) / 32;
+    const uint8_t* tile_w = w + int64_t(first_row) * row_bytes;
+    int src_offset[kLanePieces], dst_offset[kLanePieces];
+#pragma unroll
+    for (int j = 0; j < kLanePieces; ++j) {
+      const int piece = lane + 32 * j, row = piece / kPieces, at = 16 * (piece % kPieces);
+      // Rows past `out` copy the last row (never stored).
+      src_offset[j] = int((min(out - 1, first_row + row) - first_row) * row_bytes) + at;
+      dst_offset[j] = row * kStageRowPitch + at;
+    }
     // The warp's i-th group into stage i % kStages, then a commit (empty past the last group, so
     // every thread commits one group per call and the waits below count the same).
     const auto stage = [&](int i) {
       if (i < warp_groups) {
-        const uint8_t* src = copy_src + int64_t(warp + i * kWarps) * (F::kGroup * F::kBytes);
-        uint8_t* dst = ring + (i % kStages) * kStageBytes + copy_row * kStageRowPitch;
+        const uint8_t* src = tile_w + int64_t(warp + i * kWarps) * (F::kGroup * F::kBytes);
+        uint8_t* dst = ring + (i % kStages) * kStageBytes;
 #pragma unroll
-        for (int p = lane % 2; p < kPieces; p += 2) cp_async16(dst + 16 * p, src + 16 * p, 16);
+        for (int j = 0; j < kLanePieces; ++j) {
+          if (kStagePieces % 32 == 0 || j + 1 < kLanePieces || lane + 32 * j < kStagePieces)
+            cp_async16(dst + dst_offset[j], src + src_offset[j], 16);
+        }
       }
       cp_async_commit();
     };
