@@ -29,7 +29,9 @@
 //    x row and `in`: a row's bits do not depend on n.
 //
 // A warp's x for its next sub-block is loaded while it computes one, so the L2 trip for x does not
-// stand between sub-blocks (part of 1a9fbfa; not measured apart from the fold).
+// stand between sub-blocks (part of 1a9fbfa; not measured apart from the fold). Its weights come
+// one group ahead in registers, or (Q4_K at 25-32 rows) through a ring of shared-memory stages
+// filled by cp.async three groups ahead.
 //
 // Fragment layouts (PTX ISA, mma.m16n8k32 .s8): A reg 0 / 1 / 2 / 3 = row g / g+8 / g / g+8, k
 // 4t..4t+3 / 4t..4t+3 / 16+4t.. / 16+4t..; B reg 0 / 1 = column g, k 4t.. / 16+4t..; C element
@@ -229,13 +231,13 @@ struct XStep {
   float4 sums[kNTiles];  // (d, dsum) of column 2t, then of 2t + 1
 };
 
-// Weights staged through shared memory (Q4_K): each warp keeps a ring of kStages copies of its
-// groups, filled by 16-byte cp.async kStages - 1 groups ahead of the one it computes. A group in
-// flight then holds no registers (the register path keeps one group ahead in a second Step, and
-// ncu found its warps waiting on those loads with the SM's DRAM bandwidth mostly idle:
-// results/2026-11-30-mma-mlp/4_stalls). A stage holds the tile's 16 rows of one group, each row at
-// a pitch of kStageRowPitch bytes: 160 (not 144) puts the 8-byte reads of a quarter warp's lanes
-// (rows g, bytes 8t of a chunk) in distinct banks.
+// Weights staged through shared memory (Q4_K at four column tiles; launch_tiles says why only
+// there): each warp keeps a ring of kStages copies of its groups, filled by 16-byte cp.async
+// kStages - 1 groups ahead of the one it computes. A group in flight then holds no registers (the
+// register path keeps one group ahead in a second Step, and ncu found its warps waiting on those
+// loads with the SM's DRAM bandwidth mostly idle: results/2026-11-30-mma-mlp/4_stalls). A stage
+// holds the tile's 16 rows of one group, each row at a pitch of kStageRowPitch bytes: 160 (not 144)
+// puts the 8-byte reads of a quarter warp's lanes (rows g, bytes 8t of a chunk) in distinct banks.
 constexpr int kStages = 4;
 constexpr int kStageRowPitch = 160;
 constexpr int kStageBytes = kTileRows * kStageRowPitch;
@@ -436,8 +438,8 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // rows, more than the H100's or H200's 132 SMs); one to three at any size.
 constexpr int kFourTilesTwoBlocksMinOut = 3072;
 
-// set_gemv_quant_mma_staged; ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0: Q4_K on the register path
-// (comparisons).
+// set_gemv_quant_mma_staged; ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0: Q4_K's four column tiles on
+// the register path (comparisons).
 int staged_for_tests = -1;  // -1: the environment decides
 
 bool staged_enabled() {
@@ -493,12 +495,17 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   // 153 (same results).
   const uint2* xf = fragments;
   const dim3 grid(unsigned((out + kTileRows - 1) / kTileRows));
-  if constexpr (kStageable<F>) {
+  // Q4_K at four column tiles (25-32 rows) stages its weights through shared memory: llama-8b
+  // decode at 32 rows 7.94 -> 7.45 ms a step, llama-1b 1.87 -> 1.82, every llama-8b product faster
+  // (gate|up 83.8 -> 77.0 us). At one to three column tiles the stages lost (1-8 rows: llama-8b
+  // 3.78 -> 4.03 ms; 24 rows: 3.6% on both models), where a group's few mmas leave the copies'
+  // overhead uncovered (results/2026-11-30-mma-staged).
+  if constexpr (kStageable<F> && kNTiles == 4) {
     if (staged_enabled()) {
-      if (kNTiles <= 3 || out >= kFourTilesTwoBlocksMinOut) {
+      if (out >= kFourTilesTwoBlocksMinOut) {
         launch_staged(gemv_mma_kernel<F, T, kF32Out, kNTiles, 2, true>, grid, stream, xf, sums, w,
                       y, n, in, out, y_stride);
-      } else if constexpr (kNTiles == 4) {
+      } else {
         launch_staged(gemv_mma_kernel<F, T, kF32Out, kNTiles, 1, true>, grid, stream, xf, sums, w,
                       y, n, in, out, y_stride);
       }

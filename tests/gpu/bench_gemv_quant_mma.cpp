@@ -5,8 +5,8 @@
 // time). Calls are captured into a CUDA graph and replayed, as a decode step runs them; each
 // measurement cycles through enough copies of the weights (>= 256 MiB) that they come from HBM,
 // not L2. gate|up is one product over its 2 x intermediate rows. `regs_us`: the same launch on the
-// register path (set_gemv_quant_mma_staged(0)), whose bits are the same. Built as
-// gpu_bench_gemv_quant_mma, not run by ctest; run with --no-skip.
+// register path (set_gemv_quant_mma_staged(0); the same bits), which below 25 rows is the kernel.
+// Built as gpu_bench_gemv_quant_mma, not run by ctest; run with --no-skip.
 //   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (llama-1b and
 //   llama-8b when unset) ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
 #include <cublas_v2.h>
