@@ -497,9 +497,9 @@ void launch_tiles(const T* x, const uint8_t* w, void* y, int n, int in, int out,
   const dim3 grid(unsigned((out + kTileRows - 1) / kTileRows));
   // Q4_K at four column tiles (25-32 rows) stages its weights through shared memory: llama-8b
   // decode at 32 rows 7.94 -> 7.45 ms a step, llama-1b 1.87 -> 1.82, every llama-8b product faster
-  // (gate|up 83.8 -> 77.0 us). At one to three column tiles the stages lost (1-8 rows: llama-8b
-  // 3.78 -> 4.03 ms; 24 rows: 3.6% on both models), where a group's few mmas leave the copies'
-  // overhead uncovered (results/2026-11-30-mma-staged).
+  // (gate|up 83.8 -> 77.0 us). At one to three column tiles the stages lost (8 rows: llama-8b
+  // 3.78 -> 4.03 ms a step; 24 rows: 3.6% on both models), where a group's few mmas leave the
+  // copies' overhead uncovered (results/2026-11-30-mma-staged).
   if constexpr (kStageable<F> && kNTiles == 4) {
     if (staged_enabled()) {
       if (out >= kFourTilesTwoBlocksMinOut) {
