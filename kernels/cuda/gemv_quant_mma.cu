@@ -116,11 +116,16 @@ struct RowFactors {
 // block of one weight row as a thread holds it; load(block, t); words(regs, s, t): the thread's A
 // words for 32-element sub-block s of the block, elements 8t..8t+7 as s8 (the k order above);
 // factors(regs, s): the row's RowFactors for s; kHasMin: whether the min term exists.
+// kStoredHalves 2 (Q6_K): the kernel's block is half a stored block (kElems, kBytes are the
+// half's), and load(stored block, h, t) takes half h. kScaleHalves 2 (Q6_K): a sub-block has one
+// scale for elements 0-15 and one for 16-31, so it runs as two mmas, each with the other half's A
+// words zeroed, and factors(regs, s, j) gives half j's.
 
 // Q4_K: d, dmin, scales[12], qs[128]; sub-block s is the low (even s) or high nibbles of qs bytes
 // 32 (s / 2) .. +31; w = d scale_s q - dmin min_s.
 struct Q4KFormat {
   static constexpr int kElems = 256, kBytes = 144, kGroup = 1;
+  static constexpr int kStoredHalves = 1, kScaleHalves = 1;
   static constexpr bool kHasMin = true;
   struct Regs {
     uint4 head;   // d, dmin (fp16), then the 12 bytes of packed scales and mins
@@ -170,6 +175,7 @@ __device__ __forceinline__ uint2 eight_bytes_at_even(const uint8_t* p) {
 // Q8_0: d, int8 qs[32]; w = d q.
 struct Q8_0Format {
   static constexpr int kElems = 32, kBytes = 34, kGroup = 4;
+  static constexpr int kStoredHalves = 1, kScaleHalves = 1;
   static constexpr bool kHasMin = false;
   struct Regs {
     uint32_t d;  // bits 0-15: fp16
@@ -192,6 +198,7 @@ struct Q8_0Format {
 template <bool kHasMinValue>
 struct Q4Format {
   static constexpr int kElems = 32, kBytes = kHasMinValue ? 20 : 18, kGroup = 4;
+  static constexpr int kStoredHalves = 1, kScaleHalves = 1;
   static constexpr bool kHasMin = kHasMinValue;
   struct Regs {
     uint32_t dm;  // d (bits 0-15), m (16-31, Q4_1), fp16
@@ -222,6 +229,94 @@ struct Q4Format {
     return RowFactors{half_bits_to_float(k.dm), kHasMin ? half_bits_to_float(k.dm >> 16) : 0.0f};
   }
 };
+
+// Q6_K: ql[128], qh[64], int8 scales[16], d (fp16), 210-byte blocks (so a block starts on a word
+// or 2 bytes past one). Element 128h + 32p + l (l < 32) is the low (p < 2) or high nibble of
+// ql[64h + 32 (p & 1) + l], with bits 2p, 2p + 1 of qh[32h + l] as bits 4-5, minus 32, times d
+// scales[8h + 2p + l / 16]. The kernel's block is half h of a stored block (128 elements, its
+// sub-block p the stored block's 4h + p), so a thread holds half a block's bytes (13 words a row,
+// Q4_K's whole block takes 12). A thread's 8 bytes of a field lie at a 2-byte aligned address;
+// they are loaded as the words from the one at or before it (the third only when 2 bytes past a
+// word, then still inside the block) and realigned by a funnel shift where they are used, so the
+// next group's loads stay in flight. w = d sc q with q - 32 in -32..31, entering the mma as s8.
+struct Q6KFormat {
+  static constexpr int kElems = 128, kBytes = 105, kGroup = 1;  // half a 210-byte block
+  static constexpr int kStoredHalves = 2, kScaleHalves = 2;
+  static constexpr bool kHasMin = false;
+  struct Span {  // 8 bytes as loaded: words from the one at or before them
+    uint32_t w[3];
+  };
+  struct Regs {
+    Span ql[2];        // ql[64h + 32c + 8t .. + 7], c = 0, 1
+    Span qh;           // qh[32h + 8t .. + 7]
+    Span scales;       // scales[8h .. 8h + 7]
+    uint32_t d_shift;  // bits 0-15: d (fp16); 16+: 0 or 16, the shift that realigns the spans
+  };
+  __device__ __forceinline__ static Span load_span(const uint8_t* p, int misalign) {
+    const uint32_t* w = reinterpret_cast<const uint32_t*>(p - misalign);
+    return Span{{__ldg(w), __ldg(w + 1), misalign != 0 ? __ldg(w + 2) : 0u}};
+  }
+  __device__ __forceinline__ static uint2 realign(const Span& span, uint32_t shift) {
+    return make_uint2(__funnelshift_r(span.w[0], span.w[1], shift),
+                      __funnelshift_r(span.w[1], span.w[2], shift));
+  }
+  // Half h of the stored block at `block` (2-byte aligned); every field's offset is a multiple of
+  // 8, so all share the block's misalignment mod 4.
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int h, int t) {
+    const int misalign = int(reinterpret_cast<uintptr_t>(block) & 2);
+    Regs k;
+#pragma unroll
+    for (int c = 0; c < 2; ++c) k.ql[c] = load_span(block + 64 * h + 32 * c + 8 * t, misalign);
+    k.qh = load_span(block + 128 + 32 * h + 8 * t, misalign);
+    k.scales = load_span(block + 192 + 8 * h, misalign);
+    k.d_shift = uint32_t(__ldg(reinterpret_cast<const unsigned short*>(block + 208))) |
+                uint32_t(8 * misalign) << 16;
+    return k;
+  }
+  // Four q in 0..63 as the s8 bytes q - 32: r = q ^ 32 is q - 32 for q >= 32 and q + 32 (bit 5
+  // set) below, where q - 32 = r - 64 = r | 0xC0; 0x20 * 6 = 0xC0, no carry between bytes.
+  __device__ __forceinline__ static uint32_t minus_32(uint32_t q) {
+    const uint32_t r = q ^ 0x20202020u;
+    return r | (r & 0x20202020u) * 6u;
+  }
+  __device__ __forceinline__ static uint2 words(const Regs& k, int p, int) {
+    const uint32_t shift = k.d_shift >> 16;
+    const uint2 low = realign(k.ql[p & 1], shift), high = realign(k.qh, shift);
+    const uint32_t nibble = 4u * uint32_t(p >> 1), bits = 2u * uint32_t(p);
+    const auto q = [&](uint32_t l, uint32_t h) {
+      return minus_32(((l >> nibble) & kLowNibbles) | ((h >> bits) & 0x03030303u) << 4);
+    };
+    return make_uint2(q(low.x, high.x), q(low.y, high.y));
+  }
+  // Half j of sub-block p: d scales[8h + 2p + j], exact (an fp16 times an int8).
+  __device__ __forceinline__ static RowFactors factors(const Regs& k, int p, int j) {
+    const uint2 scales = realign(k.scales, k.d_shift >> 16);
+    const int index = 2 * p + j;
+    const uint32_t word = index < 4 ? scales.x : scales.y;
+    const int scale = int(static_cast<int8_t>((word >> (8 * (index % 4))) & 0xFFu));
+    return RowFactors{__fmul_rn(half_bits_to_float(k.d_shift), float(scale)), 0.0f};
+  }
+};
+
+// The kernel's block `block` of a weight row starting at row_w, as F loads it.
+template <typename F>
+__device__ __forceinline__ typename F::Regs load_block(const uint8_t* row_w, int block, int t) {
+  if constexpr (F::kStoredHalves == 2) {
+    return F::load(row_w + int64_t(block / 2) * (2 * F::kBytes), block % 2, t);
+  } else {
+    return F::load(row_w + int64_t(block) * F::kBytes, t);
+  }
+}
+
+// Sub-block s's factors of a row (half j of it where F::kScaleHalves is 2).
+template <typename F>
+__device__ __forceinline__ RowFactors row_factors(const typename F::Regs& k, int s, int j) {
+  if constexpr (F::kScaleHalves == 2) {
+    return F::factors(k, s, j);
+  } else {
+    return F::factors(k, s);
+  }
+}
 
 // One sub-block of x as a thread multiplies it: per column tile its B fragment and its columns 2t
 // and 2t + 1's (d, d sum).
@@ -273,7 +368,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 #pragma unroll
       for (int b = 0; b < F::kGroup; ++b) {
         const int block = group * F::kGroup + b;
-        if (block < blocks_per_row) regs[r][b] = F::load(row_w + int64_t(block) * F::kBytes, t);
+        if (block < blocks_per_row) regs[r][b] = load_block<F>(row_w, block, t);
       }
     }
   };
@@ -311,20 +406,26 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
         if (following >= 0) load_x(following, x_next);
         const typename F::Regs row0 = regs(0, b, s), row1 = regs(1, b, s);
         const uint2 low = F::words(row0, s, t), high = F::words(row1, s, t);
-        const uint32_t a[4] = {low.x, high.x, low.y, high.y};
-        const RowFactors row_factors[2] = {F::factors(row0, s), F::factors(row1, s)};
 #pragma unroll
-        for (int nt = 0; nt < kNTiles; ++nt) {
-          int dot[4];
-          mma_s8(a, x_now.frag[nt], dot);
-          const float4 xs = x_now.sums[nt];
+        for (int j = 0; j < F::kScaleHalves; ++j) {
+          // With two scale halves, mma j takes only threads t / 2 == j's elements (8t..8t+7).
+          const bool mine = F::kScaleHalves == 1 || t / 2 == j;
+          const uint32_t a[4] = {mine ? low.x : 0u, mine ? high.x : 0u, mine ? low.y : 0u,
+                                 mine ? high.y : 0u};
+          const RowFactors factors[2] = {row_factors<F>(row0, s, j), row_factors<F>(row1, s, j)};
 #pragma unroll
-          for (int e = 0; e < 4; ++e) {
-            const RowFactors f = row_factors[e / 2];
-            const float dx = e % 2 == 0 ? xs.x : xs.z;
-            float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[nt][e]);
-            if constexpr (F::kHasMin) v = __fmaf_rn(f.min, e % 2 == 0 ? xs.y : xs.w, v);
-            acc[nt][e] = v;
+          for (int nt = 0; nt < kNTiles; ++nt) {
+            int dot[4];
+            mma_s8(a, x_now.frag[nt], dot);
+            const float4 xs = x_now.sums[nt];
+#pragma unroll
+            for (int e = 0; e < 4; ++e) {
+              const RowFactors f = factors[e / 2];
+              const float dx = e % 2 == 0 ? xs.x : xs.z;
+              float v = __fmaf_rn(__fmul_rn(f.scale, dx), float(dot[e]), acc[nt][e]);
+              if constexpr (F::kHasMin) v = __fmaf_rn(f.min, e % 2 == 0 ? xs.y : xs.w, v);
+              acc[nt][e] = v;
+            }
           }
         }
         x_now = x_next;
@@ -554,7 +655,8 @@ void launch_format(const void* x, const uint8_t* w, void* y, int n, int in, int 
 int block_elems(uint32_t ggml_type) {
   switch (static_cast<GgmlType>(ggml_type)) {
     case GgmlType::kQ4_K:
-      return Q4KFormat::kElems;
+    case GgmlType::kQ6_K:
+      return 256;  // a stored block (Q6_K's kernel blocks are halves of one)
     case GgmlType::kQ8_0:
     case GgmlType::kQ4_0:
     case GgmlType::kQ4_1:
@@ -578,8 +680,8 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
                            cudaStream_t stream, int y_stride) {
   if (!gemv_quant_mma_supported(ggml_type, n, in) || out < 1) {
     cuda_fail(
-        "unsupported type or shape (Q4_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 32; in a multiple "
-        "of the block size)",
+        "unsupported type or shape (Q4_K, Q6_K, Q8_0, Q4_0 or Q4_1; 1 <= n <= 32; in a "
+        "multiple of the block size)",
         "launch_gemv_quant_mma", __FILE__, __LINE__);
   }
   if (misaligned16(x) || misaligned16(w) || misaligned16(x_scratch)) {
@@ -591,6 +693,9 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
   switch (static_cast<GgmlType>(ggml_type)) {
     case GgmlType::kQ4_K:
       return launch_format<Q4KFormat>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,
+                                      stream);
+    case GgmlType::kQ6_K:
+      return launch_format<Q6KFormat>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,
                                       stream);
     case GgmlType::kQ8_0:
       return launch_format<Q8_0Format>(x, w, y, n, in, out, y_stride, f32_out, dtype, x_scratch,

@@ -436,7 +436,8 @@ void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
 }  // namespace
 
 TEST_CASE(
-    "int8 tensor-core GEMV: llama-1b / llama-8b / SmolLM2 shapes and ragged ones, n = 1..32") {
+    "int8 tensor-core GEMV: llama-1b / llama-8b / SmolLM2 shapes and ragged ones, n = 1..32, Q4_K, "
+    "Q6_K and the 32-element types") {
   std::mt19937 rng(7);
   // Q4_K: llama-1b qkv, o, gate|up, down; llama-8b qkv, down;
   // one block, fewer blocks than warps, an out that is no multiple of 16 or 32.
@@ -444,6 +445,13 @@ TEST_CASE(
        {Shape{2048, 3072}, Shape{2048, 2048}, Shape{2048, 16384}, Shape{8192, 2048},
         Shape{4096, 6144}, Shape{14336, 4096}, Shape{256, 7}, Shape{768, 13}, Shape{2560, 8200}}) {
     check_mma_shape(GgmlType::kQ4_K, shape, rng);
+  }
+  // Q6_K (Q4_K_M's v rows, down and lm_head): llama-1b v and down, llama-8b v and down; one block,
+  // an out that is no multiple of 16, and in 768 (630-byte rows: neighbouring rows' blocks differ
+  // in alignment mod 4).
+  for (Shape shape : {Shape{2048, 512}, Shape{8192, 2048}, Shape{4096, 1024}, Shape{14336, 4096},
+                      Shape{256, 7}, Shape{768, 13}, Shape{2560, 8200}}) {
+    check_mma_shape(GgmlType::kQ6_K, shape, rng);
   }
   // The 32-element types: llama-1b qkv, gate|up, down; SmolLM2-135M qkv and down (576 and 1536:
   // groups of 4 blocks that end part way); one block; an odd number of blocks.
@@ -460,7 +468,8 @@ TEST_CASE("int8 tensor-core GEMV: the shape checks") {
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 33, 256));
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 0, 256));
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_K), 8, 576));
-  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ6_K), 8, 256));
+  CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ6_K), 8, 256));
+  CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ6_K), 8, 128));
   CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ8_0), 32, 576));
   CHECK(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_1), 1, 32));
   CHECK_FALSE(gemv_quant_mma_supported(uint32_t(GgmlType::kQ4_0), 1, 48));

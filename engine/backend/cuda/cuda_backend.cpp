@@ -148,6 +148,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES"); env && env[0] == '1') {
     quant_mma_all_types_ = true;
   }
+  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_Q6K"); env && env[0] == '0') {
+    quant_mma_q6k_ = false;
+  }
   fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }

@@ -197,10 +197,11 @@ class CudaBackend final : public Backend {
   // for every n, unless quant_gemm_invariant_ (then this GEMM for every n: its sums follow the
   // weight shape only, so a row's bits do not depend on n either).
   bool use_quant_gemm(const DeviceMatrix& w, int n) const;
-  // Quantized matrices whose every range is Q4_K (quant_mma_all_types_: or Q8_0, Q4_0, Q4_1), at
-  // quant_mma_min_rows_ (the first row count past the fused-norm steps') to quant_mma_max_rows_
-  // rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh) ahead of the dp4a
-  // GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a GEMV.
+  // Quantized matrices whose every range is Q4_K or Q6_K (quant_mma_all_types_: or Q8_0, Q4_0,
+  // Q4_1), at quant_mma_min_rows_ (the first row count past the fused-norm steps') to
+  // quant_mma_max_rows_ rows with no fusion asked: the int8 tensor-core GEMV (gemv_quant_mma.cuh)
+  // ahead of the dp4a GEMV and the tile-decoding GEMM; off under --batch-invariant, like the dp4a
+  // GEMV.
   bool use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const;
   // The most rows w's products take the tile-decoding GEMM for: quant_gemm_row_limit (by shape,
   // workspace_plan.h; the rule before split-K when ROSEINFER_GEMM_QUANT_SPLIT_K turns it off),
@@ -307,6 +308,9 @@ class CudaBackend final : public Backend {
   // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM
   // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
   bool quant_mma_all_types_ = false;
+  // Q6_K (Q4_K_M's lm_head, and down and v in some layers) takes it too, so Q4_K_M's mixed qkv
+  // does; ROSEINFER_CUDA_QUANT_MMA_Q6K=0: not (comparisons).
+  bool quant_mma_q6k_ = true;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
   enum SkipKernel : unsigned {

@@ -443,7 +443,8 @@ bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& 
     return false;
   }
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
-    return (quant_mma_all_types_ || range.type == GgmlType::kQ4_K) &&
+    return (quant_mma_all_types_ || range.type == GgmlType::kQ4_K ||
+            (quant_mma_q6k_ && range.type == GgmlType::kQ6_K)) &&
            gemv_quant_mma_supported(uint32_t(range.type), n, int(w.cols));
   });
 }
