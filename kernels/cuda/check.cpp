@@ -1,9 +1,13 @@
+#include "kernels/cuda/check.cuh"
+
 #include <fmt/format.h>
 
 #include <cstdlib>
+#include <map>
+#include <mutex>
+#include <utility>
 
 #include "kernels/common/error.h"
-#include "kernels/cuda/check.cuh"
 #include "kernels/cuda/launch.cuh"
 
 namespace rose {
@@ -18,6 +22,18 @@ bool pdl_enabled() {
     return !(env && env[0] == '0');
   }();
   return enabled;
+}
+
+void allow_dynamic_shared_memory(const void* kernel, int bytes) {
+  static std::mutex mutex;
+  static std::map<std::pair<int, const void*>, int> allowed;  // the largest size opted in
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  int& done = allowed[{device, kernel}];
+  if (done >= bytes) return;
+  ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
+  done = bytes;
 }
 
 const char* cublas_status_text(cublasStatus_t status) {

@@ -40,8 +40,6 @@
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
 #include <cstdlib>
-#include <map>
-#include <mutex>
 #include <type_traits>
 #include <utility>
 
@@ -552,23 +550,10 @@ bool staged_enabled() {
   return enabled;
 }
 
-// Launches a staged kernel, first letting it use kStagedSmemBytes of dynamic shared memory on this
-// device (once a kernel and device; the graph cache runs a step eagerly before capturing it).
+// Launches a staged kernel with its kStagedSmemBytes of dynamic shared memory.
 template <typename... Params, typename... Args>
 void launch_staged(void (*kernel)(Params...), dim3 grid, cudaStream_t stream, Args&&... args) {
-  static std::mutex mutex;
-  static std::map<std::pair<int, const void*>, bool> opted_in;
-  int device = 0;
-  ROSE_CUDA_CHECK(cudaGetDevice(&device));
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    bool& done = opted_in[{device, reinterpret_cast<const void*>(kernel)}];
-    if (!done) {
-      ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                           kStagedSmemBytes));
-      done = true;
-    }
-  }
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), kStagedSmemBytes);
   launch_kernel(kernel, grid, dim3(kThreads), size_t(kStagedSmemBytes), stream,
                 std::forward<Args>(args)...);
 }

@@ -21,6 +21,11 @@ namespace rose {
 
 bool pdl_enabled();
 
+// Lets `kernel` use `bytes` of dynamic shared memory on the current device (the opt-in that more
+// than 48 KiB needs), once per kernel, device and size; safe from several threads. The first call
+// for a kernel must come before stream capture (the graph cache runs a step eagerly first).
+void allow_dynamic_shared_memory(const void* kernel, int bytes);
+
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");
