@@ -81,10 +81,8 @@ struct AttentionArgs {
 };
 
 void launch_paged_attention(const AttentionArgs& args, cudaStream_t stream);
-// Test hook: the cluster decode launch runs its scalar kernel instead of the tensor-core one (as
-// ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 does), so a test can compare both in one process.
-void set_cluster_attention_scalar_only(bool scalar_only);
-// Whether the cluster decode launch runs the tensor-core kernel (the default) or the scalar one.
+// Whether the cluster decode launch runs the tensor-core kernel (the default) or the scalar one
+// (KernelSwitches::cluster_attention_mma; tests compare both in one process).
 bool cluster_attention_uses_tensor_cores();
 bool attention_supports_head_dim(int head_dim);
 

@@ -17,8 +17,7 @@
 // default) or through shuffle-reduced dot products (tiles of 16 or 32 keys, the first version).
 #include <cooperative_groups.h>
 
-#include <cstdlib>
-
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/launch.cuh"
@@ -843,16 +842,8 @@ __global__ void __launch_bounds__(kThreads)
       from_float<T>(merge_partials(lse, value));
 }
 
-// ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar kernel (comparisons).
-bool scalar_only_for_tests = false;  // set_cluster_attention_scalar_only
-
-bool mma_enabled() {
-  static const bool mma = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA");
-    return !(env && env[0] == '0');
-  }();
-  return mma && !scalar_only_for_tests;
-}
+// KernelSwitches::cluster_attention_mma false: the scalar kernel (comparisons, tests).
+bool mma_enabled() { return kernel_switches().cluster_attention_mma; }
 
 template <typename T, int D, int G>
 void launch_group(const AttentionArgs& args, dim3 grid, dim3 cluster, cudaStream_t stream) {
@@ -898,10 +889,6 @@ void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t str
 }
 
 }  // namespace attention_detail
-
-void set_cluster_attention_scalar_only(bool scalar_only) {
-  attention_detail::scalar_only_for_tests = scalar_only;
-}
 
 bool cluster_attention_uses_tensor_cores() { return attention_detail::mma_enabled(); }
 

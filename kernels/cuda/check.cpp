@@ -2,12 +2,12 @@
 
 #include <fmt/format.h>
 
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <utility>
 
 #include "kernels/common/error.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/launch.cuh"
 
 namespace rose {
@@ -16,13 +16,7 @@ void cuda_fail(const char* error_text, const char* statement, const char* file, 
   throw Error(fmt::format("CUDA error: {} in `{}` at {}:{}", error_text, statement, file, line));
 }
 
-bool pdl_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_PDL");
-    return !(env && env[0] == '0');
-  }();
-  return enabled;
-}
+bool pdl_enabled() { return kernel_switches().pdl; }
 
 void allow_dynamic_shared_memory(const void* kernel, int bytes) {
   static std::mutex mutex;

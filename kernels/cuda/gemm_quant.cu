@@ -57,7 +57,6 @@
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <type_traits>
@@ -65,6 +64,7 @@
 #include <vector>
 
 #include "kernels/common/ggml_type.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemm_quant.cuh"
@@ -846,14 +846,9 @@ enum Shape {  // kShapes' indices
 std::atomic<int> forced_tile{-1};
 std::atomic<int> forced_splits{0};  // set_gemm_quant_split: 0 = the default
 
-// ROSEINFER_GEMM_QUANT_SPLIT_K: unset or empty -1 (the rule), else its value (0 and 1: no split).
-int env_splits() {
-  static const int value = [] {
-    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_K");
-    return env && *env ? std::max(0, std::atoi(env)) : -1;
-  }();
-  return value;
-}
+// KernelSwitches::gemm_quant_split_k (ROSEINFER_GEMM_QUANT_SPLIT_K): -1 the rule, else its value
+// (0 and 1: no split).
+int env_splits() { return kernel_switches().gemm_quant_split_k; }
 
 // SMs of the current device, looked up once per device (the split rule's only device input).
 int current_sm_count() {
@@ -870,19 +865,13 @@ int current_sm_count() {
   return sms;
 }
 
-bool wgmma_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_WGMMA");
-    return !(env && env[0] == '0');
-  }();
-  return enabled;
-}
+bool wgmma_enabled() { return kernel_switches().gemm_quant_wgmma; }
 
 int available_shapes() { return wgmma_enabled() ? kNumShapes : kNumMmaSyncShapes; }
 
 // Opts the kernel in to its dynamic shared memory once per device and checks that a block fits;
-// returns its resident blocks per SM (the graph cache runs a step eagerly before capturing it, so
-// the first call for a kernel happens outside stream capture).
+// returns its resident blocks per SM (the graph cache runs a step
+// eagerly before capturing it, so the first call for a kernel happens outside stream capture).
 int prepare_kernel(const void* kernel, int threads, int smem) {
   static std::mutex mutex;
   static std::map<std::pair<int, const void*>, int> resident;
@@ -906,14 +895,9 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
 // rows (large BN) against the number of tiles that keep the SMs busy (small BM and BN). Above
 // n = 256 on large matrices the 32-element types run best on 16x8w n256 (one m64 x n256 wgmma per
 // warpgroup) and the K-quants, whose per-row scale decode weighs more there, on 32x8w n128.
-// ROSEINFER_GEMM_QUANT_SPLIT_TILES=0: the tile choice as before split-K, whatever the slices.
-bool split_tiles_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_GEMM_QUANT_SPLIT_TILES");
-    return !(env && env[0] == '0');
-  }();
-  return enabled;
-}
+// KernelSwitches::gemm_quant_split_tiles false (ROSEINFER_GEMM_QUANT_SPLIT_TILES=0): the tile
+// choice as before split-K, whatever the slices.
+bool split_tiles_enabled() { return kernel_switches().gemm_quant_split_tiles; }
 
 int choose_tile(bool k_quant, int n, int out, int splits) {
   const int forced = forced_tile.load(std::memory_order_relaxed);

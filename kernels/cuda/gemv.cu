@@ -1,8 +1,8 @@
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/activation_math.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
@@ -318,17 +318,10 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
 // products qualify), llama-1b +2.3% (qkv and o), gpt2 0.4-2% slower (qkv, o and up). Taken for
 // all matrices it cost llama-1b 6% and llama-8b 8% (its registers, 44-71 against 24-32 at one row,
 // leave fewer warps streaming), and rows only partly preloaded (matrices up to 16 MiB) gained
-// nothing measurable (results/2026-11-29-b1-overlap). ROSEINFER_CUDA_GEMV_WAVE=0: never, =1: always
-// (comparisons); set_gemv_wave_for_tests overrides.
-int wave_mode_for_tests = -1;  // -1: the environment's choice
-
+// nothing measurable (results/2026-11-29-b1-overlap). KernelSwitches::gemv_wave 0: never, 1:
+// always (comparisons, tests).
 bool wave_for(int in, int split) {
-  static const int env_mode = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_WAVE");
-    if (env && env[0] == '0') return 0;
-    return env && env[0] == '1' ? 1 : -1;
-  }();
-  const int mode = wave_mode_for_tests >= 0 ? wave_mode_for_tests : env_mode;
+  const int mode = kernel_switches().gemv_wave;
   if (mode >= 0) return mode == 1;
   return in <= kPreChunks * kChunk * split;
 }
@@ -365,38 +358,20 @@ void launch_wave(const T* x, const T* w, const T* bias, void* y, int n, int in, 
                 kWarps * 32, smem, stream, x, w, bias, y, n, in, out, fusion);
 }
 
-// ROSEINFER_CUDA_GEMV_SPLIT=1 forces one warp per feature (the layout before run 11), for
-// before/after comparisons with one binary.
-int max_split() {
-  static const int value = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_SPLIT");
-    return env && env[0] == '1' ? 1 : 4;
-  }();
-  return value;
-}
+// KernelSwitches::gemv_max_split 1 (ROSEINFER_CUDA_GEMV_SPLIT=1) forces one warp per feature (the
+// layout before run 11), for before/after comparisons with one binary.
+int max_split() { return kernel_switches().gemv_max_split; }
 
-// ROSEINFER_CUDA_GEMV_ROWS=4 runs every n on the kernel compiled for 4 rows (the one kernel
-// before the batch-1 and batch-2 ones), for before/after comparisons with one binary.
-bool rows_specialized() {
-  static const bool value = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_ROWS");
-    return !(env && env[0] == '4');
-  }();
-  return value;
-}
+// KernelSwitches::gemv_rows_specialized false (ROSEINFER_CUDA_GEMV_ROWS=4) runs every n on the
+// kernel compiled for 4 rows (the one kernel before the batch-1 and batch-2 ones).
+bool rows_specialized() { return kernel_switches().gemv_rows_specialized; }
 
 // gemv_kernel's L2 prefetch of each weight row's first bytes before the PDL wait
 // (prefetch_group_l2). 768 bytes measured best of 256-4,096 on llama-8b at batch 1, two H200s:
 // TP=1 -1.1%, TP=2 -1.6% (1,024 close behind, 2,048 no gain, 4,096 +5-9%: the prefetches crowd out
-// the demand loads); results/2026-11-29-tp-prefetch. ROSEINFER_CUDA_GEMV_PREFETCH=bytes sets it,
-// 0 turns it off.
-int prefetch_bytes() {
-  static const int value = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PREFETCH");
-    return env && *env ? std::max(0, std::atoi(env)) : 768;
-  }();
-  return value;
-}
+// the demand loads); results/2026-11-29-tp-prefetch. KernelSwitches::gemv_prefetch_bytes
+// (ROSEINFER_CUDA_GEMV_PREFETCH=bytes) sets it, 0 turns it off.
+int prefetch_bytes() { return kernel_switches().gemv_prefetch_bytes; }
 
 template <typename T, Epilogue E, int kSplit>
 void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
@@ -472,8 +447,6 @@ void launch_dtype(const void* x, const void* w, const void* bias, void* y, int n
 }
 
 }  // namespace
-
-void set_gemv_wave_for_tests(int mode) { wave_mode_for_tests = mode; }
 
 bool gemv_norm_input_supported(int n, int in, int out) {
   return gemv_supported(n, in) && wave_for(in, split_for(in, out)) &&

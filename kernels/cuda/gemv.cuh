@@ -43,11 +43,6 @@ constexpr int64_t kGemvNormInputMaxBytes = 16 * 1024;
 // kGemvNormInputMaxBytes.
 bool gemv_norm_input_supported(int n, int in, int out);
 
-// Which kernel runs a product: -1 the default (the one-wave kernel where a block's first chunks
-// cover its rows whole, gemv.cu), 0 never the one-wave kernel, 1 always. Tests compare the two;
-// the bits are the same.
-void set_gemv_wave_for_tests(int mode);
-
 enum class GemvActivation {
   kGeluTanhBias,  // y = gelu_tanh(x W^T + bias), W (out, in), bias (out,)
   kSiluMul,       // y = silu(x G^T) * (x U^T), W (2 * out, in) rows gate | up

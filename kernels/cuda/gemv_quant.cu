@@ -24,7 +24,6 @@
 // feature, the grid size and n change nothing in that sequence, so row r of y is bit-identical
 // whatever rows are decoded beside it.
 #include <algorithm>
-#include <cstdlib>
 #include <map>
 #include <mutex>
 #include <tuple>
@@ -32,6 +31,7 @@
 
 #include "kernels/common/error.h"
 #include "kernels/common/ggml_type.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
@@ -1000,39 +1000,20 @@ Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem, int thread
   return result;
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_EARLY=0: every load after the PDL wait (comparisons).
-bool weights_before_wait() {
-  static const bool early = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_EARLY");
-    return !(env && env[0] == '0');
-  }();
-  return early;
-}
+// KernelSwitches::gemv_quant_early false (ROSEINFER_CUDA_GEMV_QUANT_EARLY=0): every load after the
+// PDL wait (comparisons).
+bool weights_before_wait() { return kernel_switches().gemv_quant_early; }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: every type through the staged kernel (comparisons).
-bool staged_only_for_tests = false;  // set_gemv_quant_staged_only
-
-bool direct_enabled() {
-  static const bool direct = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT");
-    return !(env && env[0] == '0');
-  }();
-  return direct;
-}
+// KernelSwitches::gemv_quant_direct false (ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0): every type through
+// the staged kernel (comparisons, tests).
+bool direct_enabled() { return kernel_switches().gemv_quant_direct; }
 
 // The most rows the direct kernel takes: all the GEMV's 8 (compiled for 1, 2, 4 and 8). Measured
 // end to end for Q4_K against the staged kernel (results/2026-11-25-gemv-quant-direct/rows4,
 // rows8): +20-30% at 3-4 rows, +22-26% at 6 and 8; the 32-element types share the cap.
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4 sends the rows above that to the staged kernel
-// (comparisons).
-int direct_max_rows() {
-  static const int rows = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS");
-    if (env && env[0] == '2') return 2;
-    return env && env[0] == '4' ? 4 : 8;
-  }();
-  return rows;
-}
+// KernelSwitches::gemv_quant_direct_max_rows 2 or 4 (ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS) sends
+// the rows above that to the staged kernel (comparisons).
+int direct_max_rows() { return kernel_switches().gemv_quant_direct_max_rows; }
 
 // The grid of one resident wave in which every warp gets the same number of features.
 int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps) {
@@ -1049,16 +1030,11 @@ int resident_wave_blocks(const Occupancy& occ, int out, int block_warps = kWarps
 // down and lm_head take it); llama-1b Q4_K 2,223 -> 2,254 (only its lm_head does). Capping every
 // plain product cost llama-1b 3.5% (not measured apart: its qkv's grid doubles, its o and down
 // keep theirs), and capping gate|up too spilled and lost on both (quant_cap/ there).
-// ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never (comparisons).
+// KernelSwitches::gemv_quant_two_blocks false (ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0): never
+// (comparisons).
 constexpr int kTwoBlockMinFeatures = 4096;
 
-bool two_blocks_enabled() {
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS");
-    return !(env && env[0] == '0');
-  }();
-  return enabled;
-}
+bool two_blocks_enabled() { return kernel_switches().gemv_quant_two_blocks; }
 
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -1077,16 +1053,10 @@ void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int 
                 weights_before_wait(), fusion);
 }
 
-// ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads, the
-// size it was first measured at (comparisons). 1024 threads (one weight row, one x row) measured
-// the same as 512 and was removed after 4772d16.
-int direct_threads() {
-  static const int threads = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS");
-    return env && std::atoi(env) == 256 ? 256 : 512;
-  }();
-  return threads;
-}
+// KernelSwitches::gemv_quant_direct_threads 256 (ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256): the
+// direct kernel's blocks at 256 threads, the size it was first measured at (comparisons). 1024
+// threads (one weight row, one x row) measured the same as 512 and was removed after 4772d16.
+int direct_threads() { return kernel_switches().gemv_quant_direct_threads; }
 
 template <typename B, typename T, Epilogue E, int kRows>
 void launch_direct(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -1149,7 +1119,7 @@ void launch_typed(const void* x, const uint8_t* w, void* y, int n, int in, int o
     if (fr.norm_residual) fr.norm_residual += int64_t(first) * in;
     if constexpr (Direct<B>::kExists) {
       const int cap = std::min(direct_max_rows(), Direct<B>::kMaxRows);
-      if (rows <= cap && direct_enabled() && !staged_only_for_tests) {
+      if (rows <= cap && direct_enabled()) {
         with_kernel_rows<Direct<B>::kMaxRows>(rows, [&](auto kernel_rows) {
           launch_direct<B, T, E, decltype(kernel_rows)::value>(xr, w, yr, rows, in, out, y_stride,
                                                                fr, stream);
@@ -1210,8 +1180,6 @@ void launch_checked(const void* x, const uint8_t* w, uint32_t ggml_type, void* y
 }
 
 }  // namespace
-
-void set_gemv_quant_staged_only(bool staged_only) { staged_only_for_tests = staged_only; }
 
 bool gemv_quant_type_supported(uint32_t ggml_type) { return gemv_quant_block_elems(ggml_type) > 0; }
 

@@ -40,11 +40,6 @@ int gemv_quant_block_elems(uint32_t ggml_type);
 // as several launches inside launch_gemv_quant, so n never makes a supported `in` unsupported.
 bool gemv_quant_supported(uint32_t ggml_type, int n, int in);
 
-// Tests: true routes Q4_K, Q4_1, Q4_0 and Q8_0 through the staged kernel instead of the direct one
-// (both give the same bits; this lets a test check that within one process; Q6_K has only the
-// staged kernel). Not for use while launches are in flight on other threads.
-void set_gemv_quant_staged_only(bool staged_only);
-
 // Bytes of one stored row of `in` elements: in / block_elems blocks.
 int64_t gemv_quant_row_bytes(uint32_t ggml_type, int in);
 

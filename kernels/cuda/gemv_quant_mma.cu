@@ -39,11 +39,11 @@
 // same in any order of k applied to both operands, so mma position 4t + j holds element 8t + j
 // and 16 + 4t + j element 8t + 4 + j: a thread's A and B words are 8 contiguous bytes.
 #include <algorithm>
-#include <cstdlib>
 #include <type_traits>
 #include <utility>
 
 #include "kernels/common/ggml_type.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
@@ -537,18 +537,9 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
 // rows, more than the H100's or H200's 132 SMs); one to three at any size.
 constexpr int kFourTilesTwoBlocksMinOut = 3072;
 
-// set_gemv_quant_mma_staged; ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0: Q4_K's four column tiles on
-// the register path (comparisons).
-int staged_for_tests = -1;  // -1: the environment decides
-
-bool staged_enabled() {
-  if (staged_for_tests >= 0) return staged_for_tests == 1;
-  static const bool enabled = [] {
-    const char* env = std::getenv("ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED");
-    return !(env && env[0] == '0');
-  }();
-  return enabled;
-}
+// KernelSwitches::gemv_quant_mma_staged false (ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0): Q4_K's
+// four column tiles on the register path (comparisons, tests).
+bool staged_enabled() { return kernel_switches().gemv_quant_mma_staged; }
 
 // Launches a staged kernel with its kStagedSmemBytes of dynamic shared memory.
 template <typename... Params, typename... Args>
@@ -652,8 +643,6 @@ int block_elems(uint32_t ggml_type) {
 }
 
 }  // namespace
-
-void set_gemv_quant_mma_staged(int staged) { staged_for_tests = staged; }
 
 bool gemv_quant_mma_supported(uint32_t ggml_type, int n, int in) {
   const int elems = block_elems(ggml_type);

@@ -29,9 +29,4 @@ void launch_gemv_quant_mma(const void* x, const uint8_t* w, uint32_t ggml_type, 
                            int in, int out, bool f32_out, DType dtype, void* x_scratch,
                            cudaStream_t stream, int y_stride = 0);
 
-// Tests and timing drivers: 1 runs Q4_K at 25-32 rows with its weights staged through shared
-// memory (the default), 0 on the register path that fewer rows take (the same bits), -1 as
-// ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED says.
-void set_gemv_quant_mma_staged(int staged);
-
 }  // namespace rose

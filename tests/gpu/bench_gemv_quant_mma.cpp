@@ -5,8 +5,8 @@
 // time). Calls are captured into a CUDA graph and replayed, as a decode step runs them; each
 // measurement cycles through enough copies of the weights (>= 256 MiB) that they come from HBM,
 // not L2. gate|up is one product over its 2 x intermediate rows. `regs_us`: the same launch on the
-// register path (set_gemv_quant_mma_staged(0); the same bits), which below 25 rows is the kernel.
-// Built as gpu_bench_gemv_quant_mma, not run by ctest; run with --no-skip.
+// register path (KernelSwitches::gemv_quant_mma_staged false; the same bits), which below 25 rows
+// is the kernel. Built as gpu_bench_gemv_quant_mma, not run by ctest; run with --no-skip.
 //   ROSEINFER_BENCH_ITERS=200 (calls per graph)  ROSEINFER_BENCH_MODELS=llama-8b (llama-1b and
 //   llama-8b when unset) ROSEINFER_BENCH_ROWS=8,16 (8, 16, 24, 32 when unset)
 #include <cublas_v2.h>
@@ -22,6 +22,7 @@
 #include <vector>
 
 #include "engine/model/quant.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
 #include "tests/gpu/bench_util.h"
@@ -75,13 +76,13 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
       const int n = kRowCounts[r];
       if (bf16[r] <= 0.0) continue;  // not selected
       const auto time_path = [&](int staged) {
-        set_gemv_quant_mma_staged(staged);
+        const ScopedKernelSwitches path(
+            [&](KernelSwitches& s) { s.gemv_quant_mma_staged = staged == 1; });
         const double path_us = graph_us(stream, iters, [&](int i) {
           launch_gemv_quant_mma(x_dev.get(), w[size_t(i) % w.size()]->get(), uint32_t(kType),
                                 y_dev.get(), n, p.in, p.out, p.f32_out, DType::kBF16, scratch.get(),
                                 stream);
         });
-        set_gemv_quant_mma_staged(-1);
         return path_us;
       };
       const double us = time_path(1), regs_us = time_path(0);

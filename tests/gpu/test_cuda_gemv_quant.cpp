@@ -42,6 +42,7 @@
 
 #include "engine/model/quant.h"
 #include "engine/model/safetensors.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/norm.cuh"
@@ -393,10 +394,12 @@ void check_mma_shape(GgmlType type, Shape shape, std::mt19937& rng) {
       const std::vector<float> y_strided = y_dev.download();
       const std::vector<uint16_t> yt_strided = yt_dev.download();
       if (type == GgmlType::kQ4_K && (n == 32 || n == 25)) {
-        set_gemv_quant_mma_staged(0);
-        launch_gemv_quant_mma(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n, shape.in,
-                              shape.out, true, dtype, scratch.get(), nullptr, stride);
-        set_gemv_quant_mma_staged(1);
+        {
+          const ScopedKernelSwitches registers(
+              [](KernelSwitches& s) { s.gemv_quant_mma_staged = false; });
+          launch_gemv_quant_mma(x_dev.get(), w_dev.get(), uint32_t(type), y_dev.get(), n, shape.in,
+                                shape.out, true, dtype, scratch.get(), nullptr, stride);
+        }
         INFO(what << " n " << n << ": the register path gives the staged path's bits");
         const std::vector<float> y_registers = y_dev.download();
         CHECK(std::memcmp(y_registers.data(), y_strided.data(), y_strided.size() * 4) == 0);
@@ -591,7 +594,8 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
       const size_t count = size_t(n) * shape.out;
       std::vector<uint8_t> got[2][kOutputCount];  // [staged][output]
       for (int staged = 0; staged < 2; ++staged) {
-        set_gemv_quant_staged_only(staged == 1);
+        const ScopedKernelSwitches kernel(
+            [&](KernelSwitches& s) { s.gemv_quant_direct = staged == 0; });
         gputest::DeviceArray<float> f32(count), residual_dev(residual);
         gputest::DeviceArray<uint16_t> product(count), normed(count), silu(count),
             normed_silu(count);
@@ -614,7 +618,6 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
         got[staged][4] = bytes_of(silu.download());
         got[staged][5] = bytes_of(normed_silu.download());
       }
-      set_gemv_quant_staged_only(false);
       for (int o = 0; o < kOutputCount; ++o) {
         CAPTURE(kOutputs[o]);
         CHECK(got[0][o] == got[1][o]);
@@ -803,9 +806,10 @@ TEST_CASE("quantized GEMV: the fused norm input and residual add give the add-no
   }
   check_fused(GgmlType::kQ4_K, Shape{4096, 256}, rng);
   check_fused(GgmlType::kQ6_K, Shape{4096, 256}, rng);
-  set_gemv_quant_staged_only(true);
-  check_fused(GgmlType::kQ4_K, Shape{2048, 512}, rng);
-  set_gemv_quant_staged_only(false);
+  {
+    const ScopedKernelSwitches staged([](KernelSwitches& s) { s.gemv_quant_direct = false; });
+    check_fused(GgmlType::kQ4_K, Shape{2048, 512}, rng);
+  }
   // Misaligned norm input and a residual add after the SiLU are refused.
   gputest::DeviceArray<uint8_t> w(size_t(8) * 34);
   gputest::DeviceArray<float> residual(64);

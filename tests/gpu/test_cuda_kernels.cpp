@@ -15,6 +15,7 @@
 
 #include "engine/model/rope.h"
 #include "kernels/common/counter_rng.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cpu/ops.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention.cuh"
@@ -418,12 +419,12 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
     cluster.num_splits = 1;
     for (bool scalar : {false, true}) {
       CAPTURE(scalar);
-      set_cluster_attention_scalar_only(scalar);
+      const ScopedKernelSwitches kernel(
+          [&](KernelSwitches& s) { s.cluster_attention_mma = !scalar; });
       ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
       launch_paged_attention(cluster, nullptr);
       check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
     }
-    set_cluster_attention_scalar_only(false);
   }
   if (tc.shared_blocks > 0) run_shared_prefix(tc, args, splits, expected);
 }
@@ -516,7 +517,8 @@ TEST_CASE("cluster decode attention with the qkv bias, RoPE and KV write fused")
   };
   for (bool scalar : {false, true}) {
     CAPTURE(scalar);
-    set_cluster_attention_scalar_only(scalar);
+    const ScopedKernelSwitches kernel(
+        [&](KernelSwitches& s) { s.cluster_attention_mma = !scalar; });
     for (Shape sh : {Shape{32, 8, 64, true, false}, Shape{12, 12, 64, false, true},
                      Shape{32, 8, 128, true, true}, Shape{9, 3, 64, true, false},
                      Shape{16, 1, 128, true, false}}) {
@@ -637,7 +639,6 @@ TEST_CASE("cluster decode attention with the qkv bias, RoPE and KV write fused")
       }
     }
   }
-  set_cluster_attention_scalar_only(false);
 }
 
 TEST_CASE("RoPE angle table: cos and sin of every position against libm") {
@@ -942,7 +943,7 @@ TEST_CASE("gemv: the one-wave kernel (weights loaded before the wait) gives gemv
       DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits), d_b(b.bits);
       // kind 0: fp32 out, 1: bf16 out, 2: residual add, 3: gelu(x W^T + b), 4: silu * up.
       const auto product = [&](int kind, int wave) {
-        set_gemv_wave_for_tests(wave);
+        const ScopedKernelSwitches kernel([&](KernelSwitches& s) { s.gemv_wave = wave; });
         DeviceArray<float> y32(residual);
         DeviceArray<uint16_t> y16(size_t(n) * sh.out);
         if (kind <= 2) {
@@ -956,7 +957,6 @@ TEST_CASE("gemv: the one-wave kernel (weights loaded before the wait) gives gemv
                           kind == 3 ? GemvActivation::kGeluTanhBias : GemvActivation::kSiluMul,
                           DType::kBF16, nullptr);
         }
-        set_gemv_wave_for_tests(-1);
         if (kind == 1 || kind >= 3) {
           const std::vector<uint16_t> v = y16.download();
           return std::vector<uint32_t>(v.begin(), v.end());

@@ -1,0 +1,129 @@
+// The CUDA kernels' measurement switches (kernels/common/kernel_switches.h): each ROSEINFER_*
+// variable read as documented, and the scoped override that tests and benches use. Plain host
+// code: runs without a GPU.
+#include <doctest/doctest.h>
+
+#include <map>
+#include <string>
+
+#include "kernels/common/kernel_switches.h"
+
+using namespace rose;
+
+namespace {
+
+// The switches a fixed set of variables gives (everything else unset).
+KernelSwitches from(const std::map<std::string, std::string>& vars) {
+  return kernel_switches_from([&](const char* name) -> const char* {
+    const auto found = vars.find(name);
+    return found == vars.end() ? nullptr : found->second.c_str();
+  });
+}
+
+// Every field equal (written out here: the header is also compiled as C++17, without a defaulted
+// operator==).
+bool same(const KernelSwitches& a, const KernelSwitches& b) {
+  return a.pdl == b.pdl && a.cluster_attention_mma == b.cluster_attention_mma &&
+         a.gemv_wave == b.gemv_wave && a.gemv_max_split == b.gemv_max_split &&
+         a.gemv_rows_specialized == b.gemv_rows_specialized &&
+         a.gemv_prefetch_bytes == b.gemv_prefetch_bytes && a.gemv_quant_early == b.gemv_quant_early &&
+         a.gemv_quant_direct == b.gemv_quant_direct &&
+         a.gemv_quant_direct_max_rows == b.gemv_quant_direct_max_rows &&
+         a.gemv_quant_two_blocks == b.gemv_quant_two_blocks &&
+         a.gemv_quant_direct_threads == b.gemv_quant_direct_threads &&
+         a.gemv_quant_mma_staged == b.gemv_quant_mma_staged &&
+         a.gemm_quant_split_k == b.gemm_quant_split_k && a.gemm_quant_wgmma == b.gemm_quant_wgmma &&
+         a.gemm_quant_split_tiles == b.gemm_quant_split_tiles;
+}
+
+}  // namespace
+
+TEST_CASE("with nothing set, every switch keeps the measured default") {
+  const KernelSwitches s = from({});
+  CHECK(same(s, KernelSwitches{}));
+  CHECK(s.pdl);
+  CHECK(s.cluster_attention_mma);
+  CHECK(s.gemv_wave == -1);
+  CHECK(s.gemv_max_split == 4);
+  CHECK(s.gemv_rows_specialized);
+  CHECK(s.gemv_prefetch_bytes == 768);
+  CHECK(s.gemv_quant_early);
+  CHECK(s.gemv_quant_direct);
+  CHECK(s.gemv_quant_direct_max_rows == 8);
+  CHECK(s.gemv_quant_two_blocks);
+  CHECK(s.gemv_quant_direct_threads == 512);
+  CHECK(s.gemv_quant_mma_staged);
+  CHECK(s.gemm_quant_split_k == -1);
+  CHECK(s.gemm_quant_wgmma);
+  CHECK(s.gemm_quant_split_tiles);
+}
+
+TEST_CASE("a switch that is on by default goes off only for a value starting with 0") {
+  const std::pair<const char*, bool KernelSwitches::*> flags[] = {
+      {"ROSEINFER_CUDA_PDL", &KernelSwitches::pdl},
+      {"ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA", &KernelSwitches::cluster_attention_mma},
+      {"ROSEINFER_CUDA_GEMV_QUANT_EARLY", &KernelSwitches::gemv_quant_early},
+      {"ROSEINFER_CUDA_GEMV_QUANT_DIRECT", &KernelSwitches::gemv_quant_direct},
+      {"ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", &KernelSwitches::gemv_quant_two_blocks},
+      {"ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED", &KernelSwitches::gemv_quant_mma_staged},
+      {"ROSEINFER_GEMM_QUANT_WGMMA", &KernelSwitches::gemm_quant_wgmma},
+      {"ROSEINFER_GEMM_QUANT_SPLIT_TILES", &KernelSwitches::gemm_quant_split_tiles},
+  };
+  for (const auto& [name, member] : flags) {
+    CAPTURE(name);
+    CHECK_FALSE(from({{name, "0"}}).*member);
+    CHECK(from({{name, "1"}}).*member);
+    CHECK(from({{name, ""}}).*member);
+    CHECK(from({{name, "yes"}}).*member);
+    // Only the named switch moves.
+    KernelSwitches off = from({{name, "0"}});
+    off.*member = true;
+    CHECK(same(off, KernelSwitches{}));
+  }
+}
+
+TEST_CASE("the dense GEMV's switches") {
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "0"}}).gemv_wave == 0);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "1"}}).gemv_wave == 1);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "2"}}).gemv_wave == -1);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "1"}}).gemv_max_split == 1);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "2"}}).gemv_max_split == 4);
+  CHECK_FALSE(from({{"ROSEINFER_CUDA_GEMV_ROWS", "4"}}).gemv_rows_specialized);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_ROWS", "2"}}).gemv_rows_specialized);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "1024"}}).gemv_prefetch_bytes == 1024);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "0"}}).gemv_prefetch_bytes == 0);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "-5"}}).gemv_prefetch_bytes == 0);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", ""}}).gemv_prefetch_bytes == 768);
+}
+
+TEST_CASE("the quantized GEMV's and GEMM's counts") {
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "2"}}).gemv_quant_direct_max_rows == 2);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "4"}}).gemv_quant_direct_max_rows == 4);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "6"}}).gemv_quant_direct_max_rows == 8);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS", "256"}}).gemv_quant_direct_threads ==
+        256);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS", "1024"}}).gemv_quant_direct_threads ==
+        512);
+  CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", "3"}}).gemm_quant_split_k == 3);
+  CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", "0"}}).gemm_quant_split_k == 0);
+  CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", ""}}).gemm_quant_split_k == -1);
+}
+
+TEST_CASE("a scoped change is seen inside its scope and undone at its end") {
+  const KernelSwitches before = kernel_switches();
+  {
+    const ScopedKernelSwitches outer([](KernelSwitches& s) {
+      s.gemv_quant_direct = false;
+      s.gemv_wave = 1;
+    });
+    CHECK_FALSE(kernel_switches().gemv_quant_direct);
+    CHECK(kernel_switches().gemv_wave == 1);
+    {
+      const ScopedKernelSwitches inner([](KernelSwitches& s) { s.gemv_wave = 0; });
+      CHECK(kernel_switches().gemv_wave == 0);
+      CHECK_FALSE(kernel_switches().gemv_quant_direct);  // the outer change stays
+    }
+    CHECK(kernel_switches().gemv_wave == 1);
+  }
+  CHECK(same(kernel_switches(), before));
+}
