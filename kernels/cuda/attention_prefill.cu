@@ -1,4 +1,3 @@
-#include <atomic>
 #include <cstdint>
 #include <cstring>
 #include <type_traits>
@@ -302,17 +301,9 @@ template <typename T, int D, bool kDecode>
 void launch_typed(const AttentionArgs& args, int num_seqs, int max_query_len, cudaStream_t stream) {
   auto* kernel = prefill_attention_kernel<T, D, kDecode>;
   constexpr size_t smem = smem_bytes<D>();
-  // Above 48 KiB needs the opt-in, which is a property of the function on the current device:
-  // once per device (replicas on several GPUs, driven from several threads), bit d for device d.
-  static std::atomic<uint64_t> configured{0};
-  int device = 0;
-  ROSE_CUDA_CHECK(cudaGetDevice(&device));
-  const uint64_t bit = device < 64 ? uint64_t(1) << device : 0;
-  if (bit == 0 || (configured.load(std::memory_order_acquire) & bit) == 0) {
-    ROSE_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(smem)));
-    configured.fetch_or(bit, std::memory_order_release);
-  }
+  // Above 48 KiB needs the opt-in, a property of the function on the current device (replicas on
+  // several GPUs, driven from several threads).
+  allow_dynamic_shared_memory(reinterpret_cast<const void*>(kernel), int(smem));
   const int tiles_per_seq = (max_query_len + kTileQ - 1) / kTileQ;
   const int64_t blocks =
       int64_t(num_seqs) * tiles_per_seq * (kDecode ? args.num_kv_heads : args.num_heads);

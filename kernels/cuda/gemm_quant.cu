@@ -869,8 +869,8 @@ bool wgmma_enabled() { return kernel_switches().gemm_quant_wgmma; }
 
 int available_shapes() { return wgmma_enabled() ? kNumShapes : kNumMmaSyncShapes; }
 
-// Opts the kernel in to its dynamic shared memory once per device and checks that a block fits;
-// returns its resident blocks per SM (the graph cache runs a step
+// Opts the kernel in to its dynamic shared memory (allow_dynamic_shared_memory) and checks that a
+// block fits; returns its resident blocks per SM, cached per device (the graph cache runs a step
 // eagerly before capturing it, so the first call for a kernel happens outside stream capture).
 int prepare_kernel(const void* kernel, int threads, int smem) {
   static std::mutex mutex;
@@ -880,7 +880,7 @@ int prepare_kernel(const void* kernel, int threads, int smem) {
   const std::lock_guard<std::mutex> lock(mutex);
   const auto found = resident.find({device, kernel});
   if (found != resident.end()) return found->second;
-  ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, smem));
+  allow_dynamic_shared_memory(kernel, smem);
   int blocks = 0;
   ROSE_CUDA_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&blocks, kernel, threads, smem));
   if (blocks < 1) cuda_fail("the kernel does not fit on an SM", "gemm_quant", __FILE__, __LINE__);

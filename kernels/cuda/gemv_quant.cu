@@ -977,18 +977,13 @@ struct Occupancy {
 Occupancy occupancy(const void* kernel, size_t smem, size_t max_smem, int threads = kThreads) {
   static std::mutex mutex;
   static std::map<std::tuple<int, const void*, size_t>, Occupancy> cache;
-  static std::map<std::pair<int, const void*>, bool> opted_in;
   int device = 0;
   ROSE_CUDA_CHECK(cudaGetDevice(&device));
   const std::lock_guard<std::mutex> lock(mutex);
   const auto key = std::make_tuple(device, kernel, smem);
   const auto found = cache.find(key);
   if (found != cache.end()) return found->second;
-  if (!opted_in[{device, kernel}]) {
-    ROSE_CUDA_CHECK(
-        cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, int(max_smem)));
-    opted_in[{device, kernel}] = true;
-  }
+  allow_dynamic_shared_memory(kernel, int(max_smem));
   Occupancy result;
   ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&result.sms, cudaDevAttrMultiProcessorCount, device));
   ROSE_CUDA_CHECK(
