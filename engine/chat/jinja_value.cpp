@@ -5,6 +5,8 @@
 #include <charconv>
 #include <cmath>
 
+#include "engine/common/json_string.h"
+
 namespace rose::jinja {
 
 namespace {
@@ -200,41 +202,6 @@ std::string to_display_string(const Value& v) {
   return "<function " + v.as_callable().name + ">";
 }
 
-static void append_json_string(std::string& out, const std::string& s) {
-  out += '"';
-  for (unsigned char c : s) {
-    switch (c) {
-      case '"':
-        out += "\\\"";
-        break;
-      case '\\':
-        out += "\\\\";
-        break;
-      case '\n':
-        out += "\\n";
-        break;
-      case '\r':
-        out += "\\r";
-        break;
-      case '\t':
-        out += "\\t";
-        break;
-      case '\b':
-        out += "\\b";
-        break;
-      case '\f':
-        out += "\\f";
-        break;
-      default:
-        if (c < 0x20)
-          out += fmt::format("\\u{:04x}", c);
-        else
-          out += static_cast<char>(c);  // ensure_ascii=False: UTF-8 passes through
-    }
-  }
-  out += '"';
-}
-
 namespace {
 struct JsonStyle {
   int indent;
@@ -242,6 +209,9 @@ struct JsonStyle {
 };
 }  // namespace
 
+// transformers' chat-template tojson: json.dumps with ensure_ascii=False. Strings take
+// engine/common/json_string's escapes, which also write U+FFFD for a byte that is not UTF-8 (where
+// Python would have refused the text before any template ran).
 static void append_json(std::string& out, const Value& v, const JsonStyle& style, int depth) {
   int indent = style.indent;
   if (depth > 100) throw EvalError("tojson: nesting deeper than 100 levels");
