@@ -12,9 +12,9 @@
 #include <string_view>
 
 #include "engine/common/error.h"
+#include "engine/common/utf8.h"
 #include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/tokenizer.h"
-#include "engine/tokenizer/utf8.h"
 #include "engine/tokenizer/vocab.h"
 
 namespace rose {
