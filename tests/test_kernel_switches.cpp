@@ -6,6 +6,7 @@
 #include <map>
 #include <string>
 
+#include "kernels/common/error.h"
 #include "kernels/common/kernel_switches.h"
 
 using namespace rose;
@@ -26,8 +27,8 @@ bool same(const KernelSwitches& a, const KernelSwitches& b) {
   return a.pdl == b.pdl && a.cluster_attention_mma == b.cluster_attention_mma &&
          a.gemv_wave == b.gemv_wave && a.gemv_max_split == b.gemv_max_split &&
          a.gemv_rows_specialized == b.gemv_rows_specialized &&
-         a.gemv_prefetch_bytes == b.gemv_prefetch_bytes && a.gemv_quant_early == b.gemv_quant_early &&
-         a.gemv_quant_direct == b.gemv_quant_direct &&
+         a.gemv_prefetch_bytes == b.gemv_prefetch_bytes &&
+         a.gemv_quant_early == b.gemv_quant_early && a.gemv_quant_direct == b.gemv_quant_direct &&
          a.gemv_quant_direct_max_rows == b.gemv_quant_direct_max_rows &&
          a.gemv_quant_two_blocks == b.gemv_quant_two_blocks &&
          a.gemv_quant_direct_threads == b.gemv_quant_direct_threads &&
@@ -58,7 +59,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.gemm_quant_split_tiles);
 }
 
-TEST_CASE("a switch that is on by default goes off only for a value starting with 0") {
+TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused by name") {
   const std::pair<const char*, bool KernelSwitches::*> flags[] = {
       {"ROSEINFER_CUDA_PDL", &KernelSwitches::pdl},
       {"ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA", &KernelSwitches::cluster_attention_mma},
@@ -74,7 +75,9 @@ TEST_CASE("a switch that is on by default goes off only for a value starting wit
     CHECK_FALSE(from({{name, "0"}}).*member);
     CHECK(from({{name, "1"}}).*member);
     CHECK(from({{name, ""}}).*member);
-    CHECK(from({{name, "yes"}}).*member);
+    const std::string refused = std::string(name) + "=yes: want 0 or 1";
+    CHECK_THROWS_WITH_AS(from({{name, "yes"}}), doctest::Contains(refused.c_str()), Error);
+    CHECK_THROWS_AS(from({{name, "00"}}), Error);
     // Only the named switch moves.
     KernelSwitches off = from({{name, "0"}});
     off.*member = true;
@@ -85,28 +88,36 @@ TEST_CASE("a switch that is on by default goes off only for a value starting wit
 TEST_CASE("the dense GEMV's switches") {
   CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "0"}}).gemv_wave == 0);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "1"}}).gemv_wave == 1);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_WAVE", "2"}}).gemv_wave == -1);
+  CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_WAVE", "2"}}),
+                       doctest::Contains("ROSEINFER_CUDA_GEMV_WAVE=2: want 0"), Error);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "1"}}).gemv_max_split == 1);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "2"}}).gemv_max_split == 4);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "4"}}).gemv_max_split == 4);
+  CHECK_THROWS_AS(from({{"ROSEINFER_CUDA_GEMV_SPLIT", "2"}}), Error);
   CHECK_FALSE(from({{"ROSEINFER_CUDA_GEMV_ROWS", "4"}}).gemv_rows_specialized);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_ROWS", "2"}}).gemv_rows_specialized);
+  CHECK_THROWS_AS(from({{"ROSEINFER_CUDA_GEMV_ROWS", "2"}}), Error);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "1024"}}).gemv_prefetch_bytes == 1024);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "0"}}).gemv_prefetch_bytes == 0);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", "-5"}}).gemv_prefetch_bytes == 0);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", ""}}).gemv_prefetch_bytes == 768);
+  for (const char* bad : {"-5", "12x", " 8", "1e3", "99999999999"}) {
+    CAPTURE(bad);
+    CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", bad}}),
+                         doctest::Contains("a non-negative whole number"), Error);
+  }
 }
 
 TEST_CASE("the quantized GEMV's and GEMM's counts") {
   CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "2"}}).gemv_quant_direct_max_rows == 2);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "4"}}).gemv_quant_direct_max_rows == 4);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "6"}}).gemv_quant_direct_max_rows == 8);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "8"}}).gemv_quant_direct_max_rows == 8);
+  CHECK_THROWS_AS(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS", "6"}}), Error);
   CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS", "256"}}).gemv_quant_direct_threads ==
         256);
-  CHECK(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS", "1024"}}).gemv_quant_direct_threads ==
-        512);
+  CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS", "1024"}}),
+                       doctest::Contains("want 256 or 512"), Error);
   CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", "3"}}).gemm_quant_split_k == 3);
   CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", "0"}}).gemm_quant_split_k == 0);
   CHECK(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", ""}}).gemm_quant_split_k == -1);
+  CHECK_THROWS_AS(from({{"ROSEINFER_GEMM_QUANT_SPLIT_K", "two"}}), Error);
 }
 
 TEST_CASE("a scoped change is seen inside its scope and undone at its end") {

@@ -12,7 +12,8 @@
 namespace rose {
 
 struct KernelSwitches {
-  // ROSEINFER_CUDA_PDL=0: launches without programmatic dependent launch (plain stream order).
+  // Flags on by default take 0 (off) or 1. ROSEINFER_CUDA_PDL=0: launches without programmatic
+  // dependent launch (plain stream order).
   bool pdl = true;
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar cluster decode attention kernel.
   bool cluster_attention_mma = true;
@@ -20,7 +21,8 @@ struct KernelSwitches {
   // Dense GEMV (gemv.cu). ROSEINFER_CUDA_GEMV_WAVE=0 / =1: the one-wave kernel never / always;
   // -1 (unset): the rule (rows its pre-wait chunks cover whole).
   int gemv_wave = -1;
-  // ROSEINFER_CUDA_GEMV_SPLIT=1: one warp per feature (4: up to four warps share a dot product).
+  // ROSEINFER_CUDA_GEMV_SPLIT=1: one warp per feature (4, the default: up to four warps share a
+  // dot product).
   int gemv_max_split = 4;
   // ROSEINFER_CUDA_GEMV_ROWS=4: every row count on the kernel compiled for 4 rows.
   bool gemv_rows_specialized = true;
@@ -34,11 +36,13 @@ struct KernelSwitches {
   // ROSEINFER_CUDA_GEMV_QUANT_DIRECT=0: every type and row count through the staged dp4a kernel
   // (the direct kernel's bit reference).
   bool gemv_quant_direct = true;
-  // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4: rows above that go to the staged kernel.
+  // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_ROWS=2 or 4 (8, the default): rows above that go to the
+  // staged kernel.
   int gemv_quant_direct_max_rows = 8;
   // ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never the 64-register two-blocks-an-SM build.
   bool gemv_quant_two_blocks = true;
-  // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads.
+  // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads (512,
+  // the default).
   int gemv_quant_direct_threads = 512;
   // ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED=0: Q4_K's four column tiles of the int8 GEMV on the
   // register path instead of the shared-memory stages.
@@ -51,10 +55,13 @@ struct KernelSwitches {
   // ROSEINFER_GEMM_QUANT_WGMMA=0: mma.sync tiles only.
   bool gemm_quant_wgmma = true;
   // ROSEINFER_GEMM_QUANT_SPLIT_TILES=0: the tile choice as before split-K, whatever the slices.
-  bool gemm_quant_split_tiles = true;};
+  bool gemm_quant_split_tiles = true;
+};
 
 // The switches a lookup (a variable's value, or null when unset) gives: each variable is read as
-// its comment above says, anything else it holds keeping the default.
+// its comment above says, unset or empty keeps the default, and any other value is refused with a
+// rose::Error naming the variable (the CUDA backend reads them while it is built, so a run stops
+// before its first step).
 KernelSwitches kernel_switches_from(const std::function<const char*(const char*)>& lookup);
 KernelSwitches kernel_switches_from_env();
 
