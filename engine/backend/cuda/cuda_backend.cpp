@@ -15,6 +15,7 @@
 
 #include "engine/common/error.h"
 #include "engine/parallel/shard_plan.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gemm_quant.cuh"
@@ -203,6 +204,9 @@ void CudaBackend::open_device() {
 }
 
 void CudaBackend::read_measurement_switches() {
+  // The kernels' own switches are read at their first use; reading them here makes a malformed
+  // one fail now, with its name, rather than at the first kernel launch.
+  static_cast<void>(kernel_switches());
   if (const char* env = std::getenv("ROSEINFER_CUDA_PROFILE_STEP"); env && *env) {
     profile_step_ = std::atoll(env);
   }
