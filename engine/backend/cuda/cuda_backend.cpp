@@ -31,21 +31,6 @@ double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The most rows a tensor-parallel row-parallel GEMV pushes its partial at (pushes_partial). One:
-// on two H200s (results/2026-11-29-tp-low-latency) the push took 10-12 us off llama-8b's batch-1
-// step (2.421 against 2.431-2.433 ms) and nothing at two rows (2.801 against 2.803).
-// ROSEINFER_CUDA_GEMV_PUSH=N (0-4) sets it, 0 leaving the rows to the fused kernel.
-int gemv_push_max_rows() {
-  const char* env = std::getenv("ROSEINFER_CUDA_GEMV_PUSH");
-  if (env == nullptr || *env == '\0') return 1;
-  char* end = nullptr;
-  const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > kGemvMaxRows) {
-    fail("ROSEINFER_CUDA_GEMV_PUSH={}: expected 0-{} rows (0 turns it off)", env, kGemvMaxRows);
-  }
-  return int(value);
-}
-
 // The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
 // compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
 // decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
@@ -54,10 +39,8 @@ int gemv_push_max_rows() {
 // 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
 // of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
 // ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
-int gemv_rows_for(const ModelConfig& config) {
-  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMV_MAX_ROWS"); env && *env) {
-    return std::clamp(std::atoi(env), 0, kGemvMaxRows);
-  }
+int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
+  if (switches.gemv_max_rows >= 0) return switches.gemv_max_rows;
   return config.hidden_size >= 2048 ? 2 : kGemvMaxRows;
 }
 
@@ -71,10 +54,12 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
                                                                        : nullptr),
       add_norm_reducer_(dynamic_cast<AddNormReducer*>(collective_)),
       logits_gatherer_(dynamic_cast<LogitsGatherer*>(collective_)),
-      graphs_(options.max_num_seqs) {
+      graphs_(options.max_num_seqs),
+      switches_(
+          backend_switches_from_env(BackendSwitchLimits{kGemvMaxRows, kGemvQuantMmaMaxRows})) {
   resolve_options();
-  gemv_max_rows_ = gemv_rows_for(config_);
-  push_max_rows_ = gemv_push_max_rows();
+  gemv_max_rows_ = gemv_rows_for(config_, switches_);
+  push_max_rows_ = switches_.gemv_push_max_rows;
   if (add_norm_reducer_ && push_max_rows_ > 0) push_target_ = add_norm_reducer_->push_target();
   open_device();
   try {
@@ -95,7 +80,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   if (options_.batch_invariant) {  // before the KV pool: the self-check's scratch is freed again
     invariant_gemm_ = std::make_unique<InvariantGemm>(gemm_shapes(), dtype_, stream_);
     if (print_stats_) std::fprintf(stderr, "%s\n", invariant_gemm_->describe().c_str());
-  } else if (const char* env = std::getenv("ROSEINFER_CUDA_BUCKETED_GEMM"); !env || env[0] != '0') {
+  } else if (switches_.bucketed_gemm) {
     bucketed_gemm_ = std::make_unique<BucketedGemm>(gemm_shapes(), dtype_, cublas_workspace_,
                                                     kCublasWorkspaceBytes);
     if (print_stats_) std::fprintf(stderr, "%s\n", bucketed_gemm_->describe().c_str());
@@ -103,55 +88,29 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   allocate_kv_pool();
   build_layer_args();
   if (options_.batch_invariant) {
-    const char* env = std::getenv("ROSEINFER_CUDA_INVARIANT_ATTENTION");
-    invariant_tensor_core_attention_ = !(env && std::string(env) == "split") &&
+    invariant_tensor_core_attention_ = !switches_.invariant_split_attention &&
                                        config_.num_layers > 0 &&
                                        prefill_attention_supported(layer_args_[0].attention);
   }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_TC_DECODE_MIN_SEQS"); env && *env) {
-    decode_tensor_core_min_seqs_ = std::atoi(env);
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS"); env && *env) {
-    quant_gemm_rows_[0] = quant_gemm_rows_[1] = quant_gemm_rows_[2] = std::atoi(env);
-  }
+  decode_tensor_core_min_seqs_ = switches_.tc_decode_min_seqs;
+  for (int shape = 0; shape < 3; ++shape)
+    quant_gemm_rows_[shape] = switches_.gemm_quant_rows[shape];
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
-  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_ROWS"); env && *env) {
-    if (std::sscanf(env, "%d,%d,%d", &quant_gemm_rows_[0], &quant_gemm_rows_[1],
-                    &quant_gemm_rows_[2]) != 3) {
-      throw Error("ROSEINFER_CUDA_GEMM_QUANT_ROWS: want three row limits, SQUARE,DOWN,WIDE");
-    }
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_GEMM_QUANT_INVARIANT"); env && env[0] == '1') {
-    quant_gemm_invariant_ = true;
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_RECAPTURE_GRAPHS"); env && env[0] == '0') {
-    recapture_quantized_graphs_ = false;
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ROPE"); env && env[0] == '0') {
-    fused_rope_enabled_ = false;
-  }
+  quant_gemm_invariant_ = switches_.gemm_quant_invariant;
+  recapture_quantized_graphs_ = switches_.recapture_graphs;
+  fused_rope_enabled_ = switches_.fused_rope;
   if (!cluster_attention_uses_tensor_cores()) {
     cluster_attention_max_rows_ = kScalarClusterAttentionMaxRows;
   }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS"); env && *env) {
-    cluster_attention_max_rows_ = std::atoi(env);
+  if (switches_.cluster_attention_max_rows >= 0) {
+    cluster_attention_max_rows_ = switches_.cluster_attention_max_rows;
   }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_FUSED_NORM"); env && *env) {
-    fused_norm_cap_ = std::atoi(env);
-  }
+  if (switches_.fused_norm_rows >= 0) fused_norm_cap_ = switches_.fused_norm_rows;
   quant_mma_min_rows_ = std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1;
-  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS"); env && *env) {
-    quant_mma_min_rows_ = std::atoi(env);
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS"); env && *env) {
-    quant_mma_max_rows_ = std::clamp(std::atoi(env), 0, kGemvQuantMmaMaxRows);
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES"); env && env[0] == '1') {
-    quant_mma_all_types_ = true;
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_QUANT_MMA_Q6K"); env && env[0] == '0') {
-    quant_mma_q6k_ = false;
-  }
+  if (switches_.quant_mma_min_rows >= 0) quant_mma_min_rows_ = switches_.quant_mma_min_rows;
+  if (switches_.quant_mma_max_rows >= 0) quant_mma_max_rows_ = switches_.quant_mma_max_rows;
+  quant_mma_all_types_ = switches_.quant_mma_all_types;
+  quant_mma_q6k_ = switches_.quant_mma_q6k;
   fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }
@@ -188,9 +147,8 @@ void CudaBackend::open_device() {
   cudaDeviceProp prop{};
   ROSE_CUDA_CHECK(cudaGetDeviceProperties(&prop, device));
   device_name_ = prop.name;
-  const char* stats_env = std::getenv("ROSEINFER_CUDA_STATS");
-  print_stats_ = stats_env && (stats_env[0] == '1' || stats_env[0] == '2');
-  print_step_times_ = stats_env && stats_env[0] == '2';
+  print_stats_ = switches_.stats >= 1;
+  print_step_times_ = switches_.stats == 2;
   read_measurement_switches();
 
   num_sms_ = prop.multiProcessorCount;
@@ -207,28 +165,15 @@ void CudaBackend::read_measurement_switches() {
   // The kernels' own switches are read at their first use; reading them here makes a malformed
   // one fail now, with its name, rather than at the first kernel launch.
   static_cast<void>(kernel_switches());
-  if (const char* env = std::getenv("ROSEINFER_CUDA_PROFILE_STEP"); env && *env) {
-    profile_step_ = std::atoll(env);
-  }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_SHARED_PREFIX"); env && env[0] == '0') {
-    shared_prefix_enabled_ = false;
-  }
-  const char* skip = std::getenv("ROSEINFER_CUDA_SKIP");
-  const std::string list = skip ? skip : "";
-  const std::pair<const char*, SkipKernel> kinds[] = {{"norm", kSkipNorm},
-                                                      {"rope", kSkipRope},
-                                                      {"attention", kSkipAttention},
-                                                      {"gemv", kSkipGemv},
-                                                      {"collective", kSkipCollective}};
-  for (const auto& [name, bit] : kinds) {
-    if (list.find(name) != std::string::npos) skip_kernels_ |= bit;
-  }
+  profile_step_ = switches_.profile_step;
+  shared_prefix_enabled_ = switches_.shared_prefix;
+  skip_kernels_ = switches_.skip_kernels;
   if (skip_kernels_ != 0) {
     std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_SKIP=%s: kernels left out, outputs are wrong\n",
-                 list.c_str());
+                 std::getenv("ROSEINFER_CUDA_SKIP"));
   }
-  if (const char* env = std::getenv("ROSEINFER_CUDA_ATTENTION_PROBE"); env && *env) {
-    attention_probe_ = std::atoi(env);
+  attention_probe_ = switches_.attention_probe;
+  if (attention_probe_ != 0) {
     std::fprintf(stderr,
                  "roseinfer: ROSEINFER_CUDA_ATTENTION_PROBE=%d: the decode attention cut short, "
                  "outputs are wrong\n",
@@ -239,9 +184,7 @@ void CudaBackend::read_measurement_switches() {
   // runs, so (TPOT at K) - (TPOT at 1) is K - 1 steps of GPU time alone, and what is left of one
   // step is the time the GPU waits on the host
   // (results/2026-11-25-norm-after/host_gap_replay_h200).
-  if (const char* env = std::getenv("ROSEINFER_CUDA_REPLAY"); env && *env) {
-    graph_replays_ = std::max(1, std::atoi(env));
-  }
+  graph_replays_ = switches_.graph_replays;
 }
 
 // After the weights: the dequantization scratch is sized by the largest matrix kept quantized.
@@ -286,8 +229,7 @@ void CudaBackend::allocate_workspaces() {
   // cosines before its PDL wait, ~2,100 of a block's ~4,800 cycles there, on the step's critical
   // path (results/2026-11-29-attention-inbox). ROSEINFER_CUDA_ROPE_TABLE=0 computes them in place
   // (comparisons).
-  const char* table_env = std::getenv("ROSEINFER_CUDA_ROPE_TABLE");
-  if (b.rope_angles > 0 && weights_.inv_freq && !(table_env && table_env[0] == '0')) {
+  if (b.rope_angles > 0 && weights_.inv_freq && switches_.rope_table) {
     rope_angles_ = arena_.alloc_as<float>(b.rope_angles);
     launch_fill_rope_angles(weights_.inv_freq, config_.head_dim, max_model_len_, rope_angles_,
                             stream_);
@@ -302,7 +244,7 @@ void CudaBackend::allocate_workspaces() {
   // comparisons); one half per step in flight.
   ROSE_CUDA_CHECK(cudaHostAlloc(reinterpret_cast<void**>(&pinned_sampled_), size_t(2 * b.sampled),
                                 cudaHostAllocMapped | cudaHostAllocPortable));
-  if (const char* env = std::getenv("ROSEINFER_CUDA_SAMPLE_COPY"); env && env[0] == '1') {
+  if (switches_.sample_copy) {
     sampled_ = arena_.alloc_as<int32_t>(2 * b.sampled);
     sample_target_ = sampled_;
   } else {

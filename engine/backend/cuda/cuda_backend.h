@@ -20,6 +20,7 @@
 
 #include "engine/backend/backend.h"
 #include "engine/backend/cuda/add_norm_reducer.h"
+#include "engine/backend/cuda/backend_switches.h"
 #include "engine/backend/cuda/device_arena.h"
 #include "engine/backend/cuda/device_weights.h"
 #include "engine/backend/cuda/graph_cache.h"
@@ -111,7 +112,7 @@ class CudaBackend final : public Backend {
   // Construction, in this order (cuda_backend.cpp).
   void resolve_options();            // dtype, model and budget checks, max_model_len
   void open_device();                // device, stream, cuBLAS and its workspace; the SM count
-  void read_measurement_switches();  // profile_step_ and skip_kernels_ from the environment
+  void read_measurement_switches();  // profile_step_, skip_kernels_, ... from switches_
   void allocate_workspaces();        // plan_ first: it needs the SM count and the kept weights
   void allocate_kv_pool();           // last: it takes what memory is left
   void build_layer_args();
@@ -316,13 +317,6 @@ class CudaBackend final : public Backend {
   bool quant_mma_q6k_ = true;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
-  enum SkipKernel : unsigned {
-    kSkipNorm = 1,
-    kSkipRope = 2,
-    kSkipAttention = 4,
-    kSkipGemv = 8,
-    kSkipCollective = 16,  // tensor parallel's all-reduces and the logits' gather
-  };
   bool skipped(SkipKernel kind) const { return (skip_kernels_ & kind) != 0; }
 
   cudaStream_t stream_ = nullptr;
@@ -401,6 +395,8 @@ class CudaBackend final : public Backend {
                                        // split-K counters and partials, zeroed once
 
   GraphCache graphs_;
+  // The ROSEINFER_CUDA_* measurement switches, read first (backend_switches.h).
+  BackendSwitches switches_;
 
   // Where execute()'s host time goes (ROSEINFER_CUDA_STATS=1 prints it when the backend is
   // destroyed): seconds in validate, pack + H2D copy, launches, and the wait for the step.

@@ -103,8 +103,7 @@ void CudaBackend::build_layer_args() {
   }
   // Layer 0's attention norm also looks up the embedding: one launch fewer a step.
   // ROSEINFER_CUDA_FUSED_EMBEDDING=0 keeps launch_embedding (comparisons).
-  const char* env = std::getenv("ROSEINFER_CUDA_FUSED_EMBEDDING");
-  if (num_layers > 0 && !(env && env[0] == '0')) {
+  if (num_layers > 0 && switches_.fused_embedding) {
     layer_args_[0].attn_norm.tok_emb = weights_.tok_emb;
     layer_args_[0].attn_norm.pos_emb = weights_.pos_emb;
   }
