@@ -141,3 +141,12 @@ TEST_CASE("backend switches: what used to fall back or be clamped silently is re
               "rows)");
   }
 }
+
+TEST_CASE("backend switches: the row bounds are the kernels' (BackendSwitchLimits)") {
+  const auto lookup = [](const char* name) -> const char* {
+    return std::string(name) == "ROSEINFER_CUDA_GEMV_MAX_ROWS" ? "3" : nullptr;
+  };
+  CHECK(backend_switches_from(lookup, BackendSwitchLimits{4, 32}).gemv_max_rows == 3);
+  CHECK_THROWS_WITH(backend_switches_from(lookup, BackendSwitchLimits{2, 16}),
+                    "ROSEINFER_CUDA_GEMV_MAX_ROWS=3: want 0-2 rows");
+}

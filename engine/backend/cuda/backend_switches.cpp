@@ -4,6 +4,7 @@
 #include <charconv>
 #include <cstdlib>
 #include <limits>
+#include <string>
 #include <string_view>
 
 namespace rose {
@@ -85,10 +86,11 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
   s.invariant_split_attention =
       switch_one_of(lookup, "ROSEINFER_CUDA_INVARIANT_ATTENTION", {{"split", 1}}, 0,
                     "split (the split-KV kernel under --batch-invariant)") == 1;
+  const std::string gemv_rows = "0-" + std::to_string(limits.gemv_max_rows) + " rows";
   s.gemv_max_rows = rows(lookup, "ROSEINFER_CUDA_GEMV_MAX_ROWS", s.gemv_max_rows,
-                         limits.gemv_max_rows, "0-4 rows");
+                         limits.gemv_max_rows, gemv_rows.c_str());
   s.gemv_push_max_rows = rows(lookup, "ROSEINFER_CUDA_GEMV_PUSH", s.gemv_push_max_rows,
-                              limits.gemv_max_rows, "0-4 rows (0 turns it off)");
+                              limits.gemv_max_rows, (gemv_rows + " (0 turns it off)").c_str());
   s.tc_decode_min_seqs = rows(lookup, "ROSEINFER_CUDA_TC_DECODE_MIN_SEQS", s.tc_decode_min_seqs,
                               kMaxRows, "a sequence count (0: never)");
   const int all = rows(lookup, "ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", -1, kMaxRows,
@@ -106,8 +108,9 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
                            "a row count (0: never)");
   s.quant_mma_min_rows = rows(lookup, "ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", s.quant_mma_min_rows,
                               kMaxRows, "a row count");
-  s.quant_mma_max_rows = rows(lookup, "ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", s.quant_mma_max_rows,
-                              limits.quant_mma_max_rows, "0-32 rows (0: never)");
+  s.quant_mma_max_rows = rows(
+      lookup, "ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", s.quant_mma_max_rows, limits.quant_mma_max_rows,
+      ("0-" + std::to_string(limits.quant_mma_max_rows) + " rows (0: never)").c_str());
   s.quant_mma_all_types =
       switch_on_off(lookup, "ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES", s.quant_mma_all_types);
   s.quant_mma_q6k = switch_on_off(lookup, "ROSEINFER_CUDA_QUANT_MMA_Q6K", s.quant_mma_q6k);
