@@ -1,6 +1,5 @@
 #include "kernels/common/kernel_switches.h"
 
-#include <cstdlib>
 #include <initializer_list>
 #include <limits>
 #include <utility>
@@ -12,8 +11,8 @@ namespace {
 
 // A non-negative decimal count, or `fallback` when unset or empty.
 int count_or(const SwitchLookup& lookup, const char* name, int fallback) {
-  return int(switch_number(lookup, name, fallback, 0, std::numeric_limits<int>::max(),
-                           "a non-negative whole number"));
+  return switch_count(lookup, name, fallback, std::numeric_limits<int>::max(),
+                      "a non-negative whole number");
 }
 
 KernelSwitches& current() {
@@ -59,9 +58,7 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
   return s;
 }
 
-KernelSwitches kernel_switches_from_env() {
-  return kernel_switches_from([](const char* name) { return std::getenv(name); });
-}
+KernelSwitches kernel_switches_from_env() { return kernel_switches_from(switch_from_environment); }
 
 const KernelSwitches& kernel_switches() { return current(); }
 

@@ -1,6 +1,7 @@
 #include "kernels/common/switch_reader.h"
 
 #include <charconv>
+#include <cstdlib>
 #include <string>
 
 #include "kernels/common/error.h"
@@ -38,5 +39,12 @@ int64_t switch_number(const SwitchLookup& lookup, const char* name, int64_t fall
   }
   return result;
 }
+
+int switch_count(const SwitchLookup& lookup, const char* name, int fallback, int64_t hi,
+                 const char* want) {
+  return int(switch_number(lookup, name, fallback, 0, hi, want));
+}
+
+const char* switch_from_environment(const char* name) { return std::getenv(name); }
 
 }  // namespace rose

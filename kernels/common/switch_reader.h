@@ -30,4 +30,11 @@ bool switch_on_off(const SwitchLookup& lookup, const char* name, bool fallback);
 int64_t switch_number(const SwitchLookup& lookup, const char* name, int64_t fallback, int64_t lo,
                       int64_t hi, const char* want);
 
+// A count in [0, hi] (an int), or `fallback`.
+int switch_count(const SwitchLookup& lookup, const char* name, int fallback, int64_t hi,
+                 const char* want);
+
+// std::getenv as a SwitchLookup: the process's environment.
+const char* switch_from_environment(const char* name);
+
 }  // namespace rose

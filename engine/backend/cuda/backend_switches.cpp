@@ -2,7 +2,6 @@
 
 #include <algorithm>
 #include <charconv>
-#include <cstdlib>
 #include <limits>
 #include <string>
 #include <string_view>
@@ -11,10 +10,6 @@ namespace rose {
 namespace {
 
 constexpr int64_t kMaxRows = std::numeric_limits<int>::max();
-
-int rows(const SwitchLookup& lookup, const char* name, int fallback, int64_t hi, const char* want) {
-  return int(switch_number(lookup, name, fallback, 0, hi, want));
-}
 
 // ROSEINFER_CUDA_SKIP's comma-separated kernel names as SkipKernel bits.
 unsigned skip_bits(const SwitchLookup& lookup) {
@@ -87,14 +82,16 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
       switch_one_of(lookup, "ROSEINFER_CUDA_INVARIANT_ATTENTION", {{"split", 1}}, 0,
                     "split (the split-KV kernel under --batch-invariant)") == 1;
   const std::string gemv_rows = "0-" + std::to_string(limits.gemv_max_rows) + " rows";
-  s.gemv_max_rows = rows(lookup, "ROSEINFER_CUDA_GEMV_MAX_ROWS", s.gemv_max_rows,
-                         limits.gemv_max_rows, gemv_rows.c_str());
-  s.gemv_push_max_rows = rows(lookup, "ROSEINFER_CUDA_GEMV_PUSH", s.gemv_push_max_rows,
-                              limits.gemv_max_rows, (gemv_rows + " (0 turns it off)").c_str());
-  s.tc_decode_min_seqs = rows(lookup, "ROSEINFER_CUDA_TC_DECODE_MIN_SEQS", s.tc_decode_min_seqs,
-                              kMaxRows, "a sequence count (0: never)");
-  const int all = rows(lookup, "ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", -1, kMaxRows,
-                       "a row count (0 turns the tile GEMM off)");
+  s.gemv_max_rows = switch_count(lookup, "ROSEINFER_CUDA_GEMV_MAX_ROWS", s.gemv_max_rows,
+                                 limits.gemv_max_rows, gemv_rows.c_str());
+  s.gemv_push_max_rows =
+      switch_count(lookup, "ROSEINFER_CUDA_GEMV_PUSH", s.gemv_push_max_rows, limits.gemv_max_rows,
+                   (gemv_rows + " (0 turns it off)").c_str());
+  s.tc_decode_min_seqs =
+      switch_count(lookup, "ROSEINFER_CUDA_TC_DECODE_MIN_SEQS", s.tc_decode_min_seqs, kMaxRows,
+                   "a sequence count (0: never)");
+  const int all = switch_count(lookup, "ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", -1, kMaxRows,
+                               "a row count (0 turns the tile GEMM off)");
   if (all >= 0) s.gemm_quant_rows = {all, all, all};
   s.gemm_quant_rows = quant_rows(lookup, s.gemm_quant_rows);
   s.gemm_quant_invariant =
@@ -102,13 +99,13 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
   s.recapture_graphs = switch_on_off(lookup, "ROSEINFER_CUDA_RECAPTURE_GRAPHS", s.recapture_graphs);
   s.fused_rope = switch_on_off(lookup, "ROSEINFER_CUDA_FUSED_ROPE", s.fused_rope);
   s.cluster_attention_max_rows =
-      rows(lookup, "ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS", s.cluster_attention_max_rows,
-           kMaxRows, "a row count (0 turns it off)");
-  s.fused_norm_rows = rows(lookup, "ROSEINFER_CUDA_FUSED_NORM", s.fused_norm_rows, kMaxRows,
-                           "a row count (0: never)");
-  s.quant_mma_min_rows = rows(lookup, "ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", s.quant_mma_min_rows,
-                              kMaxRows, "a row count");
-  s.quant_mma_max_rows = rows(
+      switch_count(lookup, "ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS",
+                   s.cluster_attention_max_rows, kMaxRows, "a row count (0 turns it off)");
+  s.fused_norm_rows = switch_count(lookup, "ROSEINFER_CUDA_FUSED_NORM", s.fused_norm_rows, kMaxRows,
+                                   "a row count (0: never)");
+  s.quant_mma_min_rows = switch_count(lookup, "ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS",
+                                      s.quant_mma_min_rows, kMaxRows, "a row count");
+  s.quant_mma_max_rows = switch_count(
       lookup, "ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", s.quant_mma_max_rows, limits.quant_mma_max_rows,
       ("0-" + std::to_string(limits.quant_mma_max_rows) + " rows (0: never)").c_str());
   s.quant_mma_all_types =
@@ -121,7 +118,7 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
 }
 
 BackendSwitches backend_switches_from_env(const BackendSwitchLimits& limits) {
-  return backend_switches_from([](const char* name) { return std::getenv(name); }, limits);
+  return backend_switches_from(switch_from_environment, limits);
 }
 
 }  // namespace rose

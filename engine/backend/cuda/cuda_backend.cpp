@@ -92,13 +92,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
                                        config_.num_layers > 0 &&
                                        prefill_attention_supported(layer_args_[0].attention);
   }
-  decode_tensor_core_min_seqs_ = switches_.tc_decode_min_seqs;
-  for (int shape = 0; shape < 3; ++shape)
-    quant_gemm_rows_[shape] = switches_.gemm_quant_rows[shape];
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
-  quant_gemm_invariant_ = switches_.gemm_quant_invariant;
-  recapture_quantized_graphs_ = switches_.recapture_graphs;
-  fused_rope_enabled_ = switches_.fused_rope;
   if (!cluster_attention_uses_tensor_cores()) {
     cluster_attention_max_rows_ = kScalarClusterAttentionMaxRows;
   }
@@ -109,8 +103,6 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
   quant_mma_min_rows_ = std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1;
   if (switches_.quant_mma_min_rows >= 0) quant_mma_min_rows_ = switches_.quant_mma_min_rows;
   if (switches_.quant_mma_max_rows >= 0) quant_mma_max_rows_ = switches_.quant_mma_max_rows;
-  quant_mma_all_types_ = switches_.quant_mma_all_types;
-  quant_mma_q6k_ = switches_.quant_mma_q6k;
   fused_norm_rows_ = fused_norm_max_rows();
   if (!options_.defer_warm_up) warm_up();
 }
@@ -165,26 +157,16 @@ void CudaBackend::read_measurement_switches() {
   // The kernels' own switches are read at their first use; reading them here makes a malformed
   // one fail now, with its name, rather than at the first kernel launch.
   static_cast<void>(kernel_switches());
-  profile_step_ = switches_.profile_step;
-  shared_prefix_enabled_ = switches_.shared_prefix;
-  skip_kernels_ = switches_.skip_kernels;
-  if (skip_kernels_ != 0) {
+  if (switches_.skip_kernels != 0) {
     std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_SKIP=%s: kernels left out, outputs are wrong\n",
                  std::getenv("ROSEINFER_CUDA_SKIP"));
   }
-  attention_probe_ = switches_.attention_probe;
-  if (attention_probe_ != 0) {
+  if (switches_.attention_probe != 0) {
     std::fprintf(stderr,
                  "roseinfer: ROSEINFER_CUDA_ATTENTION_PROBE=%d: the decode attention cut short, "
                  "outputs are wrong\n",
-                 attention_probe_);
+                 switches_.attention_probe);
   }
-  // ROSEINFER_CUDA_REPLAY=K: every graphed step's graph replayed K times back to back (the same
-  // inputs, so the same KV writes and ids). Replays after the first are queued while the GPU
-  // runs, so (TPOT at K) - (TPOT at 1) is K - 1 steps of GPU time alone, and what is left of one
-  // step is the time the GPU waits on the host
-  // (results/2026-11-25-norm-after/host_gap_replay_h200).
-  graph_replays_ = switches_.graph_replays;
 }
 
 // After the weights: the dequantization scratch is sized by the largest matrix kept quantized.
@@ -309,7 +291,7 @@ void CudaBackend::warm_up() {
     // slower than the same graph captured again (llama-1b Q4_K, batch 16, H100: 3.07 against
     // 2.50 ms a step; with PDL off both 2.77; ncu times its kernels alike). Why is not known;
     // capturing those buckets' graphs a second time removes it (results/2026-11-24-quant-gemm).
-    if (dequantized_ && recapture_quantized_graphs_) {
+    if (dequantized_ && switches_.recapture_graphs) {
       std::vector<int> again;
       for (int bucket : graphs_.buckets()) {
         if (!use_quant_gemv(bucket) && quant_gemm_in_some_product(bucket)) again.push_back(bucket);
@@ -498,7 +480,7 @@ int CudaBackend::shared_prefix_keys(const StepPlan& plan) const {
   // vectors instead of once per row, but is one more launch per layer).
   constexpr int kMinSharedKeys = 128;
   const int s = plan.num_seqs(), block_size = options_.block_size;
-  if (s < 2 || !shared_prefix_enabled_ || options_.batch_invariant || !plan.is_pure_decode() ||
+  if (s < 2 || !switches_.shared_prefix || options_.batch_invariant || !plan.is_pure_decode() ||
       !attention_shared_prefix_supported(config_.num_kv_heads, config_.num_heads,
                                          config_.head_dim)) {
     return 0;
@@ -559,12 +541,13 @@ void CudaBackend::enqueue(const StepPlan& plan) {
     ROSE_CUDA_CHECK(
         cudaMemcpyAsync(meta_device_, host, size_t(bytes), cudaMemcpyHostToDevice, stream_));
     const double t2 = host_seconds();
-    const bool profile = stats_.steps == profile_step_;
+    const bool profile = stats_.steps == switches_.profile_step;
     if (profile) ROSE_CUDA_CHECK(cudaProfilerStart());
     ++stats_.steps;
     stats_.copy_bytes += bytes;
     if (step.graph) {
-      for (int replay = 0; replay < graph_replays_; ++replay) {  // measurement: more than 1
+      for (int replay = 0; replay < switches_.graph_replays;
+           ++replay) {  // measurement: more than 1
         const auto run = graphs_.run(
             padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
         ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);

@@ -112,7 +112,7 @@ class CudaBackend final : public Backend {
   // Construction, in this order (cuda_backend.cpp).
   void resolve_options();            // dtype, model and budget checks, max_model_len
   void open_device();                // device, stream, cuBLAS and its workspace; the SM count
-  void read_measurement_switches();  // profile_step_, skip_kernels_, ... from switches_
+  void read_measurement_switches();  // the kernels' switches now; warns of SKIP, PROBE
   void allocate_workspaces();        // plan_ first: it needs the SM count and the kept weights
   void allocate_kv_pool();           // last: it takes what memory is left
   void build_layer_args();
@@ -252,26 +252,10 @@ class CudaBackend final : public Backend {
   // times, to tell a first use's host-side cost (kernel loading, algorithm choice) from GPU time.
   bool print_step_times_ = false;
   bool warming_up_ = false;  // inside warm_up(): no per-step lines
-  // Measurement switches, read once at start (docs/gpu-notes.md):
-  // ROSEINFER_CUDA_PROFILE_STEP=k: cudaProfilerStart/Stop around the k-th step after warm-up, for
-  // `ncu --profile-from-start off`; -1: off.
-  int64_t profile_step_ = -1;
-  int graph_replays_ = 1;  // ROSEINFER_CUDA_REPLAY (measurement only)
-  // ROSEINFER_CUDA_SKIP=norm,rope,attention,gemv: leave those kernels out of every forward, so a
-  // step's time without them shows what they cost inside the graph. The outputs are wrong.
-  unsigned skip_kernels_ = 0;
-  // ROSEINFER_CUDA_ATTENTION_PROBE=1|2: the cluster decode attention returns right after its PDL
-  // wait, or skips its merge across the cluster (AttentionArgs::probe). The outputs are wrong.
-  int attention_probe_ = 0;
-  // ROSEINFER_CUDA_SHARED_PREFIX=0: never the shared-prefix attention launch (for comparisons).
-  bool shared_prefix_enabled_ = true;
   // --batch-invariant: every step's attention on the tensor-core kernel (attention_prefill.cuh),
   // when it supports the model; ROSEINFER_CUDA_INVARIANT_ATTENTION=split keeps the split-KV
   // kernel with fixed splits (the schedule before, for comparisons).
   bool invariant_tensor_core_attention_ = false;
-  // Default mode: pure-decode steps of at least this many sequences run the tensor-core attention
-  // (0: never). ROSEINFER_CUDA_TC_DECODE_MIN_SEQS sets it (experiment).
-  int decode_tensor_core_min_seqs_ = 0;
   // Pure-decode steps of at most this many rows run the cluster decode attention (attention.cuh,
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
@@ -279,22 +263,6 @@ class CudaBackend final : public Backend {
   // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
   // runs unsplit and the row limits are those before split-K (comparisons).
   bool quant_gemm_split_k_ = true;
-  // Row limits for the tile-decoding GEMM per QuantGemmShape (square, down, wide) instead of
-  // quant_gemm_row_limit's (-1: the rule; 0 turns the GEMM off for that class), for comparisons:
-  // ROSEINFER_CUDA_GEMM_QUANT_ROWS=SQUARE,DOWN,WIDE sets the three,
-  // ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=R all three to R.
-  int quant_gemm_rows_[3] = {-1, -1, -1};
-  // --batch-invariant: every product of a kept matrix through the tile-decoding GEMM instead of a
-  // decoded copy and the pinned GEMM. Off: on the H100 at llama-1b Q4_K, batch 64, it decoded at
-  // 18,319 tok/s against 18,797 and prefilled at 107k against 261k (it decodes 28% faster at batch
-  // 1; results/2026-11-24-quant-gemm/check). ROSEINFER_CUDA_GEMM_QUANT_INVARIANT=1 turns it on.
-  bool quant_gemm_invariant_ = false;
-  // Warm-up captures the graphs of buckets that run the tile-decoding GEMM twice (warm_up());
-  // ROSEINFER_CUDA_RECAPTURE_GRAPHS=0 keeps the first capture (comparisons).
-  bool recapture_quantized_graphs_ = true;
-  // The cluster attention also does the step's RoPE and KV write (AttentionArgs::fuse_rope);
-  // ROSEINFER_CUDA_FUSED_ROPE=0 keeps the separate kernel (comparisons).
-  bool fused_rope_enabled_ = true;
   // The most rows a step's norms may run inside the GEMVs: kFusedNormDefaultRows, or
   // ROSEINFER_CUDA_FUSED_NORM=N (0: never; comparisons).
   int fused_norm_cap_ = kFusedNormDefaultRows;
@@ -304,20 +272,9 @@ class CudaBackend final : public Backend {
   // Its last row count: kGemvQuantMmaMaxRows, or ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS=N (0: never;
   // comparisons and the tests that compare other paths' bits).
   int quant_mma_max_rows_ = kGemvQuantMmaMaxRows;
-  // The int8 tensor-core GEMV takes Q4_K only, unless ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES=1 (Q8_0,
-  // Q4_0 and Q4_1 too): their 34- and 18-byte blocks are read with 2-byte loads, and on llama-1b
-  // and llama-8b at 8-32 rows its steps took 5-25% longer than on the dp4a GEMV and the tile GEMM
-  // (results/2026-11-30-quant-mma/6_types; gpt2's Q8_0 at 16 rows 13% faster).
-  bool quant_mma_all_types_ = false;
-  // Q6_K (Q4_K_M's lm_head, and down and v in some layers) takes it too, so Q4_K_M's mixed qkv
-  // does: Q4_K_M decode at 8 rows 20-22% faster than on the dp4a GEMV (llama-1b 1.392 -> 1.109
-  // ms, llama-8b 5.370 -> 4.202), llama-1b 9.7% faster at 16 rows and even at 32 against the
-  // paths past 8 rows (H200, results/2026-11-30-q6k-mma). ROSEINFER_CUDA_QUANT_MMA_Q6K=0: not
-  // (comparisons).
-  bool quant_mma_q6k_ = true;
   // Steps of at most this many rows run their norms inside the GEMVs (fused_norm_max_rows).
   int fused_norm_rows_ = 0;
-  bool skipped(SkipKernel kind) const { return (skip_kernels_ & kind) != 0; }
+  bool skipped(SkipKernel kind) const { return (switches_.skip_kernels & kind) != 0; }
 
   cudaStream_t stream_ = nullptr;
   cublasHandle_t cublas_ = nullptr;
@@ -395,7 +352,8 @@ class CudaBackend final : public Backend {
                                        // split-K counters and partials, zeroed once
 
   GraphCache graphs_;
-  // The ROSEINFER_CUDA_* measurement switches, read first (backend_switches.h).
+  // The ROSEINFER_CUDA_* measurement switches, read first (backend_switches.h, where each says why
+  // its default is what it is); the members above with a computed default apply theirs.
   BackendSwitches switches_;
 
   // Where execute()'s host time goes (ROSEINFER_CUDA_STATS=1 prints it when the backend is

@@ -204,13 +204,14 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   rope.num_tokens = n;
   // Batch-1 decode: the cluster attention kernel, which also does the RoPE and the KV write.
   // Default mode, pure decode: the tensor-core kernel (KV heads' query heads packed in a tile)
-  // from decode_tensor_core_min_seqs_ sequences on, unless the shared-prefix launch applies.
-  const bool tc_decode = decode_tensor_core_min_seqs_ > 0 && max_query_len == 1 &&
-                         step.num_seqs >= decode_tensor_core_min_seqs_ && !step.shared_keys;
+  // from switches_.tc_decode_min_seqs sequences on, unless the shared-prefix launch applies.
+  const int tc_min_seqs = switches_.tc_decode_min_seqs;
+  const bool tc_decode =
+      tc_min_seqs > 0 && max_query_len == 1 && step.num_seqs >= tc_min_seqs && !step.shared_keys;
   const bool cluster = !options_.batch_invariant && max_query_len == 1 && !step.shared_keys &&
                        !tc_decode && n <= cluster_attention_max_rows_ &&
                        (config_.head_dim == 64 || config_.head_dim == 128);
-  const bool fuse_rope = cluster && fused_rope_enabled_;
+  const bool fuse_rope = cluster && switches_.fused_rope;
   if (!skipped(kSkipRope) && !fuse_rope) launch_rope_kv_write(rope, stream_);
 
   AttentionArgs at = layer.attention;
@@ -226,7 +227,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
   at.cluster_decode = cluster;
-  at.probe = attention_probe_;
+  at.probe = switches_.attention_probe;
   at.fuse_rope = fuse_rope;
   at.rope = rope;
   // Steps with prefill rows run the tensor-core kernel (one block per 64 query rows); pure
@@ -442,14 +443,14 @@ bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& 
     return false;
   }
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
-    return (quant_mma_all_types_ || range.type == GgmlType::kQ4_K ||
-            (quant_mma_q6k_ && range.type == GgmlType::kQ6_K)) &&
+    return (switches_.quant_mma_all_types || range.type == GgmlType::kQ4_K ||
+            (switches_.quant_mma_q6k && range.type == GgmlType::kQ6_K)) &&
            gemv_quant_mma_supported(uint32_t(range.type), n, int(w.cols));
   });
 }
 
 int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {
-  const int forced = quant_gemm_rows_[int(quant_gemm_shape(w.rows, w.cols))];
+  const int forced = switches_.gemm_quant_rows[size_t(quant_gemm_shape(w.rows, w.cols))];
   return forced >= 0 ? forced : quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_);
 }
 
@@ -462,7 +463,7 @@ bool CudaBackend::quant_gemm_in_some_product(int n) const {
 }
 
 bool CudaBackend::use_quant_gemm(const DeviceMatrix& w, int n) const {
-  if (invariant_gemm_ ? !quant_gemm_invariant_ : n > quant_gemm_limit(w)) return false;
+  if (invariant_gemm_ ? !switches_.gemm_quant_invariant : n > quant_gemm_limit(w)) return false;
   return std::all_of(w.ranges.begin(), w.ranges.end(), [&](const QuantRange& range) {
     return gemm_quant_supported(uint32_t(range.type), int(w.cols));
   });

@@ -1,9 +1,11 @@
 // One-shot all-reduce through peer memory: the host side (peer_all_reduce.h).
 #include "engine/backend/cuda/peer_all_reduce.h"
 
-#include <cstdlib>
+#include <limits>
+#include <string>
 
 #include "engine/common/error.h"
+#include "kernels/common/switch_reader.h"
 #include "kernels/cuda/all_reduce_peer.cuh"
 #include "kernels/cuda/check.cuh"
 
@@ -13,29 +15,17 @@ namespace {
 
 // A byte count from `name`, `fallback` when unset; 0 turns the path it sizes off.
 int64_t bytes_from_env(const char* name, int64_t fallback) {
-  const char* env = std::getenv(name);
-  if (env == nullptr || *env == '\0') return fallback;
-  char* end = nullptr;
-  const long long value = std::strtoll(env, &end, 10);
-  if (*end != '\0' || value < 0) fail("{}={}: expected a byte count (0 turns it off)", name, env);
-  return value;
+  return switch_number(switch_from_environment, name, fallback, 0,
+                       std::numeric_limits<int64_t>::max(), "a byte count (0 turns it off)");
 }
 
 // ROSEINFER_CUDA_PEER_PROBE (PeerAllReduceArgs::probe): probes of the fused add-norm's exchange,
 // for before/after timings with one binary; unset or 0 in every real run.
 int peer_probe() {
-  const char* env = std::getenv("ROSEINFER_CUDA_PEER_PROBE");
-  if (env == nullptr || *env == '\0') return 0;
-  char* end = nullptr;
-  const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > 63) {
-    fail(
-        "ROSEINFER_CUDA_PEER_PROBE={}: expected 0-63 (bits: 1 no push, 2 relaxed flag, 4 no flags, "
-        "8 epoch and residual after the wait, 16 and 32 next kernel after the low-latency wait or "
-        "before the PDL wait)",
-        env);
-  }
-  return int(value);
+  return switch_count(switch_from_environment, "ROSEINFER_CUDA_PEER_PROBE", 0, 63,
+                      "0-63 (bits: 1 no push, 2 relaxed flag, 4 no flags, 8 epoch and residual "
+                      "after the wait, 16 and 32 next kernel after the low-latency wait or before "
+                      "the PDL wait)");
 }
 
 }  // namespace
@@ -49,26 +39,14 @@ int64_t peer_gather_max_bytes() {
 }
 
 int peer_low_latency_rows() {
-  const char* env = std::getenv("ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS");
-  if (env == nullptr || *env == '\0') return kPeerAllReduceBlocks;
-  char* end = nullptr;
-  const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > kPeerAllReduceBlocks) {
-    fail("ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS={}: expected 0-{} rows (0 turns it off)", env,
-         kPeerAllReduceBlocks);
-  }
-  return int(value);
+  const std::string want = "0-" + std::to_string(kPeerAllReduceBlocks) + " rows (0 turns it off)";
+  return switch_count(switch_from_environment, "ROSEINFER_CUDA_PEER_LOW_LATENCY_ROWS",
+                      kPeerAllReduceBlocks, kPeerAllReduceBlocks, want.c_str());
 }
 
 int fused_all_reduce_max_rows() {
-  const char* env = std::getenv("ROSEINFER_CUDA_FUSED_ALL_REDUCE");
-  if (env == nullptr || *env == '\0') return kPeerAllReduceBlocks;
-  char* end = nullptr;
-  const long value = std::strtol(env, &end, 10);
-  if (*end != '\0' || value < 0 || value > 1 << 20) {
-    fail("ROSEINFER_CUDA_FUSED_ALL_REDUCE={}: expected a row count (0 turns it off)", env);
-  }
-  return int(value);
+  return switch_count(switch_from_environment, "ROSEINFER_CUDA_FUSED_ALL_REDUCE",
+                      kPeerAllReduceBlocks, 1 << 20, "a row count (0 turns it off)");
 }
 
 struct PeerAllReduce::Group {
