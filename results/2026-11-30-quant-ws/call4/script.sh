@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Session 39 call 4: what bounds the warp-specialized kernel. A diagnostic build (not committed;
-# WS_PROBE bits: 1 producers skip the decode, 2 consumers skip the wgmmas, 4 producers skip the x
+# WS_PROBE bits: 1 producers skip the decoded values' stores, 2 consumers skip the wgmmas, 4 producers skip the x
 # copies) times llama-1b Q4_K at 256 and 128 rows on "ws 128 n256" (tile 12) and "ws 128 n128" (11).
 set -uo pipefail
 source scripts/device_step.sh
