@@ -5,7 +5,8 @@
 // gpu_bench_gemv_quant, not run by ctest; run with --no-skip. Each measurement cycles through
 // enough copies of the weights (>= 256 MiB in all) that they come from HBM, not the 50 MB L2.
 // gate|up is timed as one GEMV over its 2 x intermediate rows (the fused SiLU epilogue reads the
-// same bytes).
+// same bytes), and as the step runs it, launch_gemv_quant_silu_mul (the line "silu"; not in the
+// layer sums).
 //   ROSEINFER_BENCH_ITERS=400 (timed calls per shape)  ROSEINFER_BENCH_TYPES=Q4_K,Q8_0 (the types
 //   timed; all five when unset)  ROSEINFER_BENCH_ROWS=1 (the row counts; 1, 4 and 8 when unset),
 //   so a profiler sees only the launches it is asked about
@@ -134,6 +135,15 @@ void bench_model(const Model& model, int iters, std::mt19937& rng) {
                             shape.in, shape.out, true, DType::kBF16, nullptr);
         });
         if (shape.in_layer) layer_quant[i][t] += us;
+        if (std::string(shape.name) == "gate|up") {
+          const double silu_us = time_us(copies, iters, [&](int c) {
+            launch_gemv_quant_silu_mul(x_dev.get(), w[size_t(c)]->get(), uint32_t(type),
+                                       y_dev.get(), n, shape.in, shape.out / 2, DType::kBF16,
+                                       nullptr);
+          });
+          std::printf("%-8s %-6s %2d %10.2f %10.0f\n", "silu", ggml_type_traits(type).name, n,
+                      silu_us, double(bytes.size()) / silu_us / 1e3);
+        }
         if (bf16_us[i] > 0.0) {
           std::printf("%-8s %-6s %2d %10.2f %10.0f %10.2f %10.0f %7.2fx\n", shape.name,
                       ggml_type_traits(type).name, n, us, double(bytes.size()) / us / 1e3,
