@@ -45,6 +45,8 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
                     s.gemv_quant_direct_max_rows, "2, 4 or 8");
   s.gemv_quant_two_blocks =
       switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", s.gemv_quant_two_blocks);
+  s.gemv_quant_one_row_norm =
+      switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM", s.gemv_quant_one_row_norm);
   s.gemv_quant_direct_threads =
       switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS",
                     {{"256", 256}, {"512", 512}}, s.gemv_quant_direct_threads, "256 or 512");

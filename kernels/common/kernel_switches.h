@@ -41,6 +41,9 @@ struct KernelSwitches {
   int gemv_quant_direct_max_rows = 8;
   // ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS=0: never the 64-register two-blocks-an-SM build.
   bool gemv_quant_two_blocks = true;
+  // ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM=0: the direct GEMV's one-row norm input through the
+  // general prologue (three trips to memory) instead of norm_quantize_one_row (one).
+  bool gemv_quant_one_row_norm = true;
   // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads (512,
   // the default).
   int gemv_quant_direct_threads = 512;

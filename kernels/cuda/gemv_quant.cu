@@ -409,6 +409,85 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb, Ge
   __syncthreads();
 }
 
+// The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds its
+// elements of kOneRowNormRounds rounds of kBlockThreads * 8 in registers at once.
+constexpr int kOneRowNormRounds = 2;
+template <int kBlockThreads>
+constexpr int one_row_norm_max_in() {
+  return kOneRowNormRounds * kBlockThreads * 8;
+}
+
+// norm_prologue + quantize_x for one row with the norm input (fusion.norm_residual), with the
+// same values and bits, in one trip to memory instead of three (the norm's two rounds of 8 loads
+// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 8
+// elements of each round of the residual row and of the norm weight at once; the row goes through
+// shared memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
+// rms_inverse_rows' order; every warp derives the inverse scale from their kNormWarps sums itself
+// (the same shuffles, so the same bits, and no barrier to publish it); then each thread
+// normalizes and quantizes the elements it holds, as normalized_words and quantize_x do. in <=
+// one_row_norm_max_in<kBlockThreads>(), in % 32 == 0. Ends with a barrier.
+template <int kSwizzle, typename T, int kBlockThreads>
+__device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* stage, int8_t* xq,
+                                      XBlock* xb) {
+  constexpr int kRound = kBlockThreads * 8;
+  float4 lo[kOneRowNormRounds], hi[kOneRowNormRounds];
+  uint4 weight[kOneRowNormRounds];
+#pragma unroll
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    if (at < in) {
+      lo[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
+      hi[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
+      weight[k] = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at);
+    }
+  }
+#pragma unroll
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    if (at < in) {
+      *reinterpret_cast<float4*>(stage + at) = lo[k];
+      *reinterpret_cast<float4*>(stage + at + 4) = hi[k];
+    }
+  }
+  __syncthreads();
+  __shared__ float partial[kNormWarps];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (warp < kNormWarps) {  // virtual thread v sums elements v, v + kNormThreads, ... in order
+    float sum = 0.0f;
+    for (int i = warp * 32 + lane; i < in; i += kNormThreads) {
+      sum = norm_square_step(stage[i], 0.0f, sum);
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) partial[warp] = sum;
+  }
+  __syncthreads();
+  const float inv =
+      norm_inverse(warp_sum(lane < kNormWarps ? partial[lane] : 0.0f), in, fusion.norm_eps);
+#pragma unroll
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    if (k * kRound >= in) break;  // uniform over the thread block
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    const bool valid = at < in;  // the same for the 4 threads of a block (in % 32 == 0)
+    union {
+      uint4 vec;
+      T elems[8];
+    } w, out;
+    w.vec = weight[k];
+    const float r[8] = {lo[k].x, lo[k].y, lo[k].z, lo[k].w, hi[k].x, hi[k].y, hi[k].z, hi[k].w};
+#pragma unroll
+    for (int e = 0; e < 8; ++e) {
+      out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, inv, to_float(w.elems[e])));
+    }
+    const Int8Eight q = quantize_eight<T>(valid ? out.vec : make_uint4(0, 0, 0, 0));
+    if (valid) {
+      int8_t* dst = xq + 16 * swizzled_chunk<kSwizzle>(at / 16) + at % 16;
+      *reinterpret_cast<uint2*>(dst) = make_uint2(q.words[0], q.words[1]);
+      if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+    }
+  }
+  __syncthreads();
+}
+
 enum class Epilogue { kStore, kStoreF32, kSiluMul };
 
 // After a feature's last unit, in both kernels: sums each accumulator over the warp (a fixed xor
@@ -849,8 +928,11 @@ struct Direct<BlockQ6_K> {
 // 14336, went from 17.6 to 15.1 us at 512 for Q4_K; results/2026-11-25-gemv-quant-direct).
 // Loading two items ahead instead of one was slower on every Q4_K shape measured there.
 // kMinBlocks: the blocks of 512 threads an SM must hold (2: at most 64 registers; see
-// kTwoBlockMinFeatures).
-template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads, int kMinBlocks = 1>
+// kTwoBlockMinFeatures). kOneRowNorm: one row with the norm input, prepared by
+// norm_quantize_one_row (dynamic shared memory: xq and xb, then the (in,) fp32 stage at the next
+// 16-byte boundary).
+template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads, int kMinBlocks = 1,
+          bool kOneRowNorm = false>
 __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMinBlocks)
     gemv_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                        bool weights_before_wait, GemvFusion fusion) {
@@ -930,9 +1012,15 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
     pdl_wait();
     pdl_launch_dependents();
   }
-  __shared__ float inv[kRows];
-  norm_prologue<kRows>(fusion, n, in, inv);
-  quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
+  if constexpr (kOneRowNorm) {
+    // One row with the norm input: one trip to memory (stage: after xq and xb).
+    float* stage = reinterpret_cast<float*>(smem + align16(int(x_row_bytes(in))));
+    norm_quantize_one_row<B::kSwizzle, T, kBlockThreads>(fusion, in, stage, xq, xb);
+  } else {
+    __shared__ float inv[kRows];
+    norm_prologue<kRows>(fusion, n, in, inv);
+    quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
+  }
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -1031,16 +1119,35 @@ constexpr int kTwoBlockMinFeatures = 4096;
 
 bool two_blocks_enabled() { return kernel_switches().gemv_quant_two_blocks; }
 
+// KernelSwitches::gemv_quant_one_row_norm false (ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM=0): one
+// row with the norm input through norm_prologue and quantize_x too (comparisons).
+bool one_row_norm_enabled() { return kernel_switches().gemv_quant_one_row_norm; }
+
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       const GemvFusion& fusion, cudaStream_t stream) {
   auto* kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads>;
-  if constexpr (kRows == 1 && kBlockThreads == 512 && E != Epilogue::kSiluMul) {
-    if (out >= kTwoBlockMinFeatures && two_blocks_enabled()) {
-      kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 2>;
+  // One row with the norm input: the build with norm_quantize_one_row (its fp32 stage after x's
+  // int8 copy); a build of its own, so the products without the norm input keep their registers.
+  bool one_row_norm = false;
+  if constexpr (kRows == 1 && kBlockThreads == 512) {
+    one_row_norm = fusion.norm_residual != nullptr && in <= one_row_norm_max_in<kBlockThreads>() &&
+                   one_row_norm_enabled();
+    // gate|up (SiLU) keeps one block an SM (results/2026-11-30-gated-two-blocks).
+    if constexpr (E == Epilogue::kSiluMul) {
+      if (one_row_norm) kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 1, true>;
+    } else {
+      const bool two = out >= kTwoBlockMinFeatures && two_blocks_enabled();
+      if (one_row_norm) {
+        kernel = two ? gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 2, true>
+                     : gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 1, true>;
+      } else if (two) {
+        kernel = gemv_direct_kernel<B, T, E, kRows, kBlockThreads, 2>;
+      }
     }
   }
-  const size_t smem = size_t(n * x_row_bytes(in));
+  const size_t smem = one_row_norm ? size_t(align16(int(x_row_bytes(in)))) + size_t(in) * 4
+                                   : size_t(n * x_row_bytes(in));
   const Occupancy occ =
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
   launch_kernel(kernel, dim3(resident_wave_blocks(occ, out, kBlockThreads / 32)),

@@ -647,15 +647,17 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
 // Every type runs the direct kernel (Q6_K at one row; its n = 2..8 launches take the staged kernel
 // both times); the staged kernel (kept for comparisons) computes the same operations in the same
 // order. Both, every n, every epilogue, bit for bit, at llama-1b's shapes
-// (in 2048 and 8192), SmolLM2-135M's (in 576 and 1536; its 49152-wide vocabulary shrunk to an odd
-// 4099), a matrix of one block per row with an odd out (Q4_0's, Q8_0's and Q6_K's 2-byte aligned
-// blocks alternate between word aligned and not, down to the matrix's last block), and for Q8_0 an
-// x too large for one launch of 8 rows (the rows split into launches).
+// (in 2048 and 8192; out 4096: the two-block builds, and at one row with the norm input the
+// two-block build of norm_quantize_one_row, against the staged kernel's norm_prologue),
+// SmolLM2-135M's (in 576 and 1536; its 49152-wide vocabulary shrunk to an odd 4099), a matrix of
+// one block per row with an odd out (Q4_0's, Q8_0's and Q6_K's 2-byte aligned blocks alternate
+// between word aligned and not, down to the matrix's last block), and for Q8_0 an x too large for
+// one launch of 8 rows (the rows split into launches).
 TEST_CASE("quantized GEMV: the direct kernel (every type) gives the staged bits") {
   std::mt19937 rng(11);
   for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ6_K}) {
-    for (const Shape shape :
-         {Shape{2048, 3072}, Shape{8192, 2048}, Shape{1536, 576}, Shape{256, 7}, Shape{512, 5}}) {
+    for (const Shape shape : {Shape{2048, 3072}, Shape{2048, 4096}, Shape{8192, 2048},
+                              Shape{1536, 576}, Shape{256, 7}, Shape{512, 5}}) {
       check_direct_against_staged(type, shape, rng);
     }
   }
