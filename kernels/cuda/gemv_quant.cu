@@ -362,6 +362,17 @@ __device__ __forceinline__ void norm_prologue(GemvFusion fusion, int n, int in, 
   rms_inverse_rows(fusion.norm_residual, n, in, fusion.norm_eps, scratch, inv);
 }
 
+// Stores one thread's quantized 8 elements at..at+7 of row `row` (col: their first column): the
+// int8 values into xq's swizzled chunk, and, from the first of a 32-element block's four threads,
+// the block's XBlock.
+template <int kSwizzle>
+__device__ __forceinline__ void store_quantized(const Int8Eight& q, int row, int col, int at,
+                                                int in, int8_t* xq, XBlock* xb) {
+  int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
+  *reinterpret_cast<uint2*>(dst) = make_uint2(q.words[0], q.words[1]);
+  if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+}
+
 // Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled
 // (XView), and xb (n, in / 32): per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q =
 // rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
@@ -399,10 +410,8 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb, Ge
       const bool valid = at < count;  // the same for the 4 threads of a block (count % 32 == 0)
       const Int8Eight q = quantize_eight<T>(raw[k]);  // zero bits (0.0) where not valid
       if (valid) {
-        const int row = at / in, col = at - row * in;
-        int8_t* dst = xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16) + col % 16;
-        *reinterpret_cast<uint2*>(dst) = make_uint2(q.words[0], q.words[1]);
-        if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+        const int row = at / in;
+        store_quantized<kSwizzle>(q, row, at - row * in, at, in, xq, xb);
       }
     }
   }
@@ -468,22 +477,9 @@ __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* s
     if (k * kRound >= in) break;  // uniform over the thread block
     const int at = k * kRound + 8 * int(threadIdx.x);
     const bool valid = at < in;  // the same for the 4 threads of a block (in % 32 == 0)
-    union {
-      uint4 vec;
-      T elems[8];
-    } w, out;
-    w.vec = weight[k];
-    const float r[8] = {lo[k].x, lo[k].y, lo[k].z, lo[k].w, hi[k].x, hi[k].y, hi[k].z, hi[k].w};
-#pragma unroll
-    for (int e = 0; e < 8; ++e) {
-      out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, inv, to_float(w.elems[e])));
-    }
-    const Int8Eight q = quantize_eight<T>(valid ? out.vec : make_uint4(0, 0, 0, 0));
-    if (valid) {
-      int8_t* dst = xq + 16 * swizzled_chunk<kSwizzle>(at / 16) + at % 16;
-      *reinterpret_cast<uint2*>(dst) = make_uint2(q.words[0], q.words[1]);
-      if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
-    }
+    const uint4 normalized = normalized_eight<T>(lo[k], hi[k], weight[k], inv);
+    const Int8Eight q = quantize_eight<T>(valid ? normalized : make_uint4(0, 0, 0, 0));
+    if (valid) store_quantized<kSwizzle>(q, 0, at, at, in, xq, xb);
   }
   __syncthreads();
 }

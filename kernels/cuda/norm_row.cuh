@@ -181,6 +181,24 @@ __device__ __forceinline__ void prefetch_norm_weight(const GemvFusion& fusion, i
   }
 }
 
+// Eight residual elements (lo, hi) RMS-normalized with inverse scale `inv` and multiplied by
+// their norm weights (eight T in `weight`), rounded to T: one 16-byte word of T.
+template <typename T>
+__device__ __forceinline__ uint4 normalized_eight(const float4& lo, const float4& hi,
+                                                  const uint4& weight, float inv) {
+  const float r[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
+  union {
+    uint4 vec;
+    T elems[8];
+  } w, out;
+  w.vec = weight;
+#pragma unroll
+  for (int e = 0; e < 8; ++e) {
+    out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, inv, to_float(w.elems[e])));
+  }
+  return out.vec;
+}
+
 // Elements at..at+7 of the normalized rows (n, in) (in % 8 == 0) as one 16-byte word of T:
 // RMSNorm(fusion.norm_residual) * fusion.norm_weight rounded to T, with row r's inverse scale
 // inv[r].
@@ -190,18 +208,9 @@ __device__ __forceinline__ uint4 normalized_words(GemvFusion fusion, int at, int
   const int row = at / in, col = at - row * in;
   const float4 lo = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
   const float4 hi = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
-  const float r[8] = {lo.x, lo.y, lo.z, lo.w, hi.x, hi.y, hi.z, hi.w};
-  union {
-    uint4 vec;
-    T elems[8];
-  } weight, out;
-  weight.vec = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + col);
-  const float scale = inv[row];
-#pragma unroll
-  for (int e = 0; e < 8; ++e) {
-    out.elems[e] = from_float<T>(norm_scaled(r[e], 0.0f, scale, to_float(weight.elems[e])));
-  }
-  return out.vec;
+  const uint4 weight =
+      *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + col);
+  return normalized_eight<T>(lo, hi, weight, inv[row]);
 }
 
 }  // namespace rose
