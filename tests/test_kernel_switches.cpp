@@ -32,6 +32,7 @@ bool same(const KernelSwitches& a, const KernelSwitches& b) {
          a.gemv_quant_direct_max_rows == b.gemv_quant_direct_max_rows &&
          a.gemv_quant_two_blocks == b.gemv_quant_two_blocks &&
          a.gemv_quant_one_row_norm == b.gemv_quant_one_row_norm &&
+         a.gemv_quant_evict_first == b.gemv_quant_evict_first &&
          a.gemv_quant_direct_threads == b.gemv_quant_direct_threads &&
          a.gemv_quant_mma_staged == b.gemv_quant_mma_staged &&
          a.gemm_quant_split_k == b.gemm_quant_split_k && a.gemm_quant_wgmma == b.gemm_quant_wgmma &&
@@ -54,6 +55,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.gemv_quant_direct_max_rows == 8);
   CHECK(s.gemv_quant_two_blocks);
   CHECK(s.gemv_quant_one_row_norm);
+  CHECK(s.gemv_quant_evict_first);
   CHECK(s.gemv_quant_direct_threads == 512);
   CHECK(s.gemv_quant_mma_staged);
   CHECK(s.gemm_quant_split_k == -1);
@@ -69,6 +71,7 @@ TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused b
       {"ROSEINFER_CUDA_GEMV_QUANT_DIRECT", &KernelSwitches::gemv_quant_direct},
       {"ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", &KernelSwitches::gemv_quant_two_blocks},
       {"ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM", &KernelSwitches::gemv_quant_one_row_norm},
+      {"ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST", &KernelSwitches::gemv_quant_evict_first},
       {"ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED", &KernelSwitches::gemv_quant_mma_staged},
       {"ROSEINFER_GEMM_QUANT_WGMMA", &KernelSwitches::gemm_quant_wgmma},
       {"ROSEINFER_GEMM_QUANT_SPLIT_TILES", &KernelSwitches::gemm_quant_split_tiles},

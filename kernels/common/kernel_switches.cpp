@@ -47,6 +47,8 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
       switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", s.gemv_quant_two_blocks);
   s.gemv_quant_one_row_norm =
       switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM", s.gemv_quant_one_row_norm);
+  s.gemv_quant_evict_first =
+      switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST", s.gemv_quant_evict_first);
   s.gemv_quant_direct_threads =
       switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS",
                     {{"256", 256}, {"512", 512}}, s.gemv_quant_direct_threads, "256 or 512");

@@ -44,6 +44,9 @@ struct KernelSwitches {
   // ROSEINFER_CUDA_GEMV_QUANT_ONE_ROW_NORM=0: the direct GEMV's one-row norm input through the
   // general prologue (three trips to memory) instead of norm_quantize_one_row (one).
   bool gemv_quant_one_row_norm = true;
+  // ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST=0: the direct GEMV's weight loads with the L2's normal
+  // eviction priority instead of evict_first.
+  bool gemv_quant_evict_first = true;
   // ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256: the direct kernel's blocks at 256 threads (512,
   // the default).
   int gemv_quant_direct_threads = 512;

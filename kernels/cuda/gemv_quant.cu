@@ -36,6 +36,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/ggml_block.cuh"
+#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm_row.cuh"
 #include "kernels/cuda/quantize_int8.cuh"
@@ -697,10 +698,10 @@ struct Direct<BlockQ4_K> {
   using Regs = Q4KUnitRegs;
 
   // Unit c of the Q4_K block at `block` (16-byte aligned).
-  __device__ __forceinline__ static Regs load(const uint8_t* block, int c) {
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int c, const StreamHint& hint) {
     const uint4* head = reinterpret_cast<const uint4*>(block);
     const uint4* qs = reinterpret_cast<const uint4*>(block + 16 + 32 * c);
-    return Regs{head[0], qs[0], qs[1]};
+    return Regs{hint.load(head), hint.load(qs), hint.load(qs + 1)};
   }
 
   // BlockQ4_K::unit on a unit held in registers: the same terms in the same order.
@@ -746,15 +747,16 @@ struct HalfAlignedRegs {
 };
 
 template <int K>
-__device__ __forceinline__ HalfAlignedRegs<K> load_half_aligned(const uint8_t* block) {
+__device__ __forceinline__ HalfAlignedRegs<K> load_half_aligned(const uint8_t* block,
+                                                                const StreamHint& hint) {
   const bool word_aligned = (reinterpret_cast<uintptr_t>(block) & 2) == 0;
   const uint32_t* words = reinterpret_cast<const uint32_t*>(block + (word_aligned ? 0 : 2));
   const unsigned short* half =
       reinterpret_cast<const unsigned short*>(block + (word_aligned ? 4 * K : 0));
   HalfAlignedRegs<K> regs;
 #pragma unroll
-  for (int k = 0; k < K; ++k) regs.words[k] = words[k];
-  regs.half = uint32_t(*half) | (word_aligned ? 16u << 16 : 0u);
+  for (int k = 0; k < K; ++k) regs.words[k] = hint.load(words + k);
+  regs.half = hint.load(half) | (word_aligned ? 16u << 16 : 0u);
   return regs;
 }
 
@@ -786,16 +788,16 @@ struct Direct<BlockQ4<kHasMin>> {
   using Regs = std::conditional_t<kHasMin, Q4_1Regs, HalfAlignedRegs<4>>;
 
   // The block at `block` (Q4_1: 4-byte aligned; Q4_0: 2-byte aligned).
-  __device__ __forceinline__ static Regs load(const uint8_t* block, int) {
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int, const StreamHint& hint) {
     if constexpr (kHasMin) {
       const uint32_t* words = reinterpret_cast<const uint32_t*>(block);
       Regs regs;
-      regs.dm = words[0];
+      regs.dm = hint.load(words);
 #pragma unroll
-      for (int k = 0; k < 4; ++k) regs.qs[k] = words[1 + k];
+      for (int k = 0; k < 4; ++k) regs.qs[k] = hint.load(words + 1 + k);
       return regs;
     } else {
-      return load_half_aligned<4>(block);
+      return load_half_aligned<4>(block, hint);
     }
   }
 
@@ -823,8 +825,8 @@ struct Direct<BlockQ8_0> {
   using Regs = HalfAlignedRegs<8>;
 
   // The block at `block` (2-byte aligned).
-  __device__ __forceinline__ static Regs load(const uint8_t* block, int) {
-    return load_half_aligned<8>(block);
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int, const StreamHint& hint) {
+    return load_half_aligned<8>(block, hint);
   }
 
   template <int kRows>
@@ -865,7 +867,7 @@ struct Direct<BlockQ6_K> {
   using Regs = Q6KUnitRegs;
 
   // Unit c of the Q6_K block at `block` (2-byte aligned).
-  __device__ __forceinline__ static Regs load(const uint8_t* block, int c) {
+  __device__ __forceinline__ static Regs load(const uint8_t* block, int c, const StreamHint& hint) {
     const int h = c / 2, g = c % 2;
     const int misalign = int(reinterpret_cast<uintptr_t>(block) & 2);  // 0 or 2
     const auto words = [&](int offset) {
@@ -877,15 +879,15 @@ struct Direct<BlockQ6_K> {
     const uint32_t* hbits = words(128 + 32 * h + 16 * g);
 #pragma unroll
     for (int k = 0; k < 5; ++k) {
-      regs.low[k] = low[k];
-      regs.high[k] = high[k];
-      regs.hbits[k] = hbits[k];
+      regs.low[k] = hint.load(low + k);
+      regs.high[k] = hint.load(high + k);
+      regs.hbits[k] = hint.load(hbits + k);
     }
     const uint32_t* scales = words(192 + 8 * h);
-    regs.scales[0] = scales[0];
-    regs.scales[1] = scales[1];
-    regs.scales[2] = misalign != 0 ? scales[2] : 0u;
-    regs.d_shift = uint32_t(*reinterpret_cast<const unsigned short*>(block + 208)) |
+    regs.scales[0] = hint.load(scales);
+    regs.scales[1] = hint.load(scales + 1);
+    regs.scales[2] = misalign != 0 ? hint.load(scales + 2) : 0u;
+    regs.d_shift = hint.load(reinterpret_cast<const unsigned short*>(block + 208)) |
                    (uint32_t(8 * misalign) << 16);
     return regs;
   }
@@ -931,7 +933,7 @@ template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads, int 
           bool kOneRowNorm = false>
 __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMinBlocks)
     gemv_direct_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
-                       bool weights_before_wait, GemvFusion fusion) {
+                       bool weights_before_wait, bool evict_first, GemvFusion fusion) {
   using D = Direct<B>;
   using Regs = typename D::Regs;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
@@ -967,20 +969,21 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
   const int64_t feature_bytes = int64_t(total_warps) * row_bytes;
   const int64_t gate_bytes = int64_t(out) * row_bytes;  // gate row o to up row o
   constexpr int kItemBytes = 32 / B::kUnits * B::kBytes;
+  const StreamHint hint = StreamHint::make(evict_first);
   const auto load = [&](int f, int k, Regs(&regs)[kWeightRows]) {
     const int u = lane + 32 * k;
     if (u >= units) return;
     if constexpr (kLean) {
       const uint8_t* block = lane_w + f * feature_bytes + k * kItemBytes;
 #pragma unroll
-      for (int r = 0; r < kWeightRows; ++r) regs[r] = D::load(block + r * gate_bytes, c);
+      for (int r = 0; r < kWeightRows; ++r) regs[r] = D::load(block + r * gate_bytes, c, hint);
     } else {
       const int o = gw + f * total_warps;
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
         const uint8_t* block =
             w + (int64_t(o) + int64_t(r) * out) * row_bytes + int64_t(u / B::kUnits) * B::kBytes;
-        regs[r] = D::load(block, c);
+        regs[r] = D::load(block, c, hint);
       }
     }
   };
@@ -1119,6 +1122,11 @@ bool two_blocks_enabled() { return kernel_switches().gemv_quant_two_blocks; }
 // row with the norm input through norm_prologue and quantize_x too (comparisons).
 bool one_row_norm_enabled() { return kernel_switches().gemv_quant_one_row_norm; }
 
+// The direct kernel's weight loads carry an L2 evict_first policy (StreamHint).
+// KernelSwitches::gemv_quant_evict_first false (ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST=0):
+// evict_normal, as a plain load (comparisons).
+bool evict_first_enabled() { return kernel_switches().gemv_quant_evict_first; }
+
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>
 void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       const GemvFusion& fusion, cudaStream_t stream) {
@@ -1148,7 +1156,7 @@ void launch_direct_as(const T* x, const uint8_t* w, void* y, int n, int in, int 
       occupancy(reinterpret_cast<const void*>(kernel), smem, size_t(kXSmemBudget), kBlockThreads);
   launch_kernel(kernel, dim3(resident_wave_blocks(occ, out, kBlockThreads / 32)),
                 dim3(kBlockThreads), smem, stream, x, w, y, n, in, out, y_stride,
-                weights_before_wait(), fusion);
+                weights_before_wait(), evict_first_enabled(), fusion);
 }
 
 // KernelSwitches::gemv_quant_direct_threads 256 (ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS=256): the
