@@ -36,7 +36,6 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
       switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_ROWS", {{"4", 0}}, s.gemv_rows_specialized ? 1 : 0,
                     "4 (every row count on the 4-row kernel)") == 1;
   s.gemv_prefetch_bytes = count_or(lookup, "ROSEINFER_CUDA_GEMV_PREFETCH", s.gemv_prefetch_bytes);
-  s.gemv_evict_first = switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_EVICT_FIRST", s.gemv_evict_first);
 
   s.gemv_quant_early = switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_EARLY", s.gemv_quant_early);
   s.gemv_quant_direct =

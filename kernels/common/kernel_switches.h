@@ -29,9 +29,6 @@ struct KernelSwitches {
   // ROSEINFER_CUDA_GEMV_PREFETCH=bytes: each weight row's first bytes asked into L2 before the
   // PDL wait (0: off).
   int gemv_prefetch_bytes = 768;
-  // ROSEINFER_CUDA_GEMV_EVICT_FIRST=0: the dense GEMV's weight loads with the L2's normal eviction
-  // priority instead of evict_first.
-  bool gemv_evict_first = true;
 
   // Quantized GEMV (gemv_quant.cu, gemv_quant_mma.cu).
   // ROSEINFER_CUDA_GEMV_QUANT_EARLY=0: every weight load after the PDL wait.

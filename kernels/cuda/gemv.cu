@@ -8,7 +8,6 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/dtype_dispatch.cuh"
 #include "kernels/cuda/gemv.cuh"
-#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/norm_row.cuh"
 
@@ -150,8 +149,8 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
                                               const uint4 (&pre)[kWeightRows][kPre > 0 ? kPre : 1],
                                               bool use_pre,
                                               float (&partial)[kWarps][kWeightRows][kRows],
-                                              const PeerPush& push, const uint32_t (&epoch)[kRows],
-                                              const StreamHint& hint) {
+                                              const PeerPush& push,
+                                              const uint32_t (&epoch)[kRows]) {
   constexpr int kStride = kChunk * kSplit;  // elements between one lane's chunks
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int local = warp / kSplit, part = warp % kSplit;
@@ -182,10 +181,7 @@ __device__ __forceinline__ void product_group(const T* x, const T* w, const T* b
   for (; active && c < in; c += kStride) {
     float wf[kWeightRows][8];
 #pragma unroll
-    for (int r = 0; r < kWeightRows; ++r) {
-      const uint4 raw = hint.load(reinterpret_cast<const uint4*>(w_row[r] + c));
-      load_as_float<T, 8>(reinterpret_cast<const T*>(&raw), wf[r]);
-    }
+    for (int r = 0; r < kWeightRows; ++r) load_as_float<T, 8>(w_row[r] + c, wf[r]);
     fold_chunk<T, kRows, kWeightRows>(x, n, in, c, wf, acc);
   }
   sum_feature<kSplit, kRows, kWeightRows>(acc, partial, warp, lane, part);
@@ -223,7 +219,7 @@ __device__ __forceinline__ void prefetch_group_l2(const T* w, int in, int out, i
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32)
     gemv_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                bool residual_add, int prefetch_bytes, bool evict_first, PeerPush push) {
+                bool residual_add, int prefetch_bytes, PeerPush push) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   if (prefetch_bytes > 0) {
     prefetch_group_l2<T, kSplit, kWeightRows>(w, in, out, int(blockIdx.x), prefetch_bytes);
@@ -235,8 +231,7 @@ __global__ void __launch_bounds__(kWarps * 32)
   __shared__ float partial[kWarps][kWeightRows][kRows];
   const uint4 none[kWeightRows][1] = {};
   product_group<T, E, kSplit, kRows, 0>(x, w, bias, y, n, in, out, residual_add, int(blockIdx.x),
-                                        none, false, partial, push, epoch,
-                                        StreamHint::make(evict_first));
+                                        none, false, partial, push, epoch);
 }
 
 // The rows (n, in) RMSNorm(fusion.norm_residual) * fusion.norm_weight in T, launch_add_norm's
@@ -281,10 +276,9 @@ constexpr int wave_min_blocks() {
 template <typename T, Epilogue E, int kSplit, int kRows>
 __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>())
     gemv_wave_kernel(const T* x, const T* w, const T* bias, void* y, int n, int in, int out,
-                     bool evict_first, GemvFusion fusion) {
+                     GemvFusion fusion) {
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kFeaturesPerBlock = kWarps / kSplit;
-  const StreamHint hint = StreamHint::make(evict_first);
   __shared__ float partial[kWarps][kWeightRows][kRows];
   // The first group's first chunks, as product_group takes them: weights are constants of the
   // run, safe to load before the wait.
@@ -297,9 +291,10 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
       const int c = ((warp % kSplit) * 32 + lane) * 8 + i * kChunk * kSplit;
 #pragma unroll
       for (int r = 0; r < kWeightRows; ++r) {
-        pre[r][i] = o < out && c < in ? hint.load(reinterpret_cast<const uint4*>(
-                                            w + (int64_t(o) + int64_t(r) * out) * in + c))
-                                      : make_uint4(0, 0, 0, 0);
+        pre[r][i] =
+            o < out && c < in
+                ? *reinterpret_cast<const uint4*>(w + (int64_t(o) + int64_t(r) * out) * in + c)
+                : make_uint4(0, 0, 0, 0);
       }
     }
   }
@@ -312,7 +307,7 @@ __global__ void __launch_bounds__(kWarps * 32, wave_min_blocks<E, kSplit, kRows>
   for (int group = int(blockIdx.x); group < groups; group += int(gridDim.x)) {
     product_group<T, E, kSplit, kRows, kPreChunks>(x, w, bias, y, n, in, out, fusion.residual_add,
                                                    group, pre, group == int(blockIdx.x), partial,
-                                                   fusion.push, epoch, hint);
+                                                   fusion.push, epoch);
     if constexpr (kSplit > 1) __syncthreads();  // partial read before the next group writes it
   }
 }
@@ -351,11 +346,6 @@ int wave_capacity(size_t smem) {
   return capacity[smem] = std::max(1, sms * per_sm);
 }
 
-// The weight loads carry an L2 evict_first policy (StreamHint), as the quantized GEMV's do.
-// KernelSwitches::gemv_evict_first false (ROSEINFER_CUDA_GEMV_EVICT_FIRST=0): evict_normal
-// (comparisons).
-bool weights_evict_first() { return kernel_switches().gemv_evict_first; }
-
 // groups feature groups on the one-wave kernel compiled for kRows rows: a grid of one resident
 // wave in which every block takes the same number of groups.
 template <typename T, Epilogue E, int kSplit, int kRows>
@@ -365,8 +355,7 @@ void launch_wave(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   const int capacity = wave_capacity<T, E, kSplit, kRows>(smem);
   const int per_block = (groups + capacity - 1) / capacity;
   launch_kernel(gemv_wave_kernel<T, E, kSplit, kRows>, (groups + per_block - 1) / per_block,
-                kWarps * 32, smem, stream, x, w, bias, y, n, in, out, weights_evict_first(),
-                fusion);
+                kWarps * 32, smem, stream, x, w, bias, y, n, in, out, fusion);
 }
 
 // KernelSwitches::gemv_max_split 1 (ROSEINFER_CUDA_GEMV_SPLIT=1) forces one warp per feature (the
@@ -402,7 +391,7 @@ void launch_rows(const T* x, const T* w, const T* bias, void* y, int n, int in, 
   if (n == 1 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 1>;
   if (n == 2 && rows_specialized()) kernel = gemv_kernel<T, E, kSplit, 2>;
   launch_kernel(kernel, blocks, kWarps * 32, 0, stream, x, w, bias, y, n, in, out,
-                fusion.residual_add, prefetch_bytes(), weights_evict_first(), fusion.push);
+                fusion.residual_add, prefetch_bytes(), fusion.push);
 }
 
 // The warps a feature's dot product is split over (gemv_split, capped by the switch below).
