@@ -25,7 +25,8 @@ KernelSwitches from(const std::map<std::string, std::string>& vars) {
 // operator==).
 bool same(const KernelSwitches& a, const KernelSwitches& b) {
   return a.pdl == b.pdl && a.cluster_attention_mma == b.cluster_attention_mma &&
-         a.gemv_wave == b.gemv_wave && a.gemv_max_split == b.gemv_max_split &&
+         a.attention_kv_evict_first == b.attention_kv_evict_first && a.gemv_wave == b.gemv_wave &&
+         a.gemv_max_split == b.gemv_max_split &&
          a.gemv_rows_specialized == b.gemv_rows_specialized &&
          a.gemv_prefetch_bytes == b.gemv_prefetch_bytes &&
          a.gemv_quant_early == b.gemv_quant_early && a.gemv_quant_direct == b.gemv_quant_direct &&
@@ -46,6 +47,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(same(s, KernelSwitches{}));
   CHECK(s.pdl);
   CHECK(s.cluster_attention_mma);
+  CHECK(s.attention_kv_evict_first);
   CHECK(s.gemv_wave == -1);
   CHECK(s.gemv_max_split == 4);
   CHECK(s.gemv_rows_specialized);
@@ -67,6 +69,7 @@ TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused b
   const std::pair<const char*, bool KernelSwitches::*> flags[] = {
       {"ROSEINFER_CUDA_PDL", &KernelSwitches::pdl},
       {"ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA", &KernelSwitches::cluster_attention_mma},
+      {"ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST", &KernelSwitches::attention_kv_evict_first},
       {"ROSEINFER_CUDA_GEMV_QUANT_EARLY", &KernelSwitches::gemv_quant_early},
       {"ROSEINFER_CUDA_GEMV_QUANT_DIRECT", &KernelSwitches::gemv_quant_direct},
       {"ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", &KernelSwitches::gemv_quant_two_blocks},

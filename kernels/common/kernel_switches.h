@@ -17,6 +17,9 @@ struct KernelSwitches {
   bool pdl = true;
   // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0: the scalar cluster decode attention kernel.
   bool cluster_attention_mma = true;
+  // ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST=0: the cluster decode attention's K/V loads never take
+  // the L2 evict_first policy (plain loads, as before it).
+  bool attention_kv_evict_first = true;
 
   // Dense GEMV (gemv.cu). ROSEINFER_CUDA_GEMV_WAVE=0 / =1: the one-wave kernel never / always;
   // -1 (unset): the rule (rows its pre-wait chunks cover whole).

@@ -74,6 +74,12 @@ struct AttentionArgs {
   RopeKvArgs rope;
   float scale = 0.0f;  // softmax scale, usually 1/sqrt(head_dim)
   DType dtype = DType::kBF16;
+  // The cluster decode attention (tensor-core form) loads a row's K/V with an L2 evict_first
+  // policy (StreamHint) when num_keys * num_tokens exceeds this: a step's reads of the cache
+  // outgrow the L2 (CudaBackend sets it from the L2's size and the model's KV bytes a key), so
+  // they would only push out the activations the next kernels read; below it the cache can stay
+  // in the L2 from one step to the next. 0: never (plain loads).
+  int64_t kv_evict_first_keys = 0;
   // Measurement only (CudaBackend's ROSEINFER_CUDA_ATTENTION_PROBE; outputs wrong, step time
   // real): 1 the cluster kernel returns right after its PDL wait, 2 it skips the blocks' merge
   // through distributed shared memory (and writes no output).

@@ -20,6 +20,7 @@
 #include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.cuh"
+#include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/tile_ptx.cuh"
 
@@ -438,25 +439,35 @@ __device__ __forceinline__ ChunkRows locate_chunk(const AttentionArgs& args, con
 }
 
 // Loads the slices locate_chunk found; the others keep what they hold.
+// evict_first (kv_evict_first): with the L2 evict_first policy, else plain read-only loads.
 template <int D>
 __device__ __forceinline__ void fetch_chunk(const AttentionArgs& args, const ChunkRows& rows,
-                                            ChunkKv<D>& kv) {
+                                            ChunkKv<D>& kv, bool evict_first) {
   const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
   const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
+  const StreamHint hint = StreamHint::make(true);
+  const auto load = [&](const uint4* p) { return evict_first ? hint.load_read_only(p) : __ldg(p); };
 #pragma unroll
   for (int r = 0; r < 2; ++r) {
     if (rows.k[r] >= 0) {
 #pragma unroll
-      for (int w = 0; w < D / 32; ++w) kv.k[r][w] = __ldg(k_cache + rows.k[r] + w);
+      for (int w = 0; w < D / 32; ++w) kv.k[r][w] = load(k_cache + rows.k[r] + w);
     }
   }
 #pragma unroll
   for (int r = 0; r < 4; ++r) {
     if (rows.v[r] >= 0) {
 #pragma unroll
-      for (int w = 0; w < D / 64; ++w) kv.v[r][w] = __ldg(v_cache + rows.v[r] + w);
+      for (int w = 0; w < D / 64; ++w) kv.v[r][w] = load(v_cache + rows.v[r] + w);
     }
   }
+}
+
+// Whether a row of num_keys keys loads its K/V with evict_first
+// (AttentionArgs::kv_evict_first_keys).
+__device__ __forceinline__ bool kv_evict_first(const AttentionArgs& args, int num_keys) {
+  return args.kv_evict_first_keys > 0 &&
+         int64_t(num_keys) * args.num_tokens > args.kv_evict_first_keys;
 }
 
 template <int N>
@@ -659,6 +670,7 @@ __global__ void __launch_bounds__(kThreads)
   const int num_chunks = (keys_end + kChunkKeys - 1) / kChunkKeys;
   const int first_chunk = warp * kClusterSplits + split;
   const int32_t* table = row.table;
+  const bool kv_first = kv_evict_first(args, num_keys);
   // The warp's first two chunks (up to 1,024 keys a row, every chunk) are in flight before the
   // wait; the loop below keeps one chunk ahead after that.
   ChunkKv<D> kv, next;
@@ -673,8 +685,8 @@ __global__ void __launch_bounds__(kThreads)
     const ChunkRows second_rows =
         second < num_chunks ? locate_chunk<D>(args, table, kv_head, second, lane, 0, first_new_key)
                             : ChunkRows{{-1, -1}, {-1, -1, -1, -1}};
-    fetch_chunk<D>(args, first_rows, kv);
-    fetch_chunk<D>(args, second_rows, next);
+    fetch_chunk<D>(args, first_rows, kv, kv_first);
+    fetch_chunk<D>(args, second_rows, next, kv_first);
   }
   // Thread i finishes 8 columns of one query head (and, in the new key's warp, of the new K):
   // columns col .. col + 7 of head i / (D/8). Its RoPE angles.
@@ -688,14 +700,14 @@ __global__ void __launch_bounds__(kThreads)
   if (args.probe == 1) return;
   if (!fused && first_chunk < num_chunks) {
     fetch_chunk<D>(
-        args, locate_chunk<D>(args, table, kv_head, first_chunk, lane, first_new_key, num_keys),
-        kv);
+        args, locate_chunk<D>(args, table, kv_head, first_chunk, lane, first_new_key, num_keys), kv,
+        kv_first);
   }
   if (!fused && first_chunk + kStride < num_chunks) {
     fetch_chunk<D>(
         args,
         locate_chunk<D>(args, table, kv_head, first_chunk + kStride, lane, first_new_key, num_keys),
-        next);
+        next, kv_first);
   }
 
   // The query heads into q_s, and the new key's K and V slices (the last block's last warp).
@@ -761,7 +773,7 @@ __global__ void __launch_bounds__(kThreads)
     if (chunk + 2 * kStride < num_chunks) {
       fetch_chunk<D>(args,
                      locate_chunk<D>(args, table, kv_head, chunk + 2 * kStride, lane, 0, keys_end),
-                     next);
+                     next, kv_first);
     }
   }
   // The warp's state into slot `warp`: l summed over the row's 4 lanes; heads past `heads` unused.

@@ -1124,7 +1124,7 @@ bool one_row_norm_enabled() { return kernel_switches().gemv_quant_one_row_norm; 
 
 // The direct kernel's weight loads carry an L2 evict_first policy (StreamHint).
 // KernelSwitches::gemv_quant_evict_first false (ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST=0):
-// evict_normal, as a plain load (comparisons).
+// evict_normal (comparisons; not the plain loads before it: results/2026-11-30-evict-first-base).
 bool evict_first_enabled() { return kernel_switches().gemv_quant_evict_first; }
 
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>

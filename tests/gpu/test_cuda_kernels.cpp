@@ -417,14 +417,23 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
     cluster.partial_lse = nullptr;
     cluster.merge_counters = nullptr;
     cluster.num_splits = 1;
+    std::vector<uint16_t> tensor_core_bits;
     for (bool scalar : {false, true}) {
       CAPTURE(scalar);
       const ScopedKernelSwitches kernel(
           [&](KernelSwitches& s) { s.cluster_attention_mma = !scalar; });
       ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
       launch_paged_attention(cluster, nullptr);
+      if (!scalar) tensor_core_bits = d_out.download();
       check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
     }
+    // The tensor-core kernel's K/V loads with the L2 evict_first policy (every row past one key
+    // here): a cache hint only, so the same bits.
+    AttentionArgs evict_first = cluster;
+    evict_first.kv_evict_first_keys = 1;
+    ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
+    launch_paged_attention(evict_first, nullptr);
+    CHECK(d_out.download() == tensor_core_bits);
   }
   if (tc.shared_blocks > 0) run_shared_prefix(tc, args, splits, expected);
 }

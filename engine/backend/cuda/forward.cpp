@@ -8,6 +8,7 @@
 #include "engine/backend/cuda/cuda_backend.h"
 #include "engine/parallel/shard_plan.h"
 #include "kernels/common/error.h"
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/activation.cuh"
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
@@ -56,6 +57,22 @@ RopeKvArgs CudaBackend::rope_kv_args(int l) const {
   return rope;
 }
 
+namespace {
+
+// AttentionArgs::kv_evict_first_keys for a model whose K/V take key_bytes a key (all layers): the
+// keys a step reads before its cache reads fill the current device's L2 (H200, 50 MiB: llama-8b,
+// 128 KiB a key, passes it at 400 keys; llama-1b, 32 KiB, at 1,600). 0 (never) with
+// ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST=0.
+int64_t kv_evict_first_keys(int64_t key_bytes) {
+  if (!kernel_switches().attention_kv_evict_first || key_bytes <= 0) return 0;
+  int device = 0, l2_bytes = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  ROSE_CUDA_CHECK(cudaDeviceGetAttribute(&l2_bytes, cudaDevAttrL2CacheSize, device));
+  return std::max<int64_t>(1, int64_t(l2_bytes) / key_bytes);
+}
+
+}  // namespace
+
 AttentionArgs CudaBackend::attention_args(int l) const {
   const ModelConfig& c = config_;
   AttentionArgs at;
@@ -75,6 +92,7 @@ AttentionArgs CudaBackend::attention_args(int l) const {
   if (options_.batch_invariant) at.split_keys = kInvariantSplitKeys;
   at.scale = 1.0f / std::sqrt(float(c.head_dim));
   at.dtype = dtype_;
+  at.kv_evict_first_keys = kv_evict_first_keys(kv_block_bytes(c, 1, element_size_));
   return at;
 }
 
