@@ -62,6 +62,7 @@ TEST_CASE("backend switches: with nothing set (or set empty), the defaults") {
     CHECK(s.rope_table);
     CHECK_FALSE(s.sample_copy);
     CHECK(s.fused_embedding);
+    CHECK(s.trace_file.empty());
   }
 }
 
@@ -102,6 +103,7 @@ TEST_CASE("backend switches: the values the scripts and docs use are read as mea
   CHECK_FALSE(from({{"ROSEINFER_CUDA_SHARED_PREFIX", "0"}}).shared_prefix);
   CHECK(from({{"ROSEINFER_CUDA_TC_DECODE_MIN_SEQS", "64"}}).tc_decode_min_seqs == 64);
   CHECK(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS", "0"}}).cluster_attention_max_rows == 0);
+  CHECK(from({{"ROSEINFER_CUDA_TRACE_FILE", "/tmp/trace.txt"}}).trace_file == "/tmp/trace.txt");
 }
 
 TEST_CASE("backend switches: what used to fall back or be clamped silently is refused by name") {

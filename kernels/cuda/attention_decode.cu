@@ -23,6 +23,7 @@
 #include "kernels/cuda/l2_hint.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/tile_ptx.cuh"
+#include "kernels/cuda/trace_probe.cuh"
 
 namespace rose {
 namespace attention_detail {
@@ -650,6 +651,8 @@ __global__ void __launch_bounds__(kThreads)
   __shared__ __align__(16) float o_s[kWarps][G][D];
   __shared__ MergeInbox<D, G> inbox;
 
+  trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh)
+  stamps.start();
   const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
   const int g = lane / 4, t = lane % 4;
   // Metadata, the block table and this warp's first chunks of keys of earlier steps: before the
@@ -697,6 +700,7 @@ __global__ void __launch_bounds__(kThreads)
   const int64_t slot = fused ? args.rope.slot_mapping[token] : -1;
   pdl_wait();
   pdl_launch_dependents();
+  stamps.wait_done();
   if (args.probe == 1) return;
   if (!fused && first_chunk < num_chunks) {
     fetch_chunk<D>(
@@ -751,6 +755,7 @@ __global__ void __launch_bounds__(kThreads)
     }
   }
   __syncthreads();
+  stamps.input_ready();
   uint32_t qa[D / 16][2] = {};
   if (g < heads) {
     uint4 slice[D / 32];
@@ -852,6 +857,7 @@ __global__ void __launch_bounds__(kThreads)
   }
   static_cast<T*>(args.out)[(int64_t(token) * args.num_heads + head_begin) * D + i] =
       from_float<T>(merge_partials(lse, value));
+  stamps.finish(-1, args.num_tokens);
 }
 
 // KernelSwitches::cluster_attention_mma false: the scalar kernel (comparisons, tests).
@@ -903,5 +909,9 @@ void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t str
 }  // namespace attention_detail
 
 bool cluster_attention_uses_tensor_cores() { return attention_detail::mma_enabled(); }
+
+bool trace_probe::dump_attention_decode(std::FILE* f, std::string* error) {
+  return trace_probe::write_ring(f, "attention", error);
+}
 
 }  // namespace rose

@@ -41,6 +41,7 @@
 #include "kernels/cuda/norm_row.cuh"
 #include "kernels/cuda/quantize_int8.cuh"
 #include "kernels/cuda/tile_ptx.cuh"
+#include "kernels/cuda/trace_probe.cuh"
 
 namespace rose {
 namespace {
@@ -938,6 +939,8 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
   using Regs = typename D::Regs;
   constexpr int kWeightRows = E == Epilogue::kSiluMul ? 2 : 1;
   constexpr int kBlockWarps = kBlockThreads / 32;
+  trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh)
+  stamps.start();
   if (!weights_before_wait) {
     pdl_wait();
     pdl_launch_dependents();
@@ -1011,6 +1014,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
     pdl_wait();
     pdl_launch_dependents();
   }
+  stamps.wait_done();
   if constexpr (kOneRowNorm) {
     // One row with the norm input: one trip to memory (stage: after xq and xb).
     float* stage = reinterpret_cast<float*>(smem + align16(int(x_row_bytes(in))));
@@ -1020,6 +1024,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
     norm_prologue<kRows>(fusion, n, in, inv);
     quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
   }
+  stamps.input_ready();
 
   float acc[kWeightRows][kRows];
 #pragma unroll
@@ -1050,6 +1055,8 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
     for (int r = 0; r < kWeightRows; ++r) current[r] = next[r];
     advance(f, k);
   }
+  trace_probe::block_barrier();
+  stamps.finish(out * 4 + int(E), in);  // tag: the product's features and epilogue
 }
 
 // ---- host side ----
@@ -1351,6 +1358,10 @@ void launch_gemv_quant_silu_mul(const void* x, const uint8_t* w, uint32_t ggml_t
                                 const GemvFusion& fusion) {
   launch_checked<Epilogue::kSiluMul>(x, w, ggml_type, y, n, in, out, out, fusion, dtype, stream,
                                      "launch_gemv_quant_silu_mul");
+}
+
+bool trace_probe::dump_gemv_quant(std::FILE* f, std::string* error) {
+  return trace_probe::write_ring(f, "gemv_quant", error);
 }
 
 }  // namespace rose

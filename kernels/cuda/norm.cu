@@ -5,6 +5,7 @@
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/norm_row.cuh"
 #include "kernels/cuda/step_token.cuh"
+#include "kernels/cuda/trace_probe.cuh"
 
 namespace rose {
 namespace {
@@ -18,10 +19,13 @@ template <typename T, int kPerThread>
 __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   // The norm's weight and bias are constants of the run: load them before the PDL wait, so their
   // memory trip overlaps the previous kernel's end instead of following the row's reduction.
+  trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh)
+  stamps.start();
   float w[kPerThread], b[kPerThread];
   load_norm_params<T>(args, w, b);
   pdl_wait();
   pdl_launch_dependents();
+  stamps.wait_done();
   __shared__ float scratch[32];
   const int row = blockIdx.x;
   const int src = args.row_index ? args.row_index[row] : row;
@@ -87,6 +91,7 @@ __global__ void __launch_bounds__(kThreads) add_norm_kernel(AddNormArgs args) {
   }
   finish_add_norm_row<T>(args, x, res, w, b, static_cast<T*>(args.out) + int64_t(row) * hidden,
                          scratch);
+  stamps.finish(-2, hidden);
 }
 
 }  // namespace
@@ -105,6 +110,10 @@ void launch_add_norm(const AddNormArgs& args, cudaStream_t stream) {
     });
   });
   ROSE_CUDA_CHECK_LAUNCH();
+}
+
+bool trace_probe::dump_norm(std::FILE* f, std::string* error) {
+  return trace_probe::write_ring(f, "norm", error);
 }
 
 }  // namespace rose

@@ -5,6 +5,7 @@
 #include "kernels/cuda/device_utils.cuh"
 #include "kernels/cuda/launch.cuh"
 #include "kernels/cuda/sampling.cuh"
+#include "kernels/cuda/trace_probe.cuh"
 
 namespace rose {
 namespace {
@@ -43,9 +44,13 @@ __global__ void __launch_bounds__(kThreads)
     sample_kernel(SampleTargets targets, const float* logits, const SampleRowParams* params,
                   int vocab, uint8_t* split_scratch) {
   // The step's metadata (the slot offset) was copied in before its first kernel.
+  trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh): the step's end
+  stamps.start();
   const int out_base = targets.slot_offset ? *targets.slot_offset : 0;
   pdl_wait();
   pdl_launch_dependents();
+  stamps.wait_done();
+  stamps.finish(-3, vocab);
   __shared__ float scratch[32];
   __shared__ int best_index;
   __shared__ int pick;
@@ -250,6 +255,10 @@ void launch_sample(int32_t* sampled, const float* logits, const SampleRowParams*
                    int num_rows, int vocab, void* scratch, cudaStream_t stream) {
   launch_sample(SampleTargets{sampled, nullptr, nullptr}, logits, params, num_rows, vocab, scratch,
                 stream);
+}
+
+bool trace_probe::dump_sampling(std::FILE* f, std::string* error) {
+  return trace_probe::write_ring(f, "sample", error);
 }
 
 }  // namespace rose

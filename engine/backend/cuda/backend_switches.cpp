@@ -114,6 +114,7 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
   s.rope_table = switch_on_off(lookup, "ROSEINFER_CUDA_ROPE_TABLE", s.rope_table);
   s.sample_copy = switch_on_off(lookup, "ROSEINFER_CUDA_SAMPLE_COPY", s.sample_copy);
   s.fused_embedding = switch_on_off(lookup, "ROSEINFER_CUDA_FUSED_EMBEDDING", s.fused_embedding);
+  if (const char* path = lookup("ROSEINFER_CUDA_TRACE_FILE")) s.trace_file = path;
   return s;
 }
 

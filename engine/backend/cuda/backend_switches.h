@@ -5,6 +5,7 @@
 // (kernels/common/switch_reader.h). Plain C++ without CUDA, so the CPU tests check the reading.
 #include <array>
 #include <cstdint>
+#include <string>
 
 #include "kernels/common/switch_reader.h"
 
@@ -91,6 +92,11 @@ struct BackendSwitches {
   bool rope_table = true;       // ROSEINFER_CUDA_ROPE_TABLE=0: angles computed in place
   bool sample_copy = false;     // ROSEINFER_CUDA_SAMPLE_COPY=1: ids copied, not mapped
   bool fused_embedding = true;  // ROSEINFER_CUDA_FUSED_EMBEDDING=0
+  // ROSEINFER_CUDA_TRACE_FILE=path: when the backend ends, the step timeline probe's records of
+  // its GPU (kernels/cuda/trace_probe.h; scripts/timeline.py reads them) into path, or
+  // path.gpuN for a backend on GPU N > 0. Only builds configured with -DROSEINFER_TRACE_PROBE=ON
+  // have the probe; the others refuse the switch when the backend is built. Empty: off.
+  std::string trace_file;
 };
 
 BackendSwitches backend_switches_from(const SwitchLookup& lookup,

@@ -19,6 +19,7 @@
 #include "kernels/cuda/attention_prefill.cuh"
 #include "kernels/cuda/check.cuh"
 #include "kernels/cuda/gemm_quant.cuh"
+#include "kernels/cuda/trace_probe.h"
 
 namespace rose {
 namespace {
@@ -123,6 +124,12 @@ void CudaBackend::resolve_options() {
          c.name, c.head_dim);
   }
   if (c.hidden_size > 8192) fail("model {}: hidden_size above 8192 is not supported", c.name);
+  if (!switches_.trace_file.empty() && !trace_probe::built()) {
+    fail(
+        "ROSEINFER_CUDA_TRACE_FILE={}: this build has no step timeline probe (configure with "
+        "-DROSEINFER_TRACE_PROBE=ON)",
+        switches_.trace_file);
+  }
   if (options.block_size < 1) fail("--block-size must be positive, got {}", options.block_size);
   if (options.max_num_seqs < 1 || options.max_num_batched_tokens < 1) {
     fail("max_num_seqs ({}) and max_num_batched_tokens ({}) must be positive", options.max_num_seqs,
@@ -391,9 +398,18 @@ CudaBackend::~CudaBackend() {
                  static_cast<long long>(st.copy_bytes / st.steps), st.launch_s * per,
                  st.sync_s * per);
   }
-  // Destructors must not throw: errors here are ignored on purpose.
+  // Destructors must not throw: errors here are ignored on purpose (the trace file's are said).
   cudaSetDevice(options_.device);
   if (stream_) cudaStreamSynchronize(stream_);  // a step submitted and never collected
+  if (!switches_.trace_file.empty()) {
+    const std::string path = options_.device > 0
+                                 ? switches_.trace_file + ".gpu" + std::to_string(options_.device)
+                                 : switches_.trace_file;
+    std::string error;
+    if (!trace_probe::write_file(path, &error)) {
+      std::fprintf(stderr, "roseinfer: ROSEINFER_CUDA_TRACE_FILE: %s\n", error.c_str());
+    }
+  }
   for (InFlight& step : in_flight_) {
     if (step.done) cudaEventDestroy(step.done);
   }
