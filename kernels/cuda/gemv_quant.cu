@@ -1131,7 +1131,8 @@ bool one_row_norm_enabled() { return kernel_switches().gemv_quant_one_row_norm; 
 
 // The direct kernel's weight loads carry an L2 evict_first policy (StreamHint).
 // KernelSwitches::gemv_quant_evict_first false (ROSEINFER_CUDA_GEMV_QUANT_EVICT_FIRST=0):
-// evict_normal (comparisons; not the plain loads before it: results/2026-11-30-evict-first-base).
+// evict_normal (comparisons; such loads are not plain loads: in the dense GEMV they measured
+// slower, results/2026-11-30-evict-first-dense).
 bool evict_first_enabled() { return kernel_switches().gemv_quant_evict_first; }
 
 template <typename B, typename T, Epilogue E, int kRows, int kBlockThreads>

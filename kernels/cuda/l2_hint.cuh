@@ -6,11 +6,12 @@
 namespace rose {
 
 // An L2 cache policy (createpolicy) and the loads that carry it (ld.global.L2::cache_hint).
-// evict_first: the lines these loads bring in are the first the L2 evicts, so a step's weight
-// stream (GBs a step through a 50 MB L2) does not push out the activations, the fp32 residual and
-// the norm weights between the kernels that write and read them. evict_normal: the L2's default
-// priority (comparisons; measured slower than plain loads in the dense GEMV, so not the same
-// thing). The loads read memory nothing writes while the kernel runs.
+// evict_first: the lines these loads bring in are the first the L2 evicts, meant to keep a step's
+// weight stream (GBs a step through a 50 MB L2) from pushing out the activations, the fp32
+// residual and the norm weights between the kernels that write and read them (the reason it was
+// tried; which reads got faster was not measured apart: results/2026-11-30-evict-first).
+// evict_normal: the L2's default priority (comparisons; measured slower than plain loads in the
+// dense GEMV, so not the same thing). The loads read memory nothing writes while the kernel runs.
 struct StreamHint {
   uint64_t policy;
 

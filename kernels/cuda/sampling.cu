@@ -43,9 +43,9 @@ __device__ __forceinline__ void store_sampled(const SampleTargets& targets, int 
 __global__ void __launch_bounds__(kThreads)
     sample_kernel(SampleTargets targets, const float* logits, const SampleRowParams* params,
                   int vocab, uint8_t* split_scratch) {
-  // The step's metadata (the slot offset) was copied in before its first kernel.
   trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh): the step's end
   stamps.start();
+  // The step's metadata (the slot offset) was copied in before its first kernel.
   const int out_base = targets.slot_offset ? *targets.slot_offset : 0;
   pdl_wait();
   pdl_launch_dependents();

@@ -60,9 +60,9 @@ RopeKvArgs CudaBackend::rope_kv_args(int l) const {
 namespace {
 
 // AttentionArgs::kv_evict_first_keys for a model whose K/V take key_bytes a key (all layers): the
-// keys a step reads before its cache reads fill the current device's L2 (H200, 50 MiB: llama-8b,
-// 128 KiB a key, passes it at 400 keys; llama-1b, 32 KiB, at 1,600). 0 (never) with
-// ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST=0.
+// keys a step reads before its cache reads fill the current device's L2 (a 50 MiB L2, as NVIDIA
+// gives the H100's and H200's: llama-8b, 128 KiB a key, passes it at 400 keys; llama-1b, 32 KiB,
+// at 1,600). 0 (never) with ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST=0.
 int64_t kv_evict_first_keys(int64_t key_bytes) {
   if (!kernel_switches().attention_kv_evict_first || key_bytes <= 0) return 0;
   int device = 0, l2_bytes = 0;
@@ -92,7 +92,6 @@ AttentionArgs CudaBackend::attention_args(int l) const {
   if (options_.batch_invariant) at.split_keys = kInvariantSplitKeys;
   at.scale = 1.0f / std::sqrt(float(c.head_dim));
   at.dtype = dtype_;
-  at.kv_evict_first_keys = kv_evict_first_keys(kv_block_bytes(c, 1, element_size_));
   return at;
 }
 
@@ -102,6 +101,8 @@ void CudaBackend::build_layer_args() {
   const int num_layers = config_.num_layers;
   const void* pending_bias = nullptr;  // the bias of the sub-layer output now in proj_
   layer_args_.resize(num_layers);
+  // The same for every layer: the device's L2 is asked once.
+  const int64_t kv_first_keys = kv_evict_first_keys(kv_block_bytes(config_, 1, element_size_));
   for (int l = 0; l < num_layers; ++l) {
     const LayerWeights& w = weights_.layers[l];
     LayerArgs& args = layer_args_[l];
@@ -112,6 +113,7 @@ void CudaBackend::build_layer_args() {
     args.attn_norm.bias = w.attn_norm_b;
     args.rope_kv = rope_kv_args(l);
     args.attention = attention_args(l);
+    args.attention.kv_evict_first_keys = kv_first_keys;
     args.mlp_norm = norm_args();
     args.mlp_norm.delta = proj_;
     args.mlp_norm.delta_bias = w.o_b;
