@@ -378,8 +378,8 @@ __device__ __forceinline__ void store_quantized(const Int8Eight& q, int row, int
 // Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled
 // (XView), and xb (n, in / 32): per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q =
 // rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
-// Four threads per block, eight elements each; ends with a barrier, so every warp may read all of
-// it.
+// Four threads per block, eight elements each (the staged kernel's; the direct kernel takes
+// quantize_x_sixteens, the same bits); ends with a barrier, so every warp may read all of it.
 //
 // With a norm input (fusion.norm_residual) x is not read: each element is RMSNorm(residual) *
 // weight rounded to T, launch_add_norm's bits (norm_row.cuh), from the rows' inverse scales inv
@@ -420,45 +420,89 @@ __device__ void quantize_x(const T* x, int n, int in, int8_t* xq, XBlock* xb, Ge
   __syncthreads();
 }
 
-// The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds its
-// elements of kOneRowNormRounds rounds of kBlockThreads * 8 in registers at once.
-constexpr int kOneRowNormRounds = 2;
+// quantize_x's values and bits, two lanes a 32-element block instead of four (quantize_sixteen:
+// half the shuffles, a quarter of the divisions, ~7 instructions an element against
+// quantize_eight's ~13). Leaving the quantization out of llama-8b's down and o products saved
+// 4.5% of the batch-1 Q4_K step (results/2026-11-30-x-prep), so the direct kernel's preparation
+// was issue-bound there, not waiting on its loads (leaving those out saved nothing). Each thread
+// issues the loads of kBatch rounds before it quantizes the first, as quantize_x does (the same
+// 16 registers of x). Ends with a barrier.
+template <int kSwizzle, typename T, int kBlockThreads>
+__device__ void quantize_x_sixteens(const T* x, int n, int in, int8_t* xq, XBlock* xb,
+                                    const GemvFusion& fusion, const float* inv) {
+  constexpr int kBatch = 2;
+  constexpr int kRound = kBlockThreads * 16;
+  const int count = n * in;
+  for (int first = 0; first < count; first += kBatch * kRound) {  // uniform over the thread block
+    uint4 raw[kBatch][2];
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int at = first + k * kRound + 16 * int(threadIdx.x);
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        raw[k][h] = make_uint4(0, 0, 0, 0);
+        if (at < count && fusion.norm_residual) {
+          raw[k][h] = normalized_words<T>(fusion, at + 8 * h, in, inv);
+        } else if (at < count) {
+          raw[k][h] = *reinterpret_cast<const uint4*>(x + at + 8 * h);
+        }
+      }
+    }
+#pragma unroll
+    for (int k = 0; k < kBatch; ++k) {
+      const int at = first + k * kRound + 16 * int(threadIdx.x);
+      if (first + k * kRound >= count) break;  // uniform over the thread block
+      // Uniform over the warp: a warp past the rows has nothing to store.
+      if (first + k * kRound + 16 * 32 * (int(threadIdx.x) / 32) >= count) continue;
+      const Int8Sixteen q = quantize_sixteen<T>(raw[k]);  // zero bits (0.0) where not valid
+      if (at < count) {  // the same for both lanes of a block (count % 32 == 0)
+        // One row needs no division (a runtime divisor: ~30 instructions, a third of the rest).
+        const int row = n == 1 ? 0 : at / in, col = at - row * in;
+        *reinterpret_cast<uint4*>(xq + row * x_stride(in) +
+                                  16 * swizzled_chunk<kSwizzle>(col / 16)) = q.word;
+        if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+      }
+    }
+  }
+  __syncthreads();
+}
+
+// The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds 16
+// elements in registers.
 template <int kBlockThreads>
 constexpr int one_row_norm_max_in() {
-  return kOneRowNormRounds * kBlockThreads * 8;
+  return kBlockThreads * 16;
 }
 
 // norm_prologue + quantize_x for one row with the norm input (fusion.norm_residual), with the
 // same values and bits, in one trip to memory instead of three (the norm's two rounds of 8 loads
-// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 8
-// elements of each round of the residual row and of the norm weight at once; the row goes through
-// shared memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
+// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 16
+// elements of the residual row and of the norm weight at once; the row goes through shared
+// memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
 // rms_inverse_rows' order; every warp derives the inverse scale from their kNormWarps sums itself
 // (the same shuffles, so the same bits, and no barrier to publish it); then each thread
-// normalizes and quantizes the elements it holds, as normalized_words and quantize_x do. in <=
-// one_row_norm_max_in<kBlockThreads>(), in % 32 == 0. Ends with a barrier.
+// normalizes the elements it holds, as normalized_words does, and quantizes them two lanes a
+// block (quantize_sixteen, as quantize_x_sixteens). in <= one_row_norm_max_in<kBlockThreads>(),
+// in % 32 == 0. Ends with a barrier.
 template <int kSwizzle, typename T, int kBlockThreads>
 __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* stage, int8_t* xq,
                                       XBlock* xb) {
-  constexpr int kRound = kBlockThreads * 8;
-  float4 lo[kOneRowNormRounds], hi[kOneRowNormRounds];
-  uint4 weight[kOneRowNormRounds];
+  const int at = 16 * int(threadIdx.x);
+  const bool valid = at < in;  // the same for both lanes of a block (in % 32 == 0)
+  uint4 weight[2];
+  if (valid) {
+    float4 residual[4];
 #pragma unroll
-  for (int k = 0; k < kOneRowNormRounds; ++k) {
-    const int at = k * kRound + 8 * int(threadIdx.x);
-    if (at < in) {
-      lo[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
-      hi[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
-      weight[k] = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at);
+    for (int k = 0; k < 4; ++k) {
+      residual[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4 * k);
     }
-  }
 #pragma unroll
-  for (int k = 0; k < kOneRowNormRounds; ++k) {
-    const int at = k * kRound + 8 * int(threadIdx.x);
-    if (at < in) {
-      *reinterpret_cast<float4*>(stage + at) = lo[k];
-      *reinterpret_cast<float4*>(stage + at + 4) = hi[k];
+    for (int h = 0; h < 2; ++h) {
+      weight[h] =
+          *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at + 8 * h);
     }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) *reinterpret_cast<float4*>(stage + at + 4 * k) = residual[k];
   }
   __syncthreads();
   __shared__ float partial[kNormWarps];
@@ -474,14 +518,23 @@ __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* s
   __syncthreads();
   const float inv =
       norm_inverse(warp_sum(lane < kNormWarps ? partial[lane] : 0.0f), in, fusion.norm_eps);
+  if (16 * 32 * warp < in) {  // uniform over the warp: a warp past the row has nothing to store
+    uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};  // zero bits where not valid
+    if (valid) {
+      // The residual back from the stage, not held in registers through the reduction (the
+      // 64-register builds would spill).
 #pragma unroll
-  for (int k = 0; k < kOneRowNormRounds; ++k) {
-    if (k * kRound >= in) break;  // uniform over the thread block
-    const int at = k * kRound + 8 * int(threadIdx.x);
-    const bool valid = at < in;  // the same for the 4 threads of a block (in % 32 == 0)
-    const uint4 normalized = normalized_eight<T>(lo[k], hi[k], weight[k], inv);
-    const Int8Eight q = quantize_eight<T>(valid ? normalized : make_uint4(0, 0, 0, 0));
-    if (valid) store_quantized<kSwizzle>(q, 0, at, at, in, xq, xb);
+      for (int h = 0; h < 2; ++h) {
+        const float4 lo = *reinterpret_cast<const float4*>(stage + at + 8 * h);
+        const float4 hi = *reinterpret_cast<const float4*>(stage + at + 8 * h + 4);
+        raw[h] = normalized_eight<T>(lo, hi, weight[h], inv);
+      }
+    }
+    const Int8Sixteen q = quantize_sixteen<T>(raw);
+    if (valid) {
+      *reinterpret_cast<uint4*>(xq + 16 * swizzled_chunk<kSwizzle>(at / 16)) = q.word;
+      if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+    }
   }
   __syncthreads();
 }
@@ -1022,7 +1075,7 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
   } else {
     __shared__ float inv[kRows];
     norm_prologue<kRows>(fusion, n, in, inv);
-    quantize_x<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
+    quantize_x_sixteens<B::kSwizzle, T, kBlockThreads>(x, n, in, xq, xb, fusion, inv);
   }
   stamps.input_ready();
 

@@ -4,8 +4,9 @@
 // 1536, qkv 960; 576 is not a multiple of 256, so the K-quants run only its in = 1536 down
 // projection), n = 1..kGemvQuantMaxRows, bf16 and fp16 activations; batch invariance (row r of y
 // is bit-identical for every n); the fused gate|up SiLU; the direct kernel (every type)
-// against the staged one, bit for bit, on every epilogue; the fused norm input and residual add
-// against the add-norm kernel, bit for bit; the shape checks.
+// against the staged one, bit for bit, on every epilogue, and on NaN, inf and subnormal x (their
+// x quantizations are laid out differently: quantize_sixteen, quantize_eight); the fused norm input
+// and residual add against the add-norm kernel, bit for bit; the shape checks.
 //
 // Two references per output, both from the weights dequantized by rose::dequantize
 // (engine/model/quant.cpp) and sums in double:
@@ -642,7 +643,73 @@ void check_direct_against_staged(GgmlType type, Shape shape, std::mt19937& rng) 
   }
 }
 
+// Activations (rows, in) as dtype bits with the values quantize_sixteen's shortcuts must get right
+// (kernels/cuda/quantize_int8.cuh), one kind a 32-element block of each row, the rest random:
+// NaN among finite values, all NaN, +-inf, subnormals, the smallest normal (127 / amax past
+// FLT_MAX in bf16: s = FLT_MAX), signed zeros, the largest finite value, and ties of x s at .5.
+std::vector<uint16_t> special_activations(int rows, int in, DType dtype, std::mt19937& rng) {
+  const bool bf16 = dtype == DType::kBF16;
+  const uint16_t nan = bf16 ? 0x7FC1 : 0x7E01, inf = bf16 ? 0x7F80 : 0x7C00;
+  const uint16_t largest = bf16 ? 0x7F7F : 0x7BFF, smallest_normal = bf16 ? 0x0080 : 0x0400;
+  std::vector<float> random = random_activations(rows, in, rng);
+  std::vector<uint16_t> bits = to_bits(random, dtype);
+  for (int r = 0; r < rows; ++r) {
+    uint16_t* row = bits.data() + size_t(r) * size_t(in);
+    const int blocks = in / 32;
+    const auto block = [&](int kind) { return row + 32 * ((kind + r) % blocks); };
+    block(0)[5] = nan;  // NaN among finite values
+    for (int i = 0; i < 32; ++i) block(1)[i] = uint16_t(nan | (i % 2 ? 0x8000 : 0));  // all NaN
+    block(2)[3] = inf;                     // +inf: s = 0, inf * 0 = NaN
+    block(3)[7] = uint16_t(inf | 0x8000);  // -inf
+    for (int i = 0; i < 32; ++i) block(4)[i] = uint16_t(i | (i % 3 ? 0x8000 : 0));  // subnormals
+    for (int i = 0; i < 32; ++i) block(5)[i] = i % 2 ? smallest_normal : 0;
+    for (int i = 0; i < 32; ++i) block(6)[i] = i % 2 ? 0x8000 : 0;  // -0 and +0
+    block(7)[9] = largest;
+    block(7)[10] = uint16_t(largest | 0x8000);
+  }
+  return bits;
+}
+
 }  // namespace
+
+// The direct kernel's x (quantize_sixteen: two lanes a 32-element block) against the staged
+// kernel's (quantize_eight: four lanes a block) on the values quantize_sixteen's shortcuts rest on
+// (special_activations): the same outputs byte for byte, NaN and inf included, for a K-quant and
+// a 32-element type, one row and three, bf16 and fp16; and the outputs are not all finite (the
+// special values reached the product). The test below runs both kernels on ordinary values.
+TEST_CASE("quantized GEMV: x two lanes a block gives four lanes' bits, NaN and inf too") {
+  std::mt19937 rng(5);
+  for (GgmlType type : {GgmlType::kQ4_K, GgmlType::kQ8_0}) {
+    CAPTURE(ggml_type_traits(type).name);
+    const Shape shape{2048, 96};
+    const std::vector<uint8_t> w = random_blocks(type, shape.out, shape.in, rng);
+    gputest::DeviceArray<uint8_t> w_dev(w);
+    for (DType dtype : {DType::kBF16, DType::kFP16}) {
+      CAPTURE(dtype_name(dtype));
+      gputest::DeviceArray<uint16_t> x_dev(special_activations(3, shape.in, dtype, rng));
+      for (int n : {1, 3}) {
+        CAPTURE(n);
+        std::vector<uint8_t> got[2];  // [direct]
+        for (int direct = 0; direct < 2; ++direct) {
+          const ScopedKernelSwitches kernel(
+              [&](KernelSwitches& s) { s.gemv_quant_direct = direct == 1; });
+          gputest::DeviceArray<float> y(size_t(n) * shape.out);
+          launch_gemv_quant(x_dev.get(), w_dev.get(), uint32_t(type), y.get(), n, shape.in,
+                            shape.out, true, dtype, nullptr);
+          got[direct] = bytes_of(y.download());
+        }
+        CHECK(got[0] == got[1]);
+        bool non_finite = false;
+        for (size_t i = 0; i < got[1].size() / 4; ++i) {
+          float v;
+          std::memcpy(&v, got[1].data() + 4 * i, 4);
+          non_finite = non_finite || !std::isfinite(v);
+        }
+        CHECK(non_finite);
+      }
+    }
+  }
+}
 
 // Every type runs the direct kernel (Q6_K at one row; its n = 2..8 launches take the staged kernel
 // both times); the staged kernel (kept for comparisons) computes the same operations in the same
