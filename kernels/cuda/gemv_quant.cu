@@ -467,42 +467,48 @@ __device__ void quantize_x_sixteens(const T* x, int n, int in, int8_t* xq, XBloc
   __syncthreads();
 }
 
-// The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds 16
-// elements in registers.
+// The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds its
+// elements of kOneRowNormRounds rounds of kBlockThreads * 8 in registers at once.
+constexpr int kOneRowNormRounds = 2;
 template <int kBlockThreads>
 constexpr int one_row_norm_max_in() {
-  return kBlockThreads * 16;
+  return kOneRowNormRounds * kBlockThreads * 8;
 }
 
 // norm_prologue + quantize_x for one row with the norm input (fusion.norm_residual), with the
 // same values and bits, in one trip to memory instead of three (the norm's two rounds of 8 loads
-// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 16
-// elements of the residual row and of the norm weight at once; the row goes through shared
-// memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
+// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 8
+// elements of each round of the residual row and of the norm weight at once; the row goes through
+// shared memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
 // rms_inverse_rows' order; every warp derives the inverse scale from their kNormWarps sums itself
 // (the same shuffles, so the same bits, and no barrier to publish it); then each thread
-// normalizes the elements it holds, as normalized_words does, and quantizes them two lanes a
-// block (quantize_sixteen, as quantize_x_sixteens). in <= one_row_norm_max_in<kBlockThreads>(),
-// in % 32 == 0. Ends with a barrier.
+// normalizes and quantizes the elements it holds, as normalized_words and quantize_x do (eight a
+// thread, quantize_eight: at the hidden sizes of llama-1b and llama-8b that keeps every thread
+// busy; sixteen a thread, quantize_sixteen, left half of them idle and made llama-8b's qkv
+// preparation 2.0 -> 2.5 us, results/2026-11-30-x-sixteens-trace). in <=
+// one_row_norm_max_in<kBlockThreads>(), in % 32 == 0. Ends with a barrier.
 template <int kSwizzle, typename T, int kBlockThreads>
 __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* stage, int8_t* xq,
                                       XBlock* xb) {
-  const int at = 16 * int(threadIdx.x);
-  const bool valid = at < in;  // the same for both lanes of a block (in % 32 == 0)
-  uint4 weight[2];
-  if (valid) {
-    float4 residual[4];
+  constexpr int kRound = kBlockThreads * 8;
+  float4 lo[kOneRowNormRounds], hi[kOneRowNormRounds];
+  uint4 weight[kOneRowNormRounds];
 #pragma unroll
-    for (int k = 0; k < 4; ++k) {
-      residual[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4 * k);
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    if (at < in) {
+      lo[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at);
+      hi[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4);
+      weight[k] = *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at);
     }
+  }
 #pragma unroll
-    for (int h = 0; h < 2; ++h) {
-      weight[h] =
-          *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at + 8 * h);
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    if (at < in) {
+      *reinterpret_cast<float4*>(stage + at) = lo[k];
+      *reinterpret_cast<float4*>(stage + at + 4) = hi[k];
     }
-#pragma unroll
-    for (int k = 0; k < 4; ++k) *reinterpret_cast<float4*>(stage + at + 4 * k) = residual[k];
   }
   __syncthreads();
   __shared__ float partial[kNormWarps];
@@ -518,23 +524,14 @@ __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* s
   __syncthreads();
   const float inv =
       norm_inverse(warp_sum(lane < kNormWarps ? partial[lane] : 0.0f), in, fusion.norm_eps);
-  if (16 * 32 * warp < in) {  // uniform over the warp: a warp past the row has nothing to store
-    uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};  // zero bits where not valid
-    if (valid) {
-      // The residual back from the stage, not held in registers through the reduction (the
-      // 64-register builds would spill).
 #pragma unroll
-      for (int h = 0; h < 2; ++h) {
-        const float4 lo = *reinterpret_cast<const float4*>(stage + at + 8 * h);
-        const float4 hi = *reinterpret_cast<const float4*>(stage + at + 8 * h + 4);
-        raw[h] = normalized_eight<T>(lo, hi, weight[h], inv);
-      }
-    }
-    const Int8Sixteen q = quantize_sixteen<T>(raw);
-    if (valid) {
-      *reinterpret_cast<uint4*>(xq + 16 * swizzled_chunk<kSwizzle>(at / 16)) = q.word;
-      if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
-    }
+  for (int k = 0; k < kOneRowNormRounds; ++k) {
+    if (k * kRound >= in) break;  // uniform over the thread block
+    const int at = k * kRound + 8 * int(threadIdx.x);
+    const bool valid = at < in;  // the same for the 4 threads of a block (in % 32 == 0)
+    const uint4 normalized = normalized_eight<T>(lo[k], hi[k], weight[k], inv);
+    const Int8Eight q = quantize_eight<T>(valid ? normalized : make_uint4(0, 0, 0, 0));
+    if (valid) store_quantized<kSwizzle>(q, 0, at, at, in, xq, xb);
   }
   __syncthreads();
 }
