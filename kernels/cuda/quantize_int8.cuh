@@ -3,8 +3,8 @@
 // amax = max |x|, s = min(127 / amax, FLT_MAX), q = rint(x s) (round half to even) clamped to
 // [-127, 127], d = amax / 127 (all zero when amax = 0). Two layouts of it, with the same bits:
 // quantize_eight (four consecutive lanes a 32-element block, eight elements each) and
-// quantize_sixteen (two lanes, sixteen each; the batch-1 direct GEMV's). Included from .cu files
-// only.
+// quantize_sixteen (two lanes, sixteen each; the direct GEMV's x without its one-row norm path).
+// Included from .cu files only.
 #include <cfloat>
 #include <cstdint>
 #include <type_traits>
@@ -12,6 +12,14 @@
 #include "kernels/cuda/device_utils.cuh"
 
 namespace rose {
+
+// q = rint(c) for a clamped value c (|c| <= 127), without the float-to-int conversion (a quarter
+// of the FP32 rate on sm_90; eight a thread made it the larger part of a batch-1 GEMV's x
+// preparation): adding kRoundBias = 1.5 * 2^23 rounds c to an integer, half to even as rint does,
+// and leaves bits(c + kRoundBias) = kRoundBiasBits + q, so q is that minus kRoundBiasBits, and
+// its low byte is q's (kRoundBiasBits' low 22 bits are 0).
+constexpr float kRoundBias = 12582912.0f;
+constexpr uint32_t kRoundBiasBits = 0x4B400000u;
 
 struct Int8Eight {
   uint32_t words[2];  // this lane's 8 q as int8, element 0 in the low byte of words[0]
@@ -39,13 +47,7 @@ __device__ __forceinline__ Int8Eight quantize_eight(const uint4& raw) {
   // s stays finite (127 / amax overflows for amax < ~2^-120, bf16's tiny values), and the clamp
   // only acts then: otherwise |x s| <= 127 (1 + 2^-23), which rounds to at most 127.
   const float s = amax > 0.0f ? fminf(__fdiv_rn(127.0f, amax), FLT_MAX) : 0.0f;
-  // q = rint(x s) clamped, without the float-to-int conversion (a quarter of the FP32 rate on
-  // sm_90; eight a thread made it the larger part of a batch-1 GEMV's x preparation): adding
-  // kRoundBias = 1.5 * 2^23 to a clamped value c (|c| <= 127) rounds it to an integer, half to
-  // even as rint does, and leaves bits(c + kRoundBias) = kRoundBiasBits + q, so q is that minus
-  // kRoundBiasBits, and its low byte is q's (kRoundBiasBits' low 22 bits are 0).
-  constexpr float kRoundBias = 12582912.0f;
-  constexpr uint32_t kRoundBiasBits = 0x4B400000u;
+  // q = rint(x s) clamped, without the float-to-int conversion (kRoundBias).
   uint32_t biased[8];
   int sum = 0;
 #pragma unroll
@@ -125,8 +127,6 @@ __device__ __forceinline__ Int8Sixteen quantize_sixteen(const uint4 (&raw)[2]) {
       return __uint_as_float(e % 2 == 0 ? u.words[e / 2] << 16 : u.words[e / 2] & 0xFFFF0000u);
     }
   };
-  constexpr float kRoundBias = 12582912.0f;  // quantize_eight's
-  constexpr uint32_t kRoundBiasBits = 0x4B400000u;
   uint32_t packed[4];
   uint32_t total = 0;  // the biased words' sum mod 2^32; minus 16 kRoundBiasBits it is sum q
 #pragma unroll
