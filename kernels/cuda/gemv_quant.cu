@@ -159,7 +159,9 @@ constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 
 // ---- the block types ----
 // Each type describes its blocks (kElems elements in kBytes bytes), how a piece is cut (kUnits
-// units per block, kBlocksPerPiece blocks: 32 units, one per lane) and computes one unit:
+// units per block, kBlocksPerPiece blocks: 32 units, one per lane), how the direct kernel's
+// one-row norm path quantizes x (kOneRowNormSixteens: sixteen elements a thread, else eight; see
+// norm_quantize_one_row) and computes one unit:
 //   unit<kRows>(block, u, x, n, acc)
 //     block: the staged block's first byte (shared memory; alignment as the type states)
 //     u:     0..kUnits-1, the unit within the block
@@ -170,6 +172,9 @@ constexpr uint32_t kLowNibbles = 0x0F0F0F0Fu;
 struct BlockQ8_0 {
   static constexpr int kElems = 32, kBytes = 34, kUnits = 1, kBlocksPerPiece = 32, kStages = 4,
                        kSwizzle = 1;
+  // Sixteen a thread: llama-1b's batch-1 step 0.644 -> 0.633 ms but llama-8b's 2.610 -> 2.633
+  // (results/2026-12-01-norm-by-type): not taken.
+  static constexpr bool kOneRowNormSixteens = false;
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
                               float (&acc)[kRows]) {
@@ -202,6 +207,10 @@ template <bool kHasMin>
 struct BlockQ4 {
   static constexpr int kElems = 32, kBytes = kHasMin ? 20 : 18, kUnits = 1, kBlocksPerPiece = 32,
                        kStages = 6, kSwizzle = 1;
+  // Sixteen a thread: Q4_0's batch-1 step on llama-1b 0.560 -> 0.533 ms, on llama-8b 2.202 ->
+  // 2.084, gpt2 unchanged (results/2026-12-01-norm-by-type); the real SmolLM2's Q4_1 0.396 ->
+  // 0.397-0.404 (hidden 576; results/2026-12-01-smollm2): Q4_0 only.
+  static constexpr bool kOneRowNormSixteens = !kHasMin;
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int, const XView& xv, int n,
                               float (&acc)[kRows]) {
@@ -254,6 +263,9 @@ struct BlockQ4 {
 struct BlockQ4_K {
   static constexpr int kElems = 256, kBytes = 144, kUnits = 4, kBlocksPerPiece = 8, kStages = 4,
                        kSwizzle = 1;
+  // Sixteen a thread made llama-8b's qkv preparation 2.0 -> 2.5 us
+  // (results/2026-11-30-x-sixteens-trace).
+  static constexpr bool kOneRowNormSixteens = false;
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int c, const XView& xv, int n,
                               float (&acc)[kRows]) {
@@ -297,6 +309,7 @@ struct BlockQ4_K {
 struct BlockQ6_K {
   static constexpr int kElems = 256, kBytes = 210, kUnits = 4, kBlocksPerPiece = 8, kStages = 4,
                        kSwizzle = 2;
+  static constexpr bool kOneRowNormSixteens = false;  // as Q4_K (not timed apart)
   template <int kRows>
   __device__ static void unit(const uint8_t* block, int u, const XView& xv, int n,
                               float (&acc)[kRows]) {
@@ -468,28 +481,39 @@ __device__ void quantize_x_sixteens(const T* x, int n, int in, int8_t* xq, XBloc
 }
 
 // The most `in` norm_quantize_one_row takes at kBlockThreads threads: each thread holds its
-// elements of kOneRowNormRounds rounds of kBlockThreads * 8 in registers at once.
+// elements of kOneRowNormRounds rounds of kBlockThreads * 8 in registers at once (or, sixteen a
+// thread, 16 elements of one round: the same bound).
 constexpr int kOneRowNormRounds = 2;
 template <int kBlockThreads>
 constexpr int one_row_norm_max_in() {
   return kOneRowNormRounds * kBlockThreads * 8;
 }
 
-// norm_prologue + quantize_x for one row with the norm input (fusion.norm_residual), with the
-// same values and bits, in one trip to memory instead of three (the norm's two rounds of 8 loads
-// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its 8
-// elements of each round of the residual row and of the norm weight at once; the row goes through
-// shared memory (stage: (in,) fp32) to the warps that play add_norm_kernel's reduction in
-// rms_inverse_rows' order; every warp derives the inverse scale from their kNormWarps sums itself
-// (the same shuffles, so the same bits, and no barrier to publish it); then each thread
-// normalizes and quantizes the elements it holds, as normalized_words and quantize_x do (eight a
-// thread, quantize_eight: at the hidden sizes of llama-1b and llama-8b that keeps every thread
-// busy; sixteen a thread, quantize_sixteen, left half of them idle and made llama-8b's qkv
-// preparation 2.0 -> 2.5 us, results/2026-11-30-x-sixteens-trace). in <=
-// one_row_norm_max_in<kBlockThreads>(), in % 32 == 0. Ends with a barrier.
+// The one-row norm path's inverse scale, once every thread has written its elements of the row to
+// stage ((in,) fp32) and passed a barrier: the warps that play add_norm_kernel's reduction sum the
+// squares in rms_inverse_rows' order, then every warp derives the inverse scale from their
+// kNormWarps sums itself (the same shuffles, so the same bits, and no barrier to publish it).
+__device__ __forceinline__ float one_row_norm_inverse(const GemvFusion& fusion, int in,
+                                                      const float* stage) {
+  __shared__ float partial[kNormWarps];
+  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
+  if (warp < kNormWarps) {  // virtual thread v sums elements v, v + kNormThreads, ... in order
+    float sum = 0.0f;
+    for (int i = warp * 32 + lane; i < in; i += kNormThreads) {
+      sum = norm_square_step(stage[i], 0.0f, sum);
+    }
+    sum = warp_sum(sum);
+    if (lane == 0) partial[warp] = sum;
+  }
+  __syncthreads();
+  return norm_inverse(warp_sum(lane < kNormWarps ? partial[lane] : 0.0f), in, fusion.norm_eps);
+}
+
+// norm_quantize_one_row eight elements a thread in each of kOneRowNormRounds rounds
+// (quantize_eight), the residual held in registers through the reduction.
 template <int kSwizzle, typename T, int kBlockThreads>
-__device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* stage, int8_t* xq,
-                                      XBlock* xb) {
+__device__ void norm_quantize_one_row_eights(const GemvFusion& fusion, int in, float* stage,
+                                             int8_t* xq, XBlock* xb) {
   constexpr int kRound = kBlockThreads * 8;
   float4 lo[kOneRowNormRounds], hi[kOneRowNormRounds];
   uint4 weight[kOneRowNormRounds];
@@ -511,19 +535,7 @@ __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* s
     }
   }
   __syncthreads();
-  __shared__ float partial[kNormWarps];
-  const int warp = int(threadIdx.x) / 32, lane = int(threadIdx.x) % 32;
-  if (warp < kNormWarps) {  // virtual thread v sums elements v, v + kNormThreads, ... in order
-    float sum = 0.0f;
-    for (int i = warp * 32 + lane; i < in; i += kNormThreads) {
-      sum = norm_square_step(stage[i], 0.0f, sum);
-    }
-    sum = warp_sum(sum);
-    if (lane == 0) partial[warp] = sum;
-  }
-  __syncthreads();
-  const float inv =
-      norm_inverse(warp_sum(lane < kNormWarps ? partial[lane] : 0.0f), in, fusion.norm_eps);
+  const float inv = one_row_norm_inverse(fusion, in, stage);
 #pragma unroll
   for (int k = 0; k < kOneRowNormRounds; ++k) {
     if (k * kRound >= in) break;  // uniform over the thread block
@@ -534,6 +546,73 @@ __device__ void norm_quantize_one_row(const GemvFusion& fusion, int in, float* s
     if (valid) store_quantized<kSwizzle>(q, 0, at, at, in, xq, xb);
   }
   __syncthreads();
+}
+
+// norm_quantize_one_row sixteen elements a thread, two lanes a block (quantize_sixteen), the
+// residual read back from the stage after the reduction rather than held in registers.
+template <int kSwizzle, typename T, int kBlockThreads>
+__device__ void norm_quantize_one_row_sixteens(const GemvFusion& fusion, int in, float* stage,
+                                               int8_t* xq, XBlock* xb) {
+  static_assert(kBlockThreads * 16 == one_row_norm_max_in<kBlockThreads>(),
+                "sixteen a thread covers the rows eight a thread does");
+  const int at = 16 * int(threadIdx.x);
+  const bool valid = at < in;  // the same for both lanes of a block (in % 32 == 0)
+  uint4 weight[2];
+  if (valid) {
+    float4 residual[4];
+#pragma unroll
+    for (int k = 0; k < 4; ++k) {
+      residual[k] = *reinterpret_cast<const float4*>(fusion.norm_residual + at + 4 * k);
+    }
+#pragma unroll
+    for (int h = 0; h < 2; ++h) {
+      weight[h] =
+          *reinterpret_cast<const uint4*>(static_cast<const T*>(fusion.norm_weight) + at + 8 * h);
+    }
+#pragma unroll
+    for (int k = 0; k < 4; ++k) *reinterpret_cast<float4*>(stage + at + 4 * k) = residual[k];
+  }
+  __syncthreads();
+  const float inv = one_row_norm_inverse(fusion, in, stage);
+  if (16 * 32 * (int(threadIdx.x) / 32) < in) {  // uniform over the warp: past the row, no stores
+    uint4 raw[2] = {make_uint4(0, 0, 0, 0), make_uint4(0, 0, 0, 0)};  // zero bits where not valid
+    if (valid) {
+#pragma unroll
+      for (int h = 0; h < 2; ++h) {
+        const float4 lo = *reinterpret_cast<const float4*>(stage + at + 8 * h);
+        const float4 hi = *reinterpret_cast<const float4*>(stage + at + 8 * h + 4);
+        raw[h] = normalized_eight<T>(lo, hi, weight[h], inv);
+      }
+    }
+    const Int8Sixteen q = quantize_sixteen<T>(raw);
+    if (valid) {
+      *reinterpret_cast<uint4*>(xq + 16 * swizzled_chunk<kSwizzle>(at / 16)) = q.word;
+      if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+    }
+  }
+  __syncthreads();
+}
+
+// norm_prologue + quantize_x for one row with the norm input (fusion.norm_residual), with the
+// same values and bits, in one trip to memory instead of three (the norm's two rounds of 8 loads
+// a virtual thread, then quantize_x's reload of the row and the weight). Each thread loads its
+// elements of the residual row and of the norm weight at once; the row goes through shared
+// memory (stage: (in,) fp32) to one_row_norm_inverse; then each thread normalizes and quantizes
+// its elements, as normalized_words and quantize_x do. Two ways, chosen per block type
+// (kSixteens: the type's kOneRowNormSixteens, which says where each was measured), the same bits:
+//   - eight a thread (_eights): at the hidden sizes of llama-1b and llama-8b every thread is busy;
+//     sixteen a thread left half of them idle and made llama-8b's Q4_K qkv preparation 2.0 -> 2.5
+//     us (results/2026-11-30-x-sixteens-trace);
+//   - sixteen a thread (_sixteens): fewer registers. Q4_0 takes it.
+// in <= one_row_norm_max_in<kBlockThreads>(), in % 32 == 0. Ends with a barrier.
+template <int kSwizzle, typename T, int kBlockThreads, bool kSixteens>
+__device__ __forceinline__ void norm_quantize_one_row(const GemvFusion& fusion, int in,
+                                                      float* stage, int8_t* xq, XBlock* xb) {
+  if constexpr (kSixteens) {
+    norm_quantize_one_row_sixteens<kSwizzle, T, kBlockThreads>(fusion, in, stage, xq, xb);
+  } else {
+    norm_quantize_one_row_eights<kSwizzle, T, kBlockThreads>(fusion, in, stage, xq, xb);
+  }
 }
 
 enum class Epilogue { kStore, kStoreF32, kSiluMul };
@@ -1068,7 +1147,8 @@ __global__ void __launch_bounds__(kBlockThreads, kBlockThreads == 256 ? 3 : kMin
   if constexpr (kOneRowNorm) {
     // One row with the norm input: one trip to memory (stage: after xq and xb).
     float* stage = reinterpret_cast<float*>(smem + align16(int(x_row_bytes(in))));
-    norm_quantize_one_row<B::kSwizzle, T, kBlockThreads>(fusion, in, stage, xq, xb);
+    norm_quantize_one_row<B::kSwizzle, T, kBlockThreads, B::kOneRowNormSixteens>(fusion, in, stage,
+                                                                                 xq, xb);
   } else {
     __shared__ float inv[kRows];
     norm_prologue<kRows>(fusion, n, in, inv);
