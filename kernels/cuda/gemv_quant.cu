@@ -388,6 +388,16 @@ __device__ __forceinline__ void store_quantized(const Int8Eight& q, int row, int
   if (threadIdx.x % 4 == 0) xb[at / 32] = XBlock{q.d, q.sum};
 }
 
+// The same for one thread's 16 elements at..at+15 (two lanes a 32-element block; col % 16 == 0):
+// one 16-byte store, and the block's XBlock from the even lane.
+template <int kSwizzle>
+__device__ __forceinline__ void store_quantized(const Int8Sixteen& q, int row, int col, int at,
+                                                int in, int8_t* xq, XBlock* xb) {
+  *reinterpret_cast<uint4*>(xq + row * x_stride(in) + 16 * swizzled_chunk<kSwizzle>(col / 16)) =
+      q.word;
+  if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+}
+
 // Quantizes x (n, in) (rows back to back) into xq (n, x_stride(in)) int8, 16-byte chunks swizzled
 // (XView), and xb (n, in / 32): per 32 elements amax = max |x|, s = min(127 / amax, FLT_MAX), q =
 // rint(x s) (round half to even) clamped to [-127, 127], d = amax / 127 (all zero when amax = 0).
@@ -470,10 +480,8 @@ __device__ void quantize_x_sixteens(const T* x, int n, int in, int8_t* xq, XBloc
       const Int8Sixteen q = quantize_sixteen<T>(raw[k]);  // zero bits (0.0) where not valid
       if (at < count) {  // the same for both lanes of a block (count % 32 == 0)
         // One row needs no division (a runtime divisor: ~30 instructions, a third of the rest).
-        const int row = n == 1 ? 0 : at / in, col = at - row * in;
-        *reinterpret_cast<uint4*>(xq + row * x_stride(in) +
-                                  16 * swizzled_chunk<kSwizzle>(col / 16)) = q.word;
-        if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
+        const int row = n == 1 ? 0 : at / in;
+        store_quantized<kSwizzle>(q, row, at - row * in, at, in, xq, xb);
       }
     }
   }
@@ -585,10 +593,7 @@ __device__ void norm_quantize_one_row_sixteens(const GemvFusion& fusion, int in,
       }
     }
     const Int8Sixteen q = quantize_sixteen<T>(raw);
-    if (valid) {
-      *reinterpret_cast<uint4*>(xq + 16 * swizzled_chunk<kSwizzle>(at / 16)) = q.word;
-      if (threadIdx.x % 2 == 0) xb[at / 32] = XBlock{q.d, q.sum};
-    }
+    if (valid) store_quantized<kSwizzle>(q, 0, at, at, in, xq, xb);
   }
   __syncthreads();
 }
