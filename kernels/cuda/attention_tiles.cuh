@@ -10,6 +10,8 @@
 #include "kernels/common/attention_split.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/device_utils.cuh"
+#include "kernels/cuda/l2_hint.cuh"
+#include "kernels/cuda/tile_ptx.cuh"
 
 namespace rose {
 namespace attention_detail {
@@ -254,6 +256,196 @@ __device__ __forceinline__ void reset_state(float (&m)[G], float (&l)[G], float 
     l[g] = 0.0f;
 #pragma unroll
     for (int e = 0; e < 8; ++e) acc[g][e] = 0.0f;
+  }
+}
+
+// ---- 16-key chunks on the tensor cores: the cluster kernel's (attention_decode.cu) and the mma
+// rows kernel's (attention.cu) -------------------------------------------------------------------
+// ncu on llama-8b's batch-1 step (results/2026-11-25-attention-mma/) found the scalar cluster
+// kernel latency-bound by its own instruction count: ~3,850 instructions per warp at 13.8 cycles
+// each, a 16-key tile costing ~1,250 of them (shuffle-reduced dot products per key and head), with
+// one warp per scheduler to hide nothing. Here a warp's chunk of 16 keys is two mma.m16n8k16
+// products per 16 dimensions: S^T (query heads x keys) = Q K^T with the group's query heads as the
+// M rows (rows from `heads` on are zero), then O += P V with P as two T terms (attend_chunk says
+// why). The order of the terms of a dot product is free, so the head dimension is permuted inside
+// each product to match the fragments to plain 16-byte loads: lane (g, t) = (lane / 4, lane % 4)
+// feeds k-step s of Q K^T with dims t * D/4 + 4s .. 4s + 3 (one contiguous D/4-element slice of
+// each K row it loads, keys g and g + 8 of the chunk), and output column n of the P V n-tile j is
+// dim n * D/8 + j (one contiguous D/8-element slice of each V row it loads, keys 2t, 2t + 1,
+// 2t + 8, 2t + 9). The new key of the fused RoPE is one more partial state of the last block
+// (m = its score, l = 1, o = its V), merged with its warps'.
+constexpr int kChunkKeys = 16;  // keys per warp chunk: the K of the P V product
+
+// One warp chunk's K and V slices, as loaded (zero where the key is past the chunk's valid keys:
+// P is 0 there, and 0 * 0 keeps the product finite).
+template <int D>
+struct ChunkKv {
+  uint4 k[2][D / 32];  // keys g, g + 8: dims t * D/4 .. + D/4
+  uint4 v[4][D / 64];  // keys 2t, 2t + 1, 2t + 8, 2t + 9: dims g * D/8 .. + D/8
+};
+
+template <int D>
+__device__ __forceinline__ void clear_chunk(ChunkKv<D>& kv) {
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int w = 0; w < D / 32; ++w) kv.k[r][w] = make_uint4(0, 0, 0, 0);
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+#pragma unroll
+    for (int w = 0; w < D / 64; ++w) kv.v[r][w] = make_uint4(0, 0, 0, 0);
+  }
+}
+
+// Where this lane's slices of one chunk's keys are: the first uint4 of each, or -1 for a key not
+// to load.
+struct ChunkRows {
+  int64_t k[2];  // K slices of keys g, g + 8
+  int64_t v[4];  // V slices of keys 2t, 2t + 1, 2t + 8, 2t + 9
+};
+
+// This lane's key `i` of a chunk (0, 1: its K rows; 2..5: its V rows), relative to the chunk.
+__device__ __forceinline__ int chunk_key(int i, int lane) {
+  return i < 2 ? lane / 4 + 8 * i : 2 * (lane % 4) + ((i - 2) & 1) + 8 * ((i - 2) >> 1);
+}
+
+// The rows of this lane's keys of chunk `chunk` that lie in [load_from, load_to) (load_to at most
+// the row's key count). One block-table lookup per chunk when its 16 keys share a KV block (block
+// sizes that are multiples of 16), one per key otherwise. Every lookup is issued before any
+// K/V load (fetch_chunk): a load issued between them made the next address wait for it.
+template <int D>
+__device__ __forceinline__ ChunkRows locate_chunk(const AttentionArgs& args, const int32_t* table,
+                                                  int kv_head, int chunk, int lane, int load_from,
+                                                  int load_to) {
+  const int base = chunk * kChunkKeys, bs = args.block_size;
+  const int base_block = base / bs, base_offset = base - base_block * bs;
+  bool wanted[6];
+#pragma unroll
+  for (int i = 0; i < 6; ++i) {
+    const int key = base + chunk_key(i, lane);
+    wanted[i] = key >= load_from && key < load_to;
+  }
+  int64_t slot[6];
+  if (base_offset + kChunkKeys <= bs) {  // the same for the whole warp
+    const int64_t first = int64_t(__ldg(table + base_block)) * bs + base_offset;
+#pragma unroll
+    for (int i = 0; i < 6; ++i) slot[i] = first + chunk_key(i, lane);
+  } else {
+#pragma unroll
+    for (int i = 0; i < 6; ++i) {
+      const int key = base + chunk_key(i, lane);
+      slot[i] = wanted[i] ? int64_t(__ldg(table + key / bs)) * bs + key % bs : 0;
+    }
+  }
+  const int64_t row_vecs = int64_t(args.num_kv_heads) * (D / 8);  // uint4s per cache slot
+  const int64_t head_vec = int64_t(kv_head) * (D / 8);
+  ChunkRows rows;
+#pragma unroll
+  for (int r = 0; r < 2; ++r)
+    rows.k[r] = wanted[r] ? slot[r] * row_vecs + head_vec + (lane % 4) * (D / 32) : -1;
+#pragma unroll
+  for (int r = 0; r < 4; ++r)
+    rows.v[r] = wanted[2 + r] ? slot[2 + r] * row_vecs + head_vec + (lane / 4) * (D / 64) : -1;
+  return rows;
+}
+
+// Loads the slices locate_chunk found; the others keep what they hold.
+// evict_first (kv_evict_first): with the L2 evict_first policy, else plain read-only loads.
+template <int D>
+__device__ __forceinline__ void fetch_chunk(const AttentionArgs& args, const ChunkRows& rows,
+                                            ChunkKv<D>& kv, bool evict_first) {
+  const uint4* k_cache = static_cast<const uint4*>(args.k_cache);
+  const uint4* v_cache = static_cast<const uint4*>(args.v_cache);
+  const StreamHint hint = StreamHint::make(true);
+  const auto load = [&](const uint4* p) { return evict_first ? hint.load_read_only(p) : __ldg(p); };
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+    if (rows.k[r] >= 0) {
+#pragma unroll
+      for (int w = 0; w < D / 32; ++w) kv.k[r][w] = load(k_cache + rows.k[r] + w);
+    }
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    if (rows.v[r] >= 0) {
+#pragma unroll
+      for (int w = 0; w < D / 64; ++w) kv.v[r][w] = load(v_cache + rows.v[r] + w);
+    }
+  }
+}
+
+// Whether a row of num_keys keys loads its K/V with evict_first
+// (AttentionArgs::kv_evict_first_keys).
+__device__ __forceinline__ bool kv_evict_first(const AttentionArgs& args, int num_keys) {
+  return args.kv_evict_first_keys > 0 &&
+         int64_t(num_keys) * args.num_tokens > args.kv_evict_first_keys;
+}
+
+template <int N>
+__device__ __forceinline__ uint32_t word_of(const uint4 (&vecs)[N], int w) {
+  return reinterpret_cast<const uint32_t*>(vecs)[w];
+}
+
+// One chunk's online-softmax update of this warp's state: m (the row's running max, base 2, the
+// same in the 4 lanes of a row), l (this lane's share of the row's sum; the 4 are summed at the
+// end) and o (n-tile j: c0, c1 = head g, dims (2t + e) * D/8 + j; c2, c3 are the zero rows').
+// qa: this lane's A fragments of Q (k-step s: head g's dims t * D/4 + 4s + {0, 1} and {2, 3}).
+template <typename T, int D>
+__device__ __forceinline__ void attend_chunk(const ChunkKv<D>& kv, const uint32_t (&qa)[D / 16][2],
+                                             int base, int keys_end, float qscale, int lane,
+                                             float& m, float& l, float (&o)[D / 8][4]) {
+  const int t = lane % 4;
+  float s[2][4] = {};
+#pragma unroll
+  for (int step = 0; step < D / 16; ++step) {
+    const uint32_t a[4] = {qa[step][0], 0u, qa[step][1], 0u};
+#pragma unroll
+    for (int j = 0; j < 2; ++j)
+      mma_16816<T>(s[j], a, word_of(kv.k[j], 2 * step), word_of(kv.k[j], 2 * step + 1));
+  }
+  float x[4];  // x[2j + e]: key base + 8j + 2t + e, scaled to base 2, -inf past the valid keys
+#pragma unroll
+  for (int j = 0; j < 2; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e)
+      x[2 * j + e] = base + 8 * j + 2 * t + e < keys_end ? s[j][e] * qscale : -INFINITY;
+  }
+  float chunk_max = fmaxf(fmaxf(x[0], x[1]), fmaxf(x[2], x[3]));
+  chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, 1));
+  chunk_max = fmaxf(chunk_max, __shfl_xor_sync(0xffffffffu, chunk_max, 2));
+  // The chunk holds at least one valid key, so m_new is finite (or NaN from a NaN score).
+  const float m_new = fmaxf(m, chunk_max);
+  const float correction = exp2f(m - m_new);
+  m = m_new;
+  l *= correction;
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    o[j][0] *= correction;
+    o[j][1] *= correction;
+  }
+  float p[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) {
+    p[i] = exp2f(x[i] - m_new);
+    l += p[i];
+  }
+  // P as A fragments (head g; keys 2t, 2t + 1 and 2t + 8, 2t + 9), V as B fragments. P is
+  // split into two T terms, p = hi + lo: one bf16 P (8 bits) made the real SmolLM2's greedy
+  // tokens part from the CPU's earlier than the scalar kernel's fp32 P; the pair carries ~16 bits
+  // for one more mma per n-tile.
+  float lo[4];
+#pragma unroll
+  for (int i = 0; i < 4; ++i) lo[i] = p[i] - to_float(from_float<T>(p[i]));
+  const uint32_t pa_hi[4] = {pack2<T>(p[0], p[1]), 0u, pack2<T>(p[2], p[3]), 0u};
+  const uint32_t pa_lo[4] = {pack2<T>(lo[0], lo[1]), 0u, pack2<T>(lo[2], lo[3]), 0u};
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+    const uint32_t selector = j % 2 == 0 ? 0x5410u : 0x7632u;  // the low or the high halves
+    const uint32_t b0 = __byte_perm(word_of(kv.v[0], j / 2), word_of(kv.v[1], j / 2), selector);
+    const uint32_t b1 = __byte_perm(word_of(kv.v[2], j / 2), word_of(kv.v[3], j / 2), selector);
+    mma_16816<T>(o[j], pa_hi, b0, b1);
+    mma_16816<T>(o[j], pa_lo, b0, b1);
   }
 }
 
