@@ -25,7 +25,8 @@ KernelSwitches from(const std::map<std::string, std::string>& vars) {
 // operator==).
 bool same(const KernelSwitches& a, const KernelSwitches& b) {
   return a.pdl == b.pdl && a.cluster_attention_mma == b.cluster_attention_mma &&
-         a.attention_kv_evict_first == b.attention_kv_evict_first && a.gemv_wave == b.gemv_wave &&
+         a.attention_kv_evict_first == b.attention_kv_evict_first &&
+         a.attention_rows_mma == b.attention_rows_mma && a.gemv_wave == b.gemv_wave &&
          a.gemv_max_split == b.gemv_max_split &&
          a.gemv_rows_specialized == b.gemv_rows_specialized &&
          a.gemv_prefetch_bytes == b.gemv_prefetch_bytes &&
@@ -48,6 +49,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.pdl);
   CHECK(s.cluster_attention_mma);
   CHECK(s.attention_kv_evict_first);
+  CHECK(s.attention_rows_mma);
   CHECK(s.gemv_wave == -1);
   CHECK(s.gemv_max_split == 4);
   CHECK(s.gemv_rows_specialized);
@@ -70,6 +72,7 @@ TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused b
       {"ROSEINFER_CUDA_PDL", &KernelSwitches::pdl},
       {"ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA", &KernelSwitches::cluster_attention_mma},
       {"ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST", &KernelSwitches::attention_kv_evict_first},
+      {"ROSEINFER_CUDA_ATTENTION_ROWS_MMA", &KernelSwitches::attention_rows_mma},
       {"ROSEINFER_CUDA_GEMV_QUANT_EARLY", &KernelSwitches::gemv_quant_early},
       {"ROSEINFER_CUDA_GEMV_QUANT_DIRECT", &KernelSwitches::gemv_quant_direct},
       {"ROSEINFER_CUDA_GEMV_QUANT_TWO_BLOCKS", &KernelSwitches::gemv_quant_two_blocks},

@@ -29,6 +29,8 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
       switch_on_off(lookup, "ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA", s.cluster_attention_mma);
   s.attention_kv_evict_first =
       switch_on_off(lookup, "ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST", s.attention_kv_evict_first);
+  s.attention_rows_mma =
+      switch_on_off(lookup, "ROSEINFER_CUDA_ATTENTION_ROWS_MMA", s.attention_rows_mma);
 
   s.gemv_wave = switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_WAVE", {{"0", 0}, {"1", 1}}, s.gemv_wave,
                               "0 (never the one-wave kernel) or 1 (always)");

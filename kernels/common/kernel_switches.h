@@ -20,6 +20,10 @@ struct KernelSwitches {
   // ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST=0: the cluster decode attention's K/V loads never take
   // the L2 evict_first policy (plain loads, as before it).
   bool attention_kv_evict_first = true;
+  // ROSEINFER_CUDA_ATTENTION_ROWS_MMA=0: the split-KV decode launches of head_dim 64 and 128 (rows
+  // past the cluster kernel's, no shared prefix, GQA groups of two or more) on the scalar rows
+  // kernel instead of its tensor-core form (attention.cu, paged_attention_mma_rows_kernel).
+  bool attention_rows_mma = true;
 
   // Dense GEMV (gemv.cu). ROSEINFER_CUDA_GEMV_WAVE=0 / =1: the one-wave kernel never / always;
   // -1 (unset): the rule (rows its pre-wait chunks cover whole).

@@ -1,6 +1,7 @@
 #include <algorithm>
 #include <cmath>
 
+#include "kernels/common/kernel_switches.h"
 #include "kernels/cuda/attention.cuh"
 #include "kernels/cuda/attention_tiles.cuh"
 #include "kernels/cuda/check.cuh"
@@ -367,6 +368,101 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
                         work.prefix_count);
 }
 
+// The rows kernel's work (block_work's rows, KV head, query heads and key split; finish_block's
+// merge) with each warp's keys in 16-key chunks on the tensor cores (attend_chunk, the cluster
+// kernel's: the group's query heads as the M rows of mma.m16n8k16), for head_dim 64 and 128
+// without a shared prefix. At 256 rows (llama-1b) the rows kernel above spent roughly 70-80 warp
+// instructions a key (from its IPC and duration) on its shuffle-reduced dot products: issue slots
+// 54% busy at 3 warps a scheduler while DRAM ran at 32% (results/2026-12-01-attention-staged/ncu).
+// Here a 16-key chunk is 24 mmas and ~70 other instructions for all the group's heads. The chunks
+// of a warp are tile_begin + warp, + kWarps, ...; two are in flight (registers) while one computes.
+template <typename T, int D, int G>
+__global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(AttentionArgs args) {
+  __shared__ __align__(16) T q_s[G][D];  // the block's query heads as stored
+  __shared__ float m_s[kWarps][G];
+  __shared__ float l_s[kWarps][G];
+  __shared__ __align__(16) float o_s[kWarps][G][D];
+
+  const int warp = threadIdx.x / 32, lane = threadIdx.x % 32;
+  const int g = lane / 4, t = lane % 4;
+  const BlockWork work = block_work(args, kChunkKeys);
+  const int token = work.token, kv_head = work.kv_head;
+  const int head_begin = work.head_begin, heads = work.heads, split = work.split;
+  if (split >= work.splits) return;  // a split past this row's keys (see block_work)
+  const int keys_end = work.num_keys, chunk_end = work.tile_end;
+  // The metadata and block tables are no kernel's output: the first two chunks' table entries
+  // are read before the PDL wait; their K/V (this step's key among them) after it.
+  const int32_t* table = args.block_tables + int64_t(work.seq) * (*args.block_table_stride);
+  const int first_chunk = work.tile_begin + warp;
+  const ChunkRows none{{-1, -1}, {-1, -1, -1, -1}};
+  const ChunkRows first_rows =
+      first_chunk < chunk_end
+          ? locate_chunk<D>(args, table, kv_head, first_chunk, lane, 0, keys_end)
+          : none;
+  const ChunkRows second_rows =
+      first_chunk + kWarps < chunk_end
+          ? locate_chunk<D>(args, table, kv_head, first_chunk + kWarps, lane, 0, keys_end)
+          : none;
+  pdl_wait();
+  pdl_launch_dependents();
+  const bool kv_first = kv_evict_first(args, keys_end);
+  ChunkKv<D> kv, next;
+  clear_chunk(kv);
+  clear_chunk(next);
+  fetch_chunk<D>(args, first_rows, kv, kv_first);
+  fetch_chunk<D>(args, second_rows, next, kv_first);
+
+  const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
+  for (int i = int(threadIdx.x); i < heads * (D / 8); i += kThreads) {
+    const int h = i / (D / 8), c = (i % (D / 8)) * 8;
+    *reinterpret_cast<uint4*>(&q_s[h][c]) =
+        *reinterpret_cast<const uint4*>(q_row + (head_begin + h) * D + c);
+  }
+  __syncthreads();
+  uint32_t qa[D / 16][2] = {};  // head g's A fragments (attend_chunk); zero rows past `heads`
+  if (g < heads) {
+    uint4 slice[D / 32];
+#pragma unroll
+    for (int w = 0; w < D / 32; ++w)
+      slice[w] = reinterpret_cast<const uint4*>(&q_s[g][t * (D / 4)])[w];
+#pragma unroll
+    for (int step = 0; step < D / 16; ++step) {
+      qa[step][0] = word_of(slice, 2 * step);
+      qa[step][1] = word_of(slice, 2 * step + 1);
+    }
+  }
+
+  const float qscale = args.scale * 1.4426950408889634f;  // the softmax in base 2
+  float m = -INFINITY, l = 0.0f, o[D / 8][4] = {};
+  for (int chunk = first_chunk; chunk < chunk_end; chunk += kWarps) {
+    attend_chunk<T, D>(kv, qa, chunk * kChunkKeys, keys_end, qscale, lane, m, l, o);
+    kv = next;  // the next chunk; the one after it goes in flight while that one computes
+    clear_chunk(next);
+    if (chunk + 2 * kWarps < chunk_end) {
+      fetch_chunk<D>(args,
+                     locate_chunk<D>(args, table, kv_head, chunk + 2 * kWarps, lane, 0, keys_end),
+                     next, kv_first);
+    }
+  }
+  // The warp's state for combine_warps: l summed over the row's 4 lanes; o's n-tile j column
+  // 2t + e is dim (2t + e) * D/8 + j. A warp without chunks leaves m -inf (it weighs 0).
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if (g < heads) {
+    if (t == 0) {
+      m_s[warp][g] = m;
+      l_s[warp][g] = l;
+    }
+#pragma unroll
+    for (int j = 0; j < D / 8; ++j) {
+#pragma unroll
+      for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
+    }
+  }
+  finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits,
+                        work.prefix_count);
+}
+
 // Shared-prefix decode (args.shared_keys): keys [0, *shared_keys) are the same physical blocks
 // for every sharing row, so one block attends kRows rows x kHeads heads (kPrefixVectors query
 // vectors) to them, loading each K/V tile once instead of once per row. Grid (ceil(num_tokens /
@@ -487,6 +583,32 @@ void launch_rows_kernel(const AttentionArgs& args, cudaStream_t stream) {
   ROSE_CUDA_CHECK_LAUNCH();
 }
 
+// The tensor-core rows kernel for GQA groups of two or more query heads; KernelSwitches::
+// attention_rows_mma false (ROSEINFER_CUDA_ATTENTION_ROWS_MMA=0): the scalar one for all. A
+// single query head fills one of the mma's 16 rows, so its chunks carry little arithmetic for
+// their bytes, and the scalar kernel's deeper loads (16 slices a lane in flight against the mma
+// kernel's two chunks) won at 256 rows on gpt2 (2.239 against 2.423 ms a step; at 64 rows 1.092
+// against 1.044), where every GQA shape gained 8-15% (results/2026-12-01-attention-mma-rows).
+bool mma_rows_apply(const AttentionArgs& args) {
+  return kernel_switches().attention_rows_mma && args.num_heads / args.num_kv_heads >= 2;
+}
+
+template <typename T, int D>
+void launch_mma_rows_kernel(const AttentionArgs& args, cudaStream_t stream) {
+  const dim3 grid = attention_grid(args);
+  const int group = args.num_heads / args.num_kv_heads;
+  const int heads = group < kMaxGroup ? group : kMaxGroup;  // per block
+  if (heads <= 2) {                                         // mma_rows_apply: at least two
+    launch_kernel(paged_attention_mma_rows_kernel<T, D, 2>, grid, kThreads, 0, stream, args);
+  } else if (heads <= 4) {
+    launch_kernel(paged_attention_mma_rows_kernel<T, D, 4>, grid, kThreads, 0, stream, args);
+  } else {
+    launch_kernel(paged_attention_mma_rows_kernel<T, D, kMaxGroup>, grid, kThreads, 0, stream,
+                  args);
+  }
+  ROSE_CUDA_CHECK_LAUNCH();
+}
+
 // Invariant mode: one kernel for every token count (which kernel, and its unrolling, could change
 // the FMA contraction, so it is never chosen by the batch), run in launches of rows_per_launch
 // query rows that share the partial buffers. A row's bits do not depend on the launch it is in.
@@ -537,7 +659,11 @@ void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
       return;
     }
     if (args.num_tokens <= kDeepMaxTokens) {
-      launch_rows_kernel<T, D>(args, stream);
+      if (mma_rows_apply(args)) {
+        launch_mma_rows_kernel<T, D>(args, stream);
+      } else {
+        launch_rows_kernel<T, D>(args, stream);
+      }
       launch_merge_if_needed<T, D>(args, stream);
       return;
     }

@@ -409,6 +409,22 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
   }
   const std::vector<int32_t> counters = d_counters.download();
   CHECK(std::count(counters.begin(), counters.end(), 0) == int64_t(counters.size()));
+  // Launches of up to 1,024 rows at head_dim 64 and 128 run the rows kernel: above in its
+  // tensor-core form where the GQA group has two or more query heads (the default), here in its
+  // scalar form, direct and with the fused merge.
+  if ((D == 64 || D == 128) && num_tokens <= 1024) {
+    const ScopedKernelSwitches scalar([](KernelSwitches& s) { s.attention_rows_mma = false; });
+    for (int32_t* merge : {static_cast<int32_t*>(nullptr), d_counters.get()}) {
+      CAPTURE(merge != nullptr);
+      AttentionArgs scalar_args = args;
+      scalar_args.merge_counters = merge;
+      ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
+      launch_paged_attention(scalar_args, nullptr);
+      check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, scalar rows");
+    }
+    const std::vector<int32_t> after = d_counters.download();
+    CHECK(std::count(after.begin(), after.end(), 0) == int64_t(after.size()));
+  }
   if (D == 64 ||
       D == 128) {  // the cluster decode kernels (tensor-core, scalar), rows of every kind
     AttentionArgs cluster = args;
