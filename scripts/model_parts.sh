@@ -1,12 +1,17 @@
 #!/usr/bin/env bash
 # The real SmolLM2 GGUF (98 MB) is larger than the device tool's 64 MiB carry limit, so it travels
 # in four calls made back to back while the GPU machine is warm. Each call also carries the
-# tracked tree (~26 MB at the end of 2026-11-24; the limit is 64 MiB = 67.1 MB in all), so the
-# split is 3 x 25 + 23.4 MB, and the last call has room for a bundle archive of ~15 MB.
+# tracked tree (~26 MB at the end of 2026-11-24, ~36 MB on 2026-12-01; the limit is 64 MiB =
+# 67.1 MB in all), so the split is 3 x 25 + 23.4 MB. The last call then has room for only ~8 MB
+# more, less than a bundle archive (~22 MB for roseinfer alone): carry the bundle in a call of its
+# own before the parts and unpack it to /tmp there.
 #   here:       scripts/model_parts.sh split      # .model-part1/ .. .model-part4/
+#   call 0:     carry ["bundle-pack"], command:
+#               mkdir -p /tmp/new && tar xJf bundle-pack/bundle.tar.xz -C /tmp/new
 #   calls 1-3:  carry [".model-partK"], command: scripts/model_parts.sh stage K
-#   call 4:     carry [".model-part4", "bundle-pack"], command:
-#               scripts/model_parts.sh stage 4 && MODEL=$(scripts/model_parts.sh join) && ...
+#   call 4:     carry [".model-part4"], command: scripts/model_parts.sh stage 4 &&
+#               MODEL=$(scripts/model_parts.sh join) && cp -r /tmp/new/bundle . && ...
+#               (results/2026-12-01-smollm2/script.sh does this)
 # join concatenates the parts in /tmp/rose-model, checks the sha256 and prints the model's path.
 set -euo pipefail
 NAME=SmolLM2-135M-Instruct.Q4_1.gguf
