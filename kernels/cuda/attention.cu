@@ -587,8 +587,9 @@ void launch_rows_kernel(const AttentionArgs& args, cudaStream_t stream) {
 // attention_rows_mma false (ROSEINFER_CUDA_ATTENTION_ROWS_MMA=0): the scalar one for all. A
 // single query head fills one of the mma's 16 rows, so its chunks carry little arithmetic for
 // their bytes, and the scalar kernel's deeper loads (16 slices a lane in flight against the mma
-// kernel's two chunks) won at 256 rows on gpt2 (2.239 against 2.423 ms a step; at 64 rows 1.092
-// against 1.044), where every GQA shape gained 8-15% (results/2026-12-01-attention-mma-rows).
+// kernel's two chunks) won at 256 rows on gpt2: 2.239 against 2.423 ms a step (at 64 rows it
+// lost, 1.092 against 1.044), where every GQA shape measured gained 8-16% a step
+// (results/2026-12-01-attention-mma-rows).
 bool mma_rows_apply(const AttentionArgs& args) {
   return kernel_switches().attention_rows_mma && args.num_heads / args.num_kv_heads >= 2;
 }
