@@ -1,5 +1,5 @@
-// The sampling rule of kernels/common/sampling_rule.h as implemented by rose::cpu::sample_token: exact
-// properties (greedy ties, top-k/top-p limits, determinism) and loose frequency checks.
+// The sampling rule of kernels/common/sampling_rule.h as implemented by rose::cpu::sample_token:
+// exact properties (greedy ties, top-k/top-p limits, determinism) and loose frequency checks.
 #include <doctest/doctest.h>
 
 #include <cmath>

@@ -17,8 +17,8 @@
 // ci95_high}}.
 // With --sweep: "sweep": {parameter, values: [one per run, null for inf]}.
 // With --tensor-parallel N > 1, each run also has its decode step's collectives, timed standalone
-// after the run (CollectiveFigures in metrics.h: collective_ms_per_decode_step, all_reduce_us, ...).
-// Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
+// after the run (CollectiveFigures in metrics.h: collective_ms_per_decode_step, all_reduce_us,
+// ...). Bump kResultsSchemaVersion when a key changes meaning or disappears; adding keys does not.
 #include <cstdint>
 #include <filesystem>
 #include <map>

@@ -22,8 +22,8 @@
 
 #include "engine/common/error.h"
 #include "engine/common/json_parse.h"
-#include "engine/tokenizer/bpe_model.h"
 #include "engine/common/utf8.h"
+#include "engine/tokenizer/bpe_model.h"
 #include "engine/tokenizer/nfc.h"
 #include "engine/tokenizer/regex.h"
 #include "engine/tokenizer/tokenizer.h"
