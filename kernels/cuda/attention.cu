@@ -374,8 +374,9 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
 // without a shared prefix. At 256 rows (llama-1b) the rows kernel above spent roughly 70-80 warp
 // instructions a key (from its IPC and duration) on its shuffle-reduced dot products: issue slots
 // 54% busy at 3 warps a scheduler while DRAM ran at 32% (results/2026-12-01-attention-staged/ncu).
-// Here a 16-key chunk is 24 mmas and ~70 other instructions for all the group's heads. The chunks
-// of a warp are tile_begin + warp, + kWarps, ...; two are in flight (registers) while one computes.
+// Here ncu counted ~29 warp instructions a key and group at the same shape, 24 mmas a 16-key
+// chunk among them (results/2026-12-01-attention-mma-rows/ncu). The chunks of a warp are
+// tile_begin + warp, + kWarps, ...; two are in flight (registers) while one computes.
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(AttentionArgs args) {
   __shared__ __align__(16) T q_s[G][D];  // the block's query heads as stored

@@ -351,7 +351,9 @@ __global__ void __launch_bounds__(kThreads) cluster_decode_attention_kernel(Atte
 // ---- The tensor-core cluster kernel (the default; ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0 runs the
 // one above) -------------------------------------------------------------------------------------
 // The mma chunk machinery (ChunkKv, locate_chunk, fetch_chunk, attend_chunk) is
-// attention_tiles.cuh's, shared with the split-KV mma rows kernel (attention.cu).
+// attention_tiles.cuh's, shared with the split-KV mma rows kernel (attention.cu). The new key of
+// the fused RoPE is one more partial state of the last block (m = its score, l = 1, o = its V),
+// merged with its warps'.
 
 // The two halves of a cluster barrier (PTX barrier.cluster), every thread of every block, used
 // once: arrive (relaxed: it orders nothing but the mbarrier's initialization, which its own fence

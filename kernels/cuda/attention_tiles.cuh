@@ -272,8 +272,7 @@ __device__ __forceinline__ void reset_state(float (&m)[G], float (&l)[G], float 
 // feeds k-step s of Q K^T with dims t * D/4 + 4s .. 4s + 3 (one contiguous D/4-element slice of
 // each K row it loads, keys g and g + 8 of the chunk), and output column n of the P V n-tile j is
 // dim n * D/8 + j (one contiguous D/8-element slice of each V row it loads, keys 2t, 2t + 1,
-// 2t + 8, 2t + 9). The new key of the fused RoPE is one more partial state of the last block
-// (m = its score, l = 1, o = its V), merged with its warps'.
+// 2t + 8, 2t + 9).
 constexpr int kChunkKeys = 16;  // keys per warp chunk: the K of the P V product
 
 // One warp chunk's K and V slices, as loaded (zero where the key is past the chunk's valid keys:
