@@ -368,15 +368,134 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
                         work.prefix_count);
 }
 
+// The mma rows kernel's chunks (below). Its keys lie in KV blocks whose size is a multiple of
+// kChunkKeys (mma_rows_apply), so a chunk's 16 keys are consecutive cache slots of one block:
+// each lane's six K/V slices sit at fixed offsets from the chunk's first slot, and a chunk costs
+// one block-table entry. A warp's chunks are first_chunk + k * kWarps, k = 0, 1, ...; lane j holds
+// the first slot (as a uint4 offset into the cache) of the warp's chunk k = 32 * round + j, read
+// for 32 chunks at once, and a chunk takes it by shuffle. The cluster kernel's locate_chunk, which
+// this replaces here, took ~240 instructions a chunk on the per-key division and 64-bit address
+// math (cuobjdump of this kernel at 64 dims) against the ~155 of attend_chunk itself.
+template <int D>
+struct RowChunks {
+  const char* k_lane;  // this lane's K slices of a chunk's key 0 at slot 0
+  const char* v_lane;  // its V slices, the same way
+  int k_row[2];        // bytes from there to its keys g, g + 8 of the chunk
+  int v_row[4];        // to its keys 2t, 2t + 1, 2t + 8, 2t + 9
+  int64_t lane_slot;   // byte offset of the first slot of the warp's chunk 32 * round + lane
+  int first_chunk, chunk_end;
+
+  // K slices: lane t's uint4 w of a key holds dims w * 32 + t * 8 .. + 8, so one load
+  // instruction's 4 lanes of a key read 64 consecutive bytes (two whole sectors; the cluster
+  // kernel's slices of D/4 consecutive dims use half of each sector a load touches). The Q
+  // fragments follow the same order: any order of a dot product's terms is a valid one
+  // (attend_chunk); this one changes the sums' rounding, not what they mean.
+  __device__ __forceinline__ void init(const AttentionArgs& args, int kv_head, int lane) {
+    const int slot_bytes = args.num_kv_heads * D * 2;  // 2-byte K/V elements
+    const int64_t head_bytes = int64_t(kv_head) * D * 2;
+    k_lane = static_cast<const char*>(args.k_cache) + head_bytes + (lane % 4) * 16;
+    v_lane = static_cast<const char*>(args.v_cache) + head_bytes + (lane / 4) * (D / 64) * 16;
+#pragma unroll
+    for (int r = 0; r < 2; ++r) k_row[r] = chunk_key(r, lane) * slot_bytes;
+#pragma unroll
+    for (int r = 0; r < 4; ++r) v_row[r] = chunk_key(2 + r, lane) * slot_bytes;
+  }
+
+  // Reads lane j's slot for the warp's chunk 32 * round + j (block tables are no kernel's output:
+  // the first round is read before the PDL wait).
+  __device__ __forceinline__ void load_round(const AttentionArgs& args, const int32_t* table,
+                                             int round, int lane) {
+    const int chunk = first_chunk + (32 * round + lane) * kWarps;
+    lane_slot = 0;
+    if (chunk < chunk_end) {
+      const int key = chunk * kChunkKeys, bs = args.block_size;
+      lane_slot =
+          (int64_t(__ldg(table + key / bs)) * bs + key % bs) * (int64_t(args.num_kv_heads) * D * 2);
+    }
+  }
+
+  // The byte offset of the warp's chunk k; k goes up by one from 0 (a new round every 32).
+  __device__ __forceinline__ int64_t slot(const AttentionArgs& args, const int32_t* table, int k,
+                                          int lane) {
+    if (k % 32 == 0 && k > 0) load_round(args, table, k / 32, lane);
+    return __shfl_sync(0xffffffffu, lane_slot, k % 32);
+  }
+};
+
+// Loads a chunk's K/V slices (all 16 keys: the slots past a row's keys are in the same allocated
+// block; attend_row_chunk zeroes their V). `slot`: RowChunks::slot's.
+template <int D, bool kEvictFirst>
+__device__ __forceinline__ void fetch_row_chunk(const RowChunks<D>& rc, int64_t slot,
+                                                ChunkKv<D>& kv) {
+  const StreamHint hint = StreamHint::make(true);
+  const auto load = [&](const char* p) {
+    if constexpr (kEvictFirst) {
+      return hint.load_read_only(reinterpret_cast<const uint4*>(p));
+    } else {
+      return __ldg(reinterpret_cast<const uint4*>(p));
+    }
+  };
+#pragma unroll
+  for (int r = 0; r < 2; ++r) {
+#pragma unroll
+    for (int w = 0; w < D / 32; ++w) kv.k[r][w] = load(rc.k_lane + (slot + rc.k_row[r]) + 64 * w);
+  }
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+#pragma unroll
+    for (int w = 0; w < D / 64; ++w) kv.v[r][w] = load(rc.v_lane + (slot + rc.v_row[r]) + 16 * w);
+  }
+}
+
+// attend_chunk on a fetched chunk; a row's last chunk first zeroes the V slices of keys past its
+// keys (slots of the block not yet written: anything, NaN included, and P = 0 there would not
+// hide a NaN). K needs no zeroing: attend_chunk gives those keys -inf before the softmax.
+template <typename T, int D>
+__device__ __forceinline__ void attend_row_chunk(ChunkKv<D>& kv, const uint32_t (&qa)[D / 16][2],
+                                                 int base, int keys_end, float qscale, int lane,
+                                                 float& m, float& l, float (&o)[D / 8][4]) {
+  if (base + kChunkKeys > keys_end) {
+#pragma unroll
+    for (int r = 0; r < 4; ++r) {
+      if (base + chunk_key(2 + r, lane) >= keys_end) {
+#pragma unroll
+        for (int w = 0; w < D / 64; ++w) kv.v[r][w] = make_uint4(0, 0, 0, 0);
+      }
+    }
+  }
+  attend_chunk<T, D>(kv, qa, base, keys_end, qscale, lane, m, l, o);
+}
+
+// The warp's chunks, two in flight (a and b in turn, so no chunk is copied between registers).
+template <typename T, int D, bool kEvictFirst>
+__device__ __forceinline__ void attend_row_chunks(const AttentionArgs& args, const int32_t* table,
+                                                  RowChunks<D>& rc, const uint32_t (&qa)[D / 16][2],
+                                                  int keys_end, float qscale, int lane, float& m,
+                                                  float& l, float (&o)[D / 8][4]) {
+  const int n = rc.first_chunk < rc.chunk_end
+                    ? (rc.chunk_end - rc.first_chunk + kWarps - 1) / kWarps
+                    : 0;  // this warp's chunks
+  ChunkKv<D> a, b;
+  if (n > 0) fetch_row_chunk<D, kEvictFirst>(rc, rc.slot(args, table, 0, lane), a);
+  if (n > 1) fetch_row_chunk<D, kEvictFirst>(rc, rc.slot(args, table, 1, lane), b);
+  for (int k = 0; k < n; ++k) {
+    attend_row_chunk<T, D>(a, qa, (rc.first_chunk + k * kWarps) * kChunkKeys, keys_end, qscale,
+                           lane, m, l, o);
+    a = b;
+    if (k + 2 < n) fetch_row_chunk<D, kEvictFirst>(rc, rc.slot(args, table, k + 2, lane), b);
+  }
+}
+
 // The rows kernel's work (block_work's rows, KV head, query heads and key split; finish_block's
 // merge) with each warp's keys in 16-key chunks on the tensor cores (attend_chunk, the cluster
 // kernel's: the group's query heads as the M rows of mma.m16n8k16), for head_dim 64 and 128
-// without a shared prefix. At 256 rows (llama-1b) the rows kernel above spent roughly 70-80 warp
-// instructions a key (from its IPC and duration) on its shuffle-reduced dot products: issue slots
-// 54% busy at 3 warps a scheduler while DRAM ran at 32% (results/2026-12-01-attention-staged/ncu).
-// Here ncu counted ~29 warp instructions a key and group at the same shape, 24 mmas a 16-key
-// chunk among them (results/2026-12-01-attention-mma-rows/ncu). The chunks of a warp are
-// tile_begin + warp, + kWarps, ...; two are in flight (registers) while one computes.
+// without a shared prefix, in KV blocks of a multiple of 16 keys (RowChunks). At 256 rows
+// (llama-1b) the rows kernel above spent roughly 70-80 warp instructions a key (from its IPC and
+// duration) on its shuffle-reduced dot products: issue slots 54% busy at 3 warps a scheduler while
+// DRAM ran at 32% (results/2026-12-01-attention-staged/ncu). With the cluster kernel's chunk
+// location and loads, ncu counted ~29 warp instructions a key and group at the same shape, 24
+// mmas a 16-key chunk among them (results/2026-12-01-attention-mma-rows/ncu); RowChunks takes most
+// of the location's share away.
 template <typename T, int D, int G>
 __global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(AttentionArgs args) {
   __shared__ __align__(16) T q_s[G][D];  // the block's query heads as stored
@@ -390,28 +509,15 @@ __global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(Atte
   const int token = work.token, kv_head = work.kv_head;
   const int head_begin = work.head_begin, heads = work.heads, split = work.split;
   if (split >= work.splits) return;  // a split past this row's keys (see block_work)
-  const int keys_end = work.num_keys, chunk_end = work.tile_end;
-  // The metadata and block tables are no kernel's output: the first two chunks' table entries
-  // are read before the PDL wait; their K/V (this step's key among them) after it.
+  const int keys_end = work.num_keys;
   const int32_t* table = args.block_tables + int64_t(work.seq) * (*args.block_table_stride);
-  const int first_chunk = work.tile_begin + warp;
-  const ChunkRows none{{-1, -1}, {-1, -1, -1, -1}};
-  const ChunkRows first_rows =
-      first_chunk < chunk_end
-          ? locate_chunk<D>(args, table, kv_head, first_chunk, lane, 0, keys_end)
-          : none;
-  const ChunkRows second_rows =
-      first_chunk + kWarps < chunk_end
-          ? locate_chunk<D>(args, table, kv_head, first_chunk + kWarps, lane, 0, keys_end)
-          : none;
+  RowChunks<D> rc;
+  rc.first_chunk = work.tile_begin + warp;
+  rc.chunk_end = work.tile_end;
+  rc.init(args, kv_head, lane);
+  rc.load_round(args, table, 0, lane);
   pdl_wait();
   pdl_launch_dependents();
-  const bool kv_first = kv_evict_first(args, keys_end);
-  ChunkKv<D> kv, next;
-  clear_chunk(kv);
-  clear_chunk(next);
-  fetch_chunk<D>(args, first_rows, kv, kv_first);
-  fetch_chunk<D>(args, second_rows, next, kv_first);
 
   const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
   for (int i = int(threadIdx.x); i < heads * (D / 8); i += kThreads) {
@@ -422,10 +528,10 @@ __global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(Atte
   __syncthreads();
   uint32_t qa[D / 16][2] = {};  // head g's A fragments (attend_chunk); zero rows past `heads`
   if (g < heads) {
-    uint4 slice[D / 32];
+    uint4 slice[D / 32];  // RowChunks' K order: uint4 w holds dims w * 32 + t * 8 .. + 8
 #pragma unroll
     for (int w = 0; w < D / 32; ++w)
-      slice[w] = reinterpret_cast<const uint4*>(&q_s[g][t * (D / 4)])[w];
+      slice[w] = *reinterpret_cast<const uint4*>(&q_s[g][w * 32 + t * 8]);
 #pragma unroll
     for (int step = 0; step < D / 16; ++step) {
       qa[step][0] = word_of(slice, 2 * step);
@@ -435,15 +541,10 @@ __global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(Atte
 
   const float qscale = args.scale * 1.4426950408889634f;  // the softmax in base 2
   float m = -INFINITY, l = 0.0f, o[D / 8][4] = {};
-  for (int chunk = first_chunk; chunk < chunk_end; chunk += kWarps) {
-    attend_chunk<T, D>(kv, qa, chunk * kChunkKeys, keys_end, qscale, lane, m, l, o);
-    kv = next;  // the next chunk; the one after it goes in flight while that one computes
-    clear_chunk(next);
-    if (chunk + 2 * kWarps < chunk_end) {
-      fetch_chunk<D>(args,
-                     locate_chunk<D>(args, table, kv_head, chunk + 2 * kWarps, lane, 0, keys_end),
-                     next, kv_first);
-    }
+  if (kv_evict_first(args, keys_end)) {
+    attend_row_chunks<T, D, true>(args, table, rc, qa, keys_end, qscale, lane, m, l, o);
+  } else {
+    attend_row_chunks<T, D, false>(args, table, rc, qa, keys_end, qscale, lane, m, l, o);
   }
   // The warp's state for combine_warps: l summed over the row's 4 lanes; o's n-tile j column
   // 2t + e is dim (2t + e) * D/8 + j. A warp without chunks leaves m -inf (it weighs 0).
@@ -590,9 +691,11 @@ void launch_rows_kernel(const AttentionArgs& args, cudaStream_t stream) {
 // their bytes, and the scalar kernel's deeper loads (16 slices a lane in flight against the mma
 // kernel's two chunks) won at 256 rows on gpt2: 2.239 against 2.423 ms a step (at 64 rows it
 // lost, 1.092 against 1.044), where every GQA shape measured gained 8-16% a step
-// (results/2026-12-01-attention-mma-rows).
+// (results/2026-12-01-attention-mma-rows). KV blocks of other sizes than multiples of 16 keys
+// (--block-size) take the scalar kernel too: RowChunks reads one block-table entry a chunk.
 bool mma_rows_apply(const AttentionArgs& args) {
-  return kernel_switches().attention_rows_mma && args.num_heads / args.num_kv_heads >= 2;
+  return kernel_switches().attention_rows_mma && args.num_heads / args.num_kv_heads >= 2 &&
+         args.block_size % kChunkKeys == 0;
 }
 
 template <typename T, int D>

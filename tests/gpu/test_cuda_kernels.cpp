@@ -366,7 +366,20 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
                        tc.context_lens.data(), tables.data(), max_blocks, num_seqs, tc.heads,
                        tc.kv_heads, D, block_size, scale, expected.data());
 
-  DeviceArray<uint16_t> d_q(q.bits), d_k(k.bits), d_v(v.bits), d_out(expected.size());
+  // The slots past each row's keys in its last block hold NaN, as a real cache's unwritten slots
+  // may: no kernel may let them reach the output (the CPU reference never reads them).
+  std::vector<uint16_t> k_bits = k.bits, v_bits = v.bits;
+  for (int s = 0; s < num_seqs; ++s) {
+    const int last = (tc.context_lens[s] - 1) / block_size;
+    if (last < tc.shared_blocks) continue;  // other rows' keys
+    const size_t block = size_t(tables[size_t(s) * max_blocks + last]);
+    for (int slot = tc.context_lens[s] - last * block_size; slot < block_size; ++slot) {
+      const size_t first = (block * block_size + slot) * kv_dim;
+      std::fill_n(k_bits.begin() + first, kv_dim, uint16_t(0x7fc0));  // bf16 NaN
+      std::fill_n(v_bits.begin() + first, kv_dim, uint16_t(0x7fc0));
+    }
+  }
+  DeviceArray<uint16_t> d_q(q.bits), d_k(k_bits), d_v(v_bits), d_out(expected.size());
   DeviceArray<int32_t> d_tables(tables), d_stride(std::vector<int32_t>{max_blocks}),
       d_qs(query_start), d_ctx(tc.context_lens), d_seq(token_seq);
   const int splits = tc.forced_splits > 0
@@ -487,6 +500,10 @@ TEST_CASE("paged attention: long contexts and split-KV merging") {
   run_attention_case({32, 8, 128, {1, 1}, {5000, 4096}}, rng);
   run_attention_case({16, 2, 64, {1, 1, 1}, {700, 33, 2}, 7}, rng);  // splits longer than keys
   run_attention_case({8, 8, 64, {1}, {3000}, 32}, rng);
+  // One split: a warp of the tensor-core rows kernel takes 30-47 chunks, past the 32 block-table
+  // entries it reads at once (RowChunks).
+  run_attention_case({32, 8, 64, {1, 1, 1}, {3000, 2100, 1919}, 1}, rng);
+  run_attention_case({16, 4, 128, {1, 1}, {4500, 2049}, 1}, rng);
 }
 
 TEST_CASE("paged attention: decode rows sharing a cached prefix, read once per 8 query vectors") {
