@@ -372,8 +372,8 @@ __global__ void __launch_bounds__(kThreads) paged_attention_rows_kernel(Attentio
 // kChunkKeys (mma_rows_apply), so a chunk's 16 keys are consecutive cache slots of one block:
 // each lane's six K/V slices sit at fixed offsets from the chunk's first slot, and a chunk costs
 // one block-table entry. A warp's chunks are first_chunk + k * kWarps, k = 0, 1, ...; lane j holds
-// the first slot (as a uint4 offset into the cache) of the warp's chunk k = 32 * round + j, read
-// for 32 chunks at once, and a chunk takes it by shuffle. The cluster kernel's locate_chunk, which
+// the byte offset of the first slot of the warp's chunk k = 32 * round + j, read for 32 chunks at
+// once, and a chunk takes it by shuffle. The cluster kernel's locate_chunk and fetch_chunk, which
 // this replaces here, took ~240 instructions a chunk on the per-key division and 64-bit address
 // math (cuobjdump of this kernel at 64 dims) against the ~155 of attend_chunk itself.
 template <int D>
@@ -466,7 +466,9 @@ __device__ __forceinline__ void attend_row_chunk(ChunkKv<D>& kv, const uint32_t 
   attend_chunk<T, D>(kv, qa, base, keys_end, qscale, lane, m, l, o);
 }
 
-// The warp's chunks, two in flight (a and b in turn, so no chunk is copied between registers).
+// The warp's chunks, two in flight: `a` computes while `b` loads, then b's registers are copied
+// into a (~32 moves a chunk). Alternating the two without the copy (a loop unrolled by two) took
+// 168 registers at 64 dims and spilled at 128 (ptxas -v), against 146 and 247 here.
 template <typename T, int D, bool kEvictFirst>
 __device__ __forceinline__ void attend_row_chunks(const AttentionArgs& args, const int32_t* table,
                                                   RowChunks<D>& rc, const uint32_t (&qa)[D / 16][2],

@@ -279,7 +279,8 @@ constexpr int kChunkKeys = 16;  // keys per warp chunk: the K of the P V product
 // P is 0 there, and 0 * 0 keeps the product finite).
 template <int D>
 struct ChunkKv {
-  uint4 k[2][D / 32];  // keys g, g + 8: dims t * D/4 .. + D/4
+  // Keys g, g + 8: dims t * D/4 .. + D/4 (RowChunks in attention.cu loads another order).
+  uint4 k[2][D / 32];
   uint4 v[4][D / 64];  // keys 2t, 2t + 1, 2t + 8, 2t + 9: dims g * D/8 .. + D/8
 };
 
@@ -309,6 +310,7 @@ __device__ __forceinline__ int chunk_key(int i, int lane) {
   return i < 2 ? lane / 4 + 8 * i : 2 * (lane % 4) + ((i - 2) & 1) + 8 * ((i - 2) >> 1);
 }
 
+// (The cluster kernel's chunk location and loads; the mma rows kernel's are RowChunks'.)
 // The rows of this lane's keys of chunk `chunk` that lie in [load_from, load_to) (load_to at most
 // the row's key count). One block-table lookup per chunk when its 16 keys share a KV block (block
 // sizes that are multiples of 16), one per key otherwise. Every lookup is issued before any
