@@ -498,8 +498,12 @@ __device__ __forceinline__ void attend_row_chunks(const AttentionArgs& args, con
 // location and loads, ncu counted ~29 warp instructions a key and group at the same shape, 24
 // mmas a 16-key chunk among them (results/2026-12-01-attention-mma-rows/ncu); RowChunks takes most
 // of the location's share away.
+// At D == 64 the kernel needs ~146 registers, three blocks an SM; capped at 128 four blocks fit,
+// for a few spilled bytes outside the chunk loop (ptxas: 84). D == 128 needs ~247: one block's
+// worth either way.
 template <typename T, int D, int G>
-__global__ void __launch_bounds__(kThreads) paged_attention_mma_rows_kernel(AttentionArgs args) {
+__global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 1)
+    paged_attention_mma_rows_kernel(AttentionArgs args) {
   __shared__ __align__(16) T q_s[G][D];  // the block's query heads as stored
   __shared__ float m_s[kWarps][G];
   __shared__ float l_s[kWarps][G];
