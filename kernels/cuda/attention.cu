@@ -532,18 +532,8 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 1)
         *reinterpret_cast<const uint4*>(q_row + (head_begin + h) * D + c);
   }
   __syncthreads();
-  uint32_t qa[D / 16][2] = {};  // head g's A fragments (attend_chunk); zero rows past `heads`
-  if (g < heads) {
-    uint4 slice[D / 32];  // RowChunks' K order: uint4 w holds dims w * 32 + t * 8 .. + 8
-#pragma unroll
-    for (int w = 0; w < D / 32; ++w)
-      slice[w] = *reinterpret_cast<const uint4*>(&q_s[g][w * 32 + t * 8]);
-#pragma unroll
-    for (int step = 0; step < D / 16; ++step) {
-      qa[step][0] = word_of(slice, 2 * step);
-      qa[step][1] = word_of(slice, 2 * step + 1);
-    }
-  }
+  uint32_t qa[D / 16][2];  // head g's A fragments (attend_chunk), in RowChunks' K order
+  load_q_fragments<KSlices::kSectors, T, D>(q_s, g, t, heads, qa);
 
   const float qscale = args.scale * 1.4426950408889634f;  // the softmax in base 2
   float m = -INFINITY, l = 0.0f, o[D / 8][4] = {};
@@ -552,21 +542,7 @@ __global__ void __launch_bounds__(kThreads, D == 64 ? 4 : 1)
   } else {
     attend_row_chunks<T, D, false>(args, table, rc, qa, keys_end, qscale, lane, m, l, o);
   }
-  // The warp's state for combine_warps: l summed over the row's 4 lanes; o's n-tile j column
-  // 2t + e is dim (2t + e) * D/8 + j. A warp without chunks leaves m -inf (it weighs 0).
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
-  if (g < heads) {
-    if (t == 0) {
-      m_s[warp][g] = m;
-      l_s[warp][g] = l;
-    }
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
-    }
-  }
+  publish_chunk_state<D, G>(m_s, l_s, o_s, warp, lane, heads, m, l, o);
   finish_block<T, D, G>(args, m_s, l_s, o_s, token, head_begin, heads, split, work.splits,
                         work.prefix_count);
 }

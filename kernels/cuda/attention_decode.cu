@@ -573,18 +573,8 @@ __global__ void __launch_bounds__(kThreads)
   }
   __syncthreads();
   stamps.input_ready();
-  uint32_t qa[D / 16][2] = {};
-  if (g < heads) {
-    uint4 slice[D / 32];
-#pragma unroll
-    for (int w = 0; w < D / 32; ++w)
-      slice[w] = reinterpret_cast<const uint4*>(&q_s[g][t * (D / 4)])[w];
-#pragma unroll
-    for (int step = 0; step < D / 16; ++step) {
-      qa[step][0] = word_of(slice, 2 * step);
-      qa[step][1] = word_of(slice, 2 * step + 1);
-    }
-  }
+  uint32_t qa[D / 16][2];  // head g's A fragments (attend_chunk)
+  load_q_fragments<KSlices::kContiguous, T, D>(q_s, g, t, heads, qa);
 
   const float qscale = args.scale * 1.4426950408889634f;  // the softmax in base 2
   float m = -INFINITY, l = 0.0f, o[D / 8][4] = {};
@@ -598,20 +588,7 @@ __global__ void __launch_bounds__(kThreads)
                      next, kv_first);
     }
   }
-  // The warp's state into slot `warp`: l summed over the row's 4 lanes; heads past `heads` unused.
-  l += __shfl_xor_sync(0xffffffffu, l, 1);
-  l += __shfl_xor_sync(0xffffffffu, l, 2);
-  if (g < heads) {
-    if (t == 0) {
-      m_s[warp][g] = m;
-      l_s[warp][g] = l;
-    }
-#pragma unroll
-    for (int j = 0; j < D / 8; ++j) {
-#pragma unroll
-      for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
-    }
-  }
+  publish_chunk_state<D, G>(m_s, l_s, o_s, warp, lane, heads, m, l, o);
   __syncthreads();
   if (args.probe == 2) return;
   cluster_wait();  // the arrive near the top: every block has started and armed its inbox

@@ -450,6 +450,55 @@ __device__ __forceinline__ void attend_chunk(const ChunkKv<D>& kv, const uint32_
   }
 }
 
+// Which dims a lane's 16-byte K slices hold, so Q's fragments follow: the cluster kernel's
+// contiguous slice (lane t: dims t * D/4 .. + D/4, the order the comment above describes) or
+// RowChunks' whole sectors (lane t's uint4 w: dims w * 32 + t * 8 .. + 8; attention.cu).
+enum class KSlices { kContiguous, kSectors };
+
+// Lane (g, t)'s A fragments of query head g (q_s: (G, D), the block's heads as stored) for
+// attend_chunk, in the dim order kSlices loads K; zero for g >= heads (the mma's zero rows).
+template <KSlices kSlices, typename T, int D>
+__device__ __forceinline__ void load_q_fragments(const T (*q_s)[D], int g, int t, int heads,
+                                                 uint32_t (&qa)[D / 16][2]) {
+  uint4 slice[D / 32] = {};
+  if (g < heads) {
+#pragma unroll
+    for (int w = 0; w < D / 32; ++w) {
+      const int dim = kSlices == KSlices::kSectors ? w * 32 + t * 8 : t * (D / 4) + w * 8;
+      slice[w] = *reinterpret_cast<const uint4*>(&q_s[g][dim]);
+    }
+  }
+#pragma unroll
+  for (int step = 0; step < D / 16; ++step) {
+    qa[step][0] = word_of(slice, 2 * step);
+    qa[step][1] = word_of(slice, 2 * step + 1);
+  }
+}
+
+// A warp's attend_chunk state into slot `warp` of the block's m_s, l_s (kWarps, G) and o_s
+// (kWarps, G, D) for combine_warps / warp_weights: l summed over the row's 4 lanes; o's n-tile j
+// column 2t + e is dim (2t + e) * D/8 + j. Heads from `heads` on are left unwritten. A warp that
+// saw no chunk leaves m -inf, so it weighs 0.
+template <int D, int G>
+__device__ __forceinline__ void publish_chunk_state(float (*m_s)[G], float (*l_s)[G],
+                                                    float (*o_s)[G][D], int warp, int lane,
+                                                    int heads, float m, float l,
+                                                    const float (&o)[D / 8][4]) {
+  const int g = lane / 4, t = lane % 4;
+  l += __shfl_xor_sync(0xffffffffu, l, 1);
+  l += __shfl_xor_sync(0xffffffffu, l, 2);
+  if (g >= heads) return;
+  if (t == 0) {
+    m_s[warp][g] = m;
+    l_s[warp][g] = l;
+  }
+#pragma unroll
+  for (int j = 0; j < D / 8; ++j) {
+#pragma unroll
+    for (int e = 0; e < 2; ++e) o_s[warp][g][(2 * t + e) * (D / 8) + j] = o[j][e];
+  }
+}
+
 // The cluster decode kernel (attention_decode.cu): query rows of every kind, head_dim 64 or 128,
 // outside invariant mode and without a shared prefix. Each (row, KV head) is one cluster of
 // kClusterSplits thread blocks that merge their key splits through distributed shared memory.
