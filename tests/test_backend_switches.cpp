@@ -19,7 +19,7 @@ BackendSwitches from(const std::map<std::string, std::string>& vars) {
         const auto found = vars.find(name);
         return found == vars.end() ? nullptr : found->second.c_str();
       },
-      BackendSwitchLimits{4, 32});
+      BackendSwitchLimits{4, 32, 32});
 }
 
 // The error one variable's value gives, or "" when it is taken.
@@ -57,6 +57,7 @@ TEST_CASE("backend switches: with nothing set (or set empty), the defaults") {
     CHECK(s.fused_norm_rows == -1);
     CHECK(s.quant_mma_min_rows == -1);
     CHECK(s.quant_mma_max_rows == -1);
+    CHECK(s.gemv_mma_max_rows == -1);
     CHECK_FALSE(s.quant_mma_all_types);
     CHECK(s.quant_mma_q6k);
     CHECK(s.rope_table);
@@ -93,6 +94,8 @@ TEST_CASE("backend switches: the values the scripts and docs use are read as mea
   CHECK_FALSE(from({{"ROSEINFER_CUDA_FUSED_ROPE", "0"}}).fused_rope);
   CHECK(from({{"ROSEINFER_CUDA_FUSED_NORM", "0"}}).fused_norm_rows == 0);
   CHECK(from({{"ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "32"}}).quant_mma_max_rows == 32);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS", "0"}}).gemv_mma_max_rows == 0);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS", "16"}}).gemv_mma_max_rows == 16);
   CHECK(from({{"ROSEINFER_CUDA_QUANT_MMA_MIN_ROWS", "9"}}).quant_mma_min_rows == 9);
   CHECK(from({{"ROSEINFER_CUDA_QUANT_MMA_ALL_TYPES", "1"}}).quant_mma_all_types);
   CHECK_FALSE(from({{"ROSEINFER_CUDA_QUANT_MMA_Q6K", "0"}}).quant_mma_q6k);
@@ -120,6 +123,8 @@ TEST_CASE("backend switches: what used to fall back or be clamped silently is re
         "ROSEINFER_CUDA_GEMV_PUSH=-1: want 0-4 rows (0 turns it off)");
   CHECK(refusal("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "64") ==
         "ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS=64: want 0-32 rows (0: never)");
+  CHECK(refusal("ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS", "33") ==
+        "ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS=33: want 0-32 rows (0: never)");
   CHECK(refusal("ROSEINFER_CUDA_REPLAY", "0") ==
         "ROSEINFER_CUDA_REPLAY=0: want a replay count of at least 1");
   CHECK(refusal("ROSEINFER_CUDA_FUSED_NORM", "4x") ==

@@ -37,6 +37,7 @@ bool same(const KernelSwitches& a, const KernelSwitches& b) {
          a.gemv_quant_evict_first == b.gemv_quant_evict_first &&
          a.gemv_quant_direct_threads == b.gemv_quant_direct_threads &&
          a.gemv_quant_mma_staged == b.gemv_quant_mma_staged &&
+         a.gemv_mma_row_tiles == b.gemv_mma_row_tiles &&
          a.gemm_quant_split_k == b.gemm_quant_split_k && a.gemm_quant_wgmma == b.gemm_quant_wgmma &&
          a.gemm_quant_split_tiles == b.gemm_quant_split_tiles;
 }
@@ -62,6 +63,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.gemv_quant_evict_first);
   CHECK(s.gemv_quant_direct_threads == 512);
   CHECK(s.gemv_quant_mma_staged);
+  CHECK(s.gemv_mma_row_tiles == 0);
   CHECK(s.gemm_quant_split_k == -1);
   CHECK(s.gemm_quant_wgmma);
   CHECK(s.gemm_quant_split_tiles);
@@ -115,6 +117,13 @@ TEST_CASE("the dense GEMV's switches") {
     CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", bad}}),
                          doctest::Contains("a non-negative whole number"), Error);
   }
+}
+
+TEST_CASE("the dense tensor-core GEMV's row tiles: 1, 2 or 4") {
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_MMA_ROW_TILES", "1"}}).gemv_mma_row_tiles == 1);
+  CHECK(from({{"ROSEINFER_CUDA_GEMV_MMA_ROW_TILES", "4"}}).gemv_mma_row_tiles == 4);
+  CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_MMA_ROW_TILES", "3"}}),
+                       doctest::Contains("want 1, 2 or 4 (row tiles a block)"), Error);
 }
 
 TEST_CASE("the quantized GEMV's and GEMM's counts") {

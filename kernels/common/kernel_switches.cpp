@@ -56,6 +56,9 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
   s.gemv_quant_direct_threads =
       switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_QUANT_DIRECT_THREADS",
                     {{"256", 256}, {"512", 512}}, s.gemv_quant_direct_threads, "256 or 512");
+  s.gemv_mma_row_tiles =
+      switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_MMA_ROW_TILES", {{"1", 1}, {"2", 2}, {"4", 4}},
+                    s.gemv_mma_row_tiles, "1, 2 or 4 (row tiles a block)");
   s.gemv_quant_mma_staged =
       switch_on_off(lookup, "ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED", s.gemv_quant_mma_staged);
 

@@ -61,6 +61,10 @@ struct KernelSwitches {
   // register path instead of the shared-memory stages.
   bool gemv_quant_mma_staged = true;
 
+  // Dense tensor-core GEMV (gemv_mma.cu). ROSEINFER_CUDA_GEMV_MMA_ROW_TILES=1, 2 or 4: that many
+  // 16-feature row tiles a block for every product; 0 (unset): the rule (row_tiles_for).
+  int gemv_mma_row_tiles = 0;
+
   // Tile-decoding quantized GEMM (gemm_quant.cu).
   // ROSEINFER_GEMM_QUANT_SPLIT_K: -1 (unset or empty) the rule, else that many k slices (0 and 1:
   // none).

@@ -375,8 +375,8 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // prefill's lm_head over its 9 sequences, then a decode step of all 9) run the tile-decoding GEMM
   // on the blocks where quant_gemm_row_limit takes them (every matrix but the down projection): the
   // same bf16 weight values as the decoded copy, summed in another order, so within the bf16
-  // tolerance; with that GEMM off (ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS=0) and in the prefill's
-  // 170-row products they multiply the decoded values through the same cuBLAS calls: bit-identical
+  // tolerance; with that GEMM and the dense tensor-core GEMV off, and in the prefill's 170-row
+  // products, they multiply the decoded values through the same cuBLAS calls: bit-identical
   // logits. Steps of 2 rows read the blocks in the GEMV (int8 activations against the exact
   // weights: within the bf16 tolerance of the decoded weights).
   const std::unique_ptr<WeightSource> weights =
@@ -390,13 +390,18 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   const std::unique_ptr<Backend> kept = make_cuda_backend(*weights, options);
   // Read by the constructor: neither the tile GEMM nor the int8 tensor-core GEMV (which may
   // take the Q8_0, Q4_0 and Q4_1 matrices), so every product past 8 rows decodes and runs cuBLAS.
+  // Nor, in it and in the decoded backend, the dense tensor-core GEMV: it takes this small
+  // model's dense weights at 3-32 rows but never a decoded copy (dense_gemm's constant_weights),
+  // and here both must go through the same cuBLAS calls.
   setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);
   setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);
+  setenv("ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS", "0", 1);
   const std::unique_ptr<Backend> kept_decoding = make_cuda_backend(*weights, options);
   unsetenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS");
   unsetenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS");
   options.dequantize_weights = true;
   const std::unique_ptr<Backend> decoded = make_cuda_backend(*weights, options);
+  unsetenv("ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS");
   CHECK(kept->weight_types() == "Q4_0 x 1, Q4_1 x 1, Q6_K x 1, Q8_0 x 2, bf16 x 5");
   CHECK(decoded->weight_types() == "bf16");
   CHECK(kept->weight_bytes() < decoded->weight_bytes());

@@ -22,6 +22,7 @@
 #include "kernels/cuda/embedding.cuh"
 #include "kernels/cuda/fill.cuh"
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_mma.cuh"
 #include "kernels/cuda/norm.cuh"
 #include "kernels/cuda/rope_kv.cuh"
 #include "kernels/cuda/sampling.cuh"
@@ -956,6 +957,79 @@ TEST_CASE("gemv: row r of an n-row product has the bits of the 1-row product of 
         CAPTURE(rows);
         const std::vector<uint32_t> many = product(kind, rows, 0);
         CHECK(std::equal(many.begin(), many.end(), single.begin()));
+      }
+    }
+  }
+}
+
+TEST_CASE("gemv_mma: tensor-core x W^T against cpu::linear, bf16 and fp16, every tile count") {
+  // 1-32 rows run 1-4 column tiles of 8 (ragged: 3, 9, 17, 25), 1, 2 and 4 row tiles a block (16
+  // features each) and the rule's choice; `in` of 1-448 warp steps (ragged over the block's 8
+  // warps), `out` ragged against the block's features. Outputs in fp32 and in the input dtype.
+  std::mt19937 rng(43);
+  struct Shape {
+    int n, in, out;
+  };
+  for (DType dtype : {DType::kBF16, DType::kFP16}) {
+    for (Shape sh :
+         {Shape{3, 2048, 3072}, Shape{8, 32, 50}, Shape{9, 768, 2304}, Shape{16, 14336, 200},
+          Shape{17, 2048, 8200}, Shape{25, 1056, 8192}, Shape{32, 4096, 1030}, Shape{1, 96, 17}}) {
+      CAPTURE(dtype == DType::kBF16);
+      CAPTURE(sh.n);
+      CAPTURE(sh.in);
+      CAPTURE(sh.out);
+      REQUIRE(gemv_mma_supported(sh.n, sh.in));
+      const Operand x = random_operand(size_t(sh.n) * sh.in, 1.0f, dtype, rng);
+      const Operand w = random_operand(size_t(sh.out) * sh.in, 0.05f, dtype, rng);
+      std::vector<float> expected(size_t(sh.n) * sh.out);
+      cpu::linear(x.f32.data(), w.f32.data(), nullptr, sh.n, sh.in, sh.out, expected.data());
+      DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits);
+      for (int tiles : {0, 1, 2, 4}) {  // the rule, then each row-tile count
+        for (bool f32_out : {true, false}) {
+          CAPTURE(tiles);
+          CAPTURE(f32_out);
+          const ScopedKernelSwitches row_tiles(
+              [&](KernelSwitches& s) { s.gemv_mma_row_tiles = tiles; });
+          DeviceArray<uint8_t> d_y(expected.size() * (f32_out ? 4 : 2));
+          launch_gemv_mma(d_x.get(), d_w.get(), d_y.get(), sh.n, sh.in, sh.out, f32_out, dtype,
+                          nullptr);
+          const std::vector<uint8_t> y = d_y.download();
+          std::vector<float> got(expected.size());
+          for (size_t i = 0; i < got.size(); ++i) got[i] = output_value(y, i, f32_out, dtype);
+          // fp32 accumulation in another order than cpu::linear's: sums of up to 14,336 products.
+          check_close(got, expected, f32_out ? 2e-3f : kAtol, f32_out ? 1e-4f : kRtol, "gemv_mma");
+        }
+      }
+    }
+  }
+  CHECK_FALSE(gemv_mma_supported(33, 64));
+  CHECK_FALSE(gemv_mma_supported(4, 48));
+  CHECK_FALSE(gemv_mma_supported(0, 64));
+}
+
+TEST_CASE("gemv_mma: row r of an n-row product has the bits of the 1-row product of row r") {
+  // The header's promise: each output's sum is fixed by `in` alone, whatever the column tiles.
+  std::mt19937 rng(44);
+  const int n = 32;
+  for (int out : {3072, 8200, 200}) {
+    for (int tiles : {0, 4}) {
+      CAPTURE(out);
+      CAPTURE(tiles);
+      const ScopedKernelSwitches row_tiles(
+          [&](KernelSwitches& s) { s.gemv_mma_row_tiles = tiles; });
+      const int in = 2080;  // 65 warp steps: the block's warps take 8 or 9
+      const Operand x = random_operand(size_t(n) * in, 1.0f, DType::kBF16, rng);
+      const Operand w = random_operand(size_t(out) * in, 0.05f, DType::kBF16, rng);
+      DeviceArray<uint16_t> d_x(x.bits), d_w(w.bits);
+      DeviceArray<float> many(size_t(n) * out), one(static_cast<size_t>(out));
+      launch_gemv_mma(d_x.get(), d_w.get(), many.get(), n, in, out, true, DType::kBF16, nullptr);
+      const std::vector<float> all = many.download();
+      for (int r : {0, 7, 8, 19, 31}) {
+        CAPTURE(r);
+        launch_gemv_mma(d_x.get() + size_t(r) * in, d_w.get(), one.get(), 1, in, out, true,
+                        DType::kBF16, nullptr);
+        const std::vector<float> single = one.download();
+        CHECK(std::memcmp(single.data(), all.data() + size_t(r) * out, single.size() * 4) == 0);
       }
     }
   }

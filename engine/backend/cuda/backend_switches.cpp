@@ -84,6 +84,9 @@ BackendSwitches backend_switches_from(const SwitchLookup& lookup,
   const std::string gemv_rows = "0-" + std::to_string(limits.gemv_max_rows) + " rows";
   s.gemv_max_rows = switch_count(lookup, "ROSEINFER_CUDA_GEMV_MAX_ROWS", s.gemv_max_rows,
                                  limits.gemv_max_rows, gemv_rows.c_str());
+  s.gemv_mma_max_rows = switch_count(
+      lookup, "ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS", s.gemv_mma_max_rows, limits.gemv_mma_max_rows,
+      ("0-" + std::to_string(limits.gemv_mma_max_rows) + " rows (0: never)").c_str());
   s.gemv_push_max_rows =
       switch_count(lookup, "ROSEINFER_CUDA_GEMV_PUSH", s.gemv_push_max_rows, limits.gemv_max_rows,
                    (gemv_rows + " (0 turns it off)").c_str());

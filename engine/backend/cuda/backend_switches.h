@@ -24,6 +24,7 @@ enum SkipKernel : unsigned {
 struct BackendSwitchLimits {
   int gemv_max_rows = 4;        // kGemvMaxRows
   int quant_mma_max_rows = 32;  // kGemvQuantMmaMaxRows
+  int gemv_mma_max_rows = 32;   // kGemvMmaMaxRows
 };
 
 // -1 in a row count: the backend's own rule (cuda_backend.h says why each default is what it is).
@@ -51,6 +52,9 @@ struct BackendSwitches {
   // ROSEINFER_CUDA_INVARIANT_ATTENTION=split: --batch-invariant keeps the split-KV attention.
   bool invariant_split_attention = false;
   int gemv_max_rows = -1;  // ROSEINFER_CUDA_GEMV_MAX_ROWS: 0..gemv_max_rows
+  // ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS: the most rows a dense product runs on the tensor-core GEMV
+  // (gemv_mma.cuh) past the GEMV's, 0..gemv_mma_max_rows (0: cuBLAS takes them all).
+  int gemv_mma_max_rows = -1;
   // The most rows a tensor-parallel row-parallel GEMV pushes its partial at (pushes_partial),
   // ROSEINFER_CUDA_GEMV_PUSH: 0..gemv_max_rows (0: the fused kernel takes them). One: on two
   // H200s (results/2026-11-29-tp-low-latency) the push took 10-12 us off llama-8b's batch-1 step

@@ -45,6 +45,17 @@ int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
   return config.hidden_size >= 2048 ? 2 : kGemvMaxRows;
 }
 
+// The most rows a dense product runs on the tensor-core GEMV (gemv_mma.cuh) past the GEMV's. On
+// an H200 (results/2026-12-02-gemv-mma) it beat cuBLAS on gpt2 (hidden 768) from 5 rows, most of
+// all on its lm_head (50,257 features, where cuBLAS took 100-111 us at 8-32 rows against 35-46),
+// and lost on llama-1b and llama-8b at every row count (cuBLAS streams their products at 3.2-4.2
+// TB/s, the kernel at 2.3-3.5). So models under hidden size 2,048 take it.
+// ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS=N (0-32) sets it (comparisons).
+int gemv_mma_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
+  if (switches.gemv_mma_max_rows >= 0) return switches.gemv_mma_max_rows;
+  return config.hidden_size < 2048 ? kGemvMmaMaxRows : 0;
+}
+
 }  // namespace
 
 CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& options)
@@ -56,10 +67,11 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       add_norm_reducer_(dynamic_cast<AddNormReducer*>(collective_)),
       logits_gatherer_(dynamic_cast<LogitsGatherer*>(collective_)),
       graphs_(options.max_num_seqs),
-      switches_(
-          backend_switches_from_env(BackendSwitchLimits{kGemvMaxRows, kGemvQuantMmaMaxRows})) {
+      switches_(backend_switches_from_env(
+          BackendSwitchLimits{kGemvMaxRows, kGemvQuantMmaMaxRows, kGemvMmaMaxRows})) {
   resolve_options();
   gemv_max_rows_ = gemv_rows_for(config_, switches_);
+  gemv_mma_max_rows_ = gemv_mma_rows_for(config_, switches_);
   push_max_rows_ = switches_.gemv_push_max_rows;
   if (add_norm_reducer_ && push_max_rows_ > 0) push_target_ = add_norm_reducer_->push_target();
   open_device();

@@ -31,6 +31,7 @@
 #include "kernels/cuda/gemm_bucketed.h"
 #include "kernels/cuda/gemm_invariant.h"
 #include "kernels/cuda/gemv.cuh"
+#include "kernels/cuda/gemv_mma.cuh"
 #include "kernels/cuda/gemv_quant.cuh"
 #include "kernels/cuda/gemv_quant_mma.cuh"
 #include "kernels/cuda/norm.cuh"
@@ -184,9 +185,11 @@ class CudaBackend final : public Backend {
   void lm_head_logits(int num_seqs);
   // Tensor parallel: every rank's shard_logits_ (num_seqs, its vocab rows) into logits_.
   void gather_logits(int num_seqs);
-  // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype.
+  // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype. constant_weights:
+  // W is a weight of the run; false for a copy the step's previous kernel wrote (dequantize()),
+  // which the kernels that load W before their PDL wait (the tensor-core GEMV) must not take.
   void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
-                  const GemvFusion& fusion = {});
+                  const GemvFusion& fusion = {}, bool constant_weights = true);
   // A quantized matrix decoded into dequantized_; returns it.
   const void* dequantize(const DeviceMatrix& w);
   // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under
@@ -224,6 +227,12 @@ class CudaBackend final : public Backend {
   }
   // The most rows a dense product runs on the GEMV, more going to cuBLAS (gemv_rows_for).
   int gemv_max_rows_ = kGemvMaxRows;
+  // Past the GEMV's rows, up to this many run on the tensor-core GEMV (gemv_mma.cuh,
+  // gemv_mma_rows_for), off under --batch-invariant like the GEMV.
+  bool use_gemv_mma(int n, int in) const {
+    return !invariant_gemm_ && n <= gemv_mma_max_rows_ && gemv_mma_supported(n, in);
+  }
+  int gemv_mma_max_rows_ = kGemvMmaMaxRows;
   std::vector<GemmShape> gemm_shapes() const;
   template <typename T>
   T* meta(int64_t offset) const {  // a device pointer into this step's metadata

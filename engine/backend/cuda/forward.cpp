@@ -454,7 +454,7 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     }
     return;
   }
-  dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
+  dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out, GemvFusion{}, false);
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
@@ -502,7 +502,7 @@ const void* CudaBackend::dequantize(const DeviceMatrix& w) {
 }
 
 void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int in, int out,
-                             bool f32_out, const GemvFusion& fusion) {
+                             bool f32_out, const GemvFusion& fusion, bool constant_weights) {
   // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
   // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
   const bool fused = fusion.norm_residual || fusion.residual_add;
@@ -517,6 +517,12 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     return;
   }
   ROSE_ASSERT(!fused);  // fused_norm_max_rows keeps fused steps on the GEMV
+  if (constant_weights &&
+      use_gemv_mma(n, in)) {  // 3-32 decode rows: the weights streamed once, on the tensor cores
+    if (skipped(kSkipGemv)) return;
+    launch_gemv_mma(x, w, y, n, in, out, f32_out, dtype_, stream_);
+    return;
+  }
   if (bucketed_gemm_ && bucketed_gemm_->run(x, w, y, n, in, out, f32_out, stream_)) return;
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
