@@ -17,7 +17,7 @@ constexpr int kStep = 32;  // elements of a weight row a warp step covers (16 by
 // Row tiles (16 features each) a block: each x word loaded feeds that many tiles' mmas, so more
 // of them cut the x reads (from L2) per weight byte; fewer give more blocks. The kernel switch
 // ROSEINFER_CUDA_GEMV_MMA_ROW_TILES=1|2|4 fixes it; unset, one: on an H200 one tile a block made
-// gpt2's and SmolLM2-135M's decode steps 5-13% shorter than two at 5-32 rows, and four was
+// gpt2's and SmolLM2-135M's decode steps 5-12% shorter than two at 5-32 rows, and four was
 // slower still per product (results/2026-12-02-gemv-mma/3_final).
 int row_tiles_for() {
   const int fixed = kernel_switches().gemv_mma_row_tiles;

@@ -1,9 +1,11 @@
 #pragma once
 // Dense GEMV on the tensor cores for 3-32 rows: y = x W^T with W (out, in) in bf16 or fp16, one
 // mma.sync m16n8k16 per 16 weight rows x 8 input rows x 16 elements, straight from 16-byte global
-// loads. cuBLAS at these row counts streamed llama-8b's weights at ~2.9 TB/s where the one-row
-// GEMV reaches ~3.7 (H200: 5.87 ms a 16-row step against 4.06 at one row), and the CUDA-core GEMV
-// (gemv.cuh) pays a multiply-add per weight and row, so it loses from 3 rows on wide matrices.
+// loads. For small models only (CudaBackend's gemv_mma_rows_for): on an H200 cuBLAS took 100-112
+// us for gpt2's 50,257-feature fp32 lm_head at 8-32 rows (24-50 here), and this kernel's weight
+// loads before the PDL wait overlap the previous kernel, which cuBLAS's cannot. On llama-1b and
+// llama-8b cuBLAS streams every product at 3.2-4.2 TB/s from 4 rows on, faster than this kernel
+// (results/2026-12-02-gemv-mma).
 #include <cuda_runtime_api.h>
 
 #include "kernels/cuda/dtype.cuh"

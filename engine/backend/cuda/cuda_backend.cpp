@@ -46,10 +46,11 @@ int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
 }
 
 // The most rows a dense product runs on the tensor-core GEMV (gemv_mma.cuh) past the GEMV's. On
-// an H200 (results/2026-12-02-gemv-mma) it beat cuBLAS on gpt2 (hidden 768) from 5 rows, most of
-// all on its lm_head (50,257 features, where cuBLAS took 100-111 us at 8-32 rows against 35-46),
-// and lost on llama-1b and llama-8b at every row count (cuBLAS streams their products at 3.2-4.2
-// TB/s, the kernel at 2.3-3.5). So models under hidden size 2,048 take it.
+// an H200 (results/2026-12-02-gemv-mma/4_kept) it made decode steps of 5-32 rows 10-33% shorter
+// than cuBLAS on gpt2 (hidden 768) and on SmolLM2-135M's shape (hidden 576), most of all through
+// gpt2's lm_head (50,257 features: cuBLAS 100-112 us at 8-32 rows, this kernel 24-50), and lost
+// on llama-1b and llama-8b at every row count (cuBLAS streams their products at 3.2-4.2 TB/s, the
+// kernel at 2.3-3.5). So models under hidden size 2,048 take it.
 // ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS=N (0-32) sets it (comparisons).
 int gemv_mma_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
   if (switches.gemv_mma_max_rows >= 0) return switches.gemv_mma_max_rows;

@@ -517,8 +517,8 @@ void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int i
     return;
   }
   ROSE_ASSERT(!fused);  // fused_norm_max_rows keeps fused steps on the GEMV
-  if (constant_weights &&
-      use_gemv_mma(n, in)) {  // 3-32 decode rows: the weights streamed once, on the tensor cores
+  // 3-32 rows of a small model (decode batches, short prefill chunks): the tensor-core GEMV.
+  if (constant_weights && use_gemv_mma(n, in)) {
     if (skipped(kSkipGemv)) return;
     launch_gemv_mma(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
