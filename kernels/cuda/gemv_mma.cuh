@@ -1,5 +1,5 @@
 #pragma once
-// Dense GEMV on the tensor cores for 3-32 rows: y = x W^T with W (out, in) in bf16 or fp16, one
+// Dense GEMV on the tensor cores for up to 32 rows: y = x W^T with W (out, in) in bf16 or fp16, one
 // mma.sync m16n8k16 per 16 weight rows x 8 input rows x 16 elements, straight from 16-byte global
 // loads. For small models only (CudaBackend's gemv_mma_rows_for): on an H200 cuBLAS took 100-112
 // us for gpt2's 50,257-feature fp32 lm_head at 8-32 rows (24-50 here), and this kernel's weight

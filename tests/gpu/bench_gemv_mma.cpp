@@ -80,12 +80,6 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
 
 TEST_CASE("bench: tensor-core GEMV vs cuBLAS per product at n = 4-32, graphs" *
           doctest::skip(true)) {
-  const int iters = benchutil::iterations(200);
-  const benchutil::CublasOnStream cublas;
-  std::mt19937 rng(1);
-  for (const ModelProducts& model : benchutil::decode_products()) {
-    if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
-      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
-  }
+  const int iters = benchutil::bench_selected_models(200, bench_model);
   CHECK(iters > 0);
 }

@@ -109,14 +109,9 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
 
 TEST_CASE("bench: int8 tensor-core Q4_K GEMV vs cuBLAS bf16 at n = 8-32, graphs" *
           doctest::skip(true)) {
-  const int iters = benchutil::iterations(200);
-  const benchutil::CublasOnStream cublas;
-  std::mt19937 rng(1);
-  for (const ModelProducts& model : benchutil::decode_products()) {
-    const std::string name = model.name;
-    if ((name == "llama-1b" || name == "llama-8b") &&
-        gputest::env_selects("ROSEINFER_BENCH_MODELS", name))
-      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
-  }
+  const int iters = benchutil::bench_selected_models(200, bench_model, [](const ModelProducts& m) {
+    const std::string name = m.name;
+    return name == "llama-1b" || name == "llama-8b";
+  });
   CHECK(iters > 0);
 }

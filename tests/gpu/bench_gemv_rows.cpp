@@ -77,12 +77,6 @@ void bench_model(const ModelProducts& model, int iters, cublasHandle_t handle, c
 }  // namespace
 
 TEST_CASE("bench: dense GEMV vs cuBLAS per product at n = 1-4, graphs" * doctest::skip(true)) {
-  const int iters = benchutil::iterations(200);
-  const benchutil::CublasOnStream cublas;
-  std::mt19937 rng(1);
-  for (const ModelProducts& model : benchutil::decode_products()) {
-    if (gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name))
-      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
-  }
+  const int iters = benchutil::bench_selected_models(200, bench_model);
   CHECK(iters > 0);
 }

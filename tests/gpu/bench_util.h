@@ -11,6 +11,7 @@
 #include <cstdlib>
 #include <memory>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "engine/model/quant.h"
@@ -176,6 +177,28 @@ inline void cublas_bf16_product(cublasHandle_t handle, const void* x, const void
   ROSE_CUBLAS_CHECK(cublasGemmEx(
       handle, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, CUDA_R_16BF, in, x, CUDA_R_16BF, in,
       &beta, y, f32_out ? CUDA_R_32F : CUDA_R_16BF, out, CUBLAS_COMPUTE_32F, CUBLAS_GEMM_DEFAULT));
+}
+
+// The per-product drivers' body: ROSEINFER_BENCH_ITERS calls a graph (default_iters unless set),
+// one cuBLAS handle on its own stream, one random stream seeded 1, and bench_model(model, iters,
+// handle, stream, rng) for each decode_products() model that ROSEINFER_BENCH_MODELS selects and
+// `takes` accepts. Returns the iterations used.
+template <typename BenchModel, typename Takes>
+int bench_selected_models(int default_iters, BenchModel bench_model, Takes takes) {
+  const int iters = iterations(default_iters);
+  const CublasOnStream cublas;
+  std::mt19937 rng(1);
+  for (const ModelProducts& model : decode_products()) {
+    if (takes(model) && gputest::env_selects("ROSEINFER_BENCH_MODELS", model.name)) {
+      bench_model(model, iters, cublas.handle(), cublas.stream(), rng);
+    }
+  }
+  return iters;
+}
+template <typename BenchModel>
+int bench_selected_models(int default_iters, BenchModel bench_model) {
+  return bench_selected_models(default_iters, bench_model,
+                               [](const ModelProducts&) { return true; });
 }
 
 }  // namespace rose::benchutil

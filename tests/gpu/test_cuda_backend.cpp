@@ -391,7 +391,7 @@ TEST_CASE("GGUF blocks kept on the GPU: mixed types per matrix, dense fallbacks,
   // Read by the constructor: neither the tile GEMM nor the int8 tensor-core GEMV (which may
   // take the Q8_0, Q4_0 and Q4_1 matrices), so every product past 8 rows decodes and runs cuBLAS.
   // Nor, in it and in the decoded backend, the dense tensor-core GEMV: it takes this small
-  // model's dense weights at 3-32 rows but never a decoded copy (dense_gemm's constant_weights),
+  // model's dense weights at 5-32 rows but never a decoded copy (which goes to library_gemm),
   // and here both must go through the same cuBLAS calls.
   setenv("ROSEINFER_CUDA_GEMM_QUANT_MAX_ROWS", "0", 1);
   setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);

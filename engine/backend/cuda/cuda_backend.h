@@ -185,11 +185,13 @@ class CudaBackend final : public Backend {
   void lm_head_logits(int num_seqs);
   // Tensor parallel: every rank's shard_logits_ (num_seqs, its vocab rows) into logits_.
   void gather_logits(int num_seqs);
-  // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype. constant_weights:
-  // W is a weight of the run; false for a copy the step's previous kernel wrote (dequantize()),
-  // which the kernels that load W before their PDL wait (the tensor-core GEMV) must not take.
+  // y (n, out) = x (n, in) W^T with W (out, in) dense in the activation dtype, W a weight of the
+  // run: the GEMVs at small batches (they load W before their PDL wait), else library_gemm.
   void dense_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out,
-                  const GemvFusion& fusion = {}, bool constant_weights = true);
+                  const GemvFusion& fusion = {});
+  // The same product through the pinned GEMM (--batch-invariant) or cuBLAS alone, for any W,
+  // also one the step's previous kernel wrote (dequantize()'s copy).
+  void library_gemm(const void* x, const void* w, void* y, int n, int in, int out, bool f32_out);
   // A quantized matrix decoded into dequantized_; returns it.
   const void* dequantize(const DeviceMatrix& w);
   // Quantized matrices: the GEMV on their blocks for up to kGemvQuantMaxRows rows, off under

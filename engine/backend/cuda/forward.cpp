@@ -454,7 +454,9 @@ void CudaBackend::gemm(const void* x, const DeviceMatrix& w, void* y, int n, boo
     }
     return;
   }
-  dense_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out, GemvFusion{}, false);
+  // The decoded copy was written by the kernel just before: never the GEMVs, whose first weight
+  // loads come before their PDL wait.
+  library_gemm(x, dequantize(w), y, n, int(w.cols), int(w.rows), f32_out);
 }
 
 bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& fusion) const {
@@ -502,28 +504,33 @@ const void* CudaBackend::dequantize(const DeviceMatrix& w) {
 }
 
 void CudaBackend::dense_gemm(const void* x, const void* w, void* y, int n, int in, int out,
-                             bool f32_out, const GemvFusion& fusion, bool constant_weights) {
-  // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
-  // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
-  const bool fused = fusion.norm_residual || fusion.residual_add;
-  if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
-    ROSE_ASSERT(!fused);
-    invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
-    return;
-  }
+                             bool f32_out, const GemvFusion& fusion) {
+  // use_gemv and use_gemv_mma are off under --batch-invariant: library_gemm's pinned GEMM then.
   if (use_gemv(n, in)) {             // small-batch decode: stream the weights with enough blocks
     if (skipped(kSkipGemv)) return;  // measurement only (ROSEINFER_CUDA_SKIP)
     launch_gemv(x, w, y, n, in, out, f32_out, dtype_, stream_, fusion);
     return;
   }
-  ROSE_ASSERT(!fused);  // fused_norm_max_rows keeps fused steps on the GEMV
-  // 3-32 rows of a small model (decode batches, short prefill chunks): the tensor-core GEMV.
-  if (constant_weights && use_gemv_mma(n, in)) {
+  // fused_norm_max_rows keeps fused steps on the GEMV.
+  ROSE_ASSERT(!fusion.norm_residual && !fusion.residual_add);
+  // Past the GEMV's rows, up to 32 of a small model (decode batches, short prefill chunks).
+  if (use_gemv_mma(n, in)) {
     if (skipped(kSkipGemv)) return;
     launch_gemv_mma(x, w, y, n, in, out, f32_out, dtype_, stream_);
     return;
   }
+  library_gemm(x, w, y, n, in, out, f32_out);
+}
+
+void CudaBackend::library_gemm(const void* x, const void* w, void* y, int n, int in, int out,
+                               bool f32_out) {
+  if (invariant_gemm_) {  // --batch-invariant: row r's bits do not depend on n
+    invariant_gemm_->run(x, w, y, n, in, out, f32_out, stream_);
+    return;
+  }
   if (bucketed_gemm_ && bucketed_gemm_->run(x, w, y, n, in, out, f32_out, stream_)) return;
+  // Row-major y (n, out) = x (n, in) W^T with W (out, in): in cuBLAS's column-major terms
+  // y^T (out, n) = W^T-as-stored (op T of the (in, out) column-major view) times x^T (in, n).
   const float alpha = 1.0f, beta = 0.0f;
   const cudaDataType_t t = dtype_ == DType::kBF16 ? CUDA_R_16BF : CUDA_R_16F;
   ROSE_CUBLAS_CHECK(cublasGemmEx(cublas_, CUBLAS_OP_T, CUBLAS_OP_N, out, n, in, &alpha, w, t, in, x,

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Session 47, call 5 (nvidia-h200; carry bundle-pack): the kept form of the tensor-core GEMV (one
 # block a tile of 32 features, no cluster split: call 4's split lost on every shape it touched),
-# taken by models under hidden size 2,048 at 3-32 rows. GPU tests; gpu_bench_gemv_mma on gpt2's and
+# taken by models under hidden size 2,048 at 5-32 rows. GPU tests; gpu_bench_gemv_mma on gpt2's and
 # SmolLM2-135M's products; then bench cells back to back: the default, one row tile a block
 # (ROSEINFER_CUDA_GEMV_MMA_ROW_TILES=1) and cuBLAS (ROSEINFER_CUDA_GEMV_MMA_MAX_ROWS=0), on gpt2 and
 # on a random checkpoint of SmolLM2-135M's shape (scripts/make_smollm2_shape.py); llama-1b at 16
