@@ -107,9 +107,9 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
                                        prefill_attention_supported(layer_args_[0].attention);
   }
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
-  if (!cluster_attention_uses_tensor_cores()) {
-    cluster_attention_max_rows_ = kScalarClusterAttentionMaxRows;
-  }
+  cluster_attention_max_rows_ = cluster_attention_uses_tensor_cores()
+                                    ? cluster_attention_max_rows(config_)
+                                    : kScalarClusterAttentionMaxRows;
   if (switches_.cluster_attention_max_rows >= 0) {
     cluster_attention_max_rows_ = switches_.cluster_attention_max_rows;
   }

@@ -11,14 +11,32 @@ namespace rose {
 
 // Attention key splits at most, for any batch (the split-KV grid's third dimension).
 constexpr int kMaxAttentionSplits = 32;
-// Pure-decode steps of up to this many rows run the cluster decode attention (attention.cuh,
-// cluster_decode). Measured on the H100: the scalar kernel (results/2026-11-24-b1-latency/) saved
-// 3-6 us a layer at batch 1, gpt2 gained 10-12% at batch 2-4 and llama-1b 8% at 2, nothing at 4;
-// at 8 it was 2-5% slower, at 16 (8 blocks per row and KV head: 1,024 blocks for llama) 8-16%.
-// The tensor-core kernel (results/2026-11-25-attention-mma/rows/, two rounds) is faster than the
-// split-KV kernel at 8 rows too (llama-1b +2.5%, llama-1b Q4_K +4%, llama-8b Q4_K +6%) and at 16
-// (llama-1b +3.6%, Q4_K +1.5%, llama-8b Q4_K even).
-constexpr int kClusterAttentionMaxRows = 16;
+// Pure-decode steps of up to cluster_attention_max_rows(config) rows run the cluster decode
+// attention (attention.cuh, cluster_decode). Measured on the H100: the scalar kernel
+// (results/2026-11-24-b1-latency/) saved 3-6 us a layer at batch 1, gpt2 gained 10-12% at batch
+// 2-4 and llama-1b 8% at 2, nothing at 4; at 8 it was 2-5% slower, at 16 (8 blocks per row and KV
+// head: 1,024 blocks for llama) 8-16%. The tensor-core kernel (results/2026-11-25-attention-mma/
+// rows/, two rounds) is faster than the split-KV kernel at 8 rows too (llama-1b +2.5%, llama-1b
+// Q4_K +4%, llama-8b Q4_K +6%) and at 16 (llama-1b +3.6%, Q4_K +1.5%, llama-8b Q4_K even).
+// Against session 44's split-KV tensor-core rows kernel (H200, results/2026-12-02-cluster-rows/,
+// contexts of 512-640) it is 2-7% faster at 6 and 8 rows; from 10 rows it is 0.2-3.4% slower on
+// llama-8b and llama-1b Q4_K (llama-1b bf16: 0.3% faster at 10, even at 12-14, 1.0-1.4% slower at
+// 16), but 19-24% faster at 10-16 rows on SmolLM2-135M's shape, whose 30 layers of 3 KV heads x 64
+// probably give the rows kernel too little work a layer to pay for its separate RoPE/KV-write and
+// merge launches (not profiled). Hence the limit by the KV width a layer (a GPU's share under
+// tensor parallel). gpt2 (12 KV heads of 64, no GQA group: past the cluster kernel the scalar
+// split-KV kernel, attention.cu mma_rows_apply) gains more and sooner: 0.580 -> 0.492 ms a step at
+// 12 rows, 0.635 -> 0.508 at 16 (results/2026-12-02-cluster-rows/3_rule/), 0.465 -> 0.441 at 8,
+// even at 6 (0.430 / 0.428), the cluster kernel 2% faster at 5 (4_gpt2/).
+constexpr int kClusterAttentionMaxRows = 8;         // GQA, kv_dim >= kClusterAttentionWideKvDim
+constexpr int kClusterAttentionNoGroupMaxRows = 6;  // one query head a KV head (gpt2)
+constexpr int kClusterAttentionNarrowMaxRows = 16;  // narrower KV (SmolLM2: 3 x 64 = 192)
+constexpr int kClusterAttentionWideKvDim = 512;     // llama-1b's 8 x 64, the narrowest measured
+inline int cluster_attention_max_rows(const ModelConfig& config) {
+  if (config.kv_dim() < kClusterAttentionWideKvDim) return kClusterAttentionNarrowMaxRows;
+  return config.num_heads == config.num_kv_heads ? kClusterAttentionNoGroupMaxRows
+                                                 : kClusterAttentionMaxRows;
+}
 constexpr int kScalarClusterAttentionMaxRows = 4;  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0
 // Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
 // takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
