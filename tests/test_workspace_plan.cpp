@@ -313,7 +313,7 @@ TEST_CASE("shared-prefix attention: rows per prefix block and prefix splits") {
 TEST_CASE("the cluster decode attention's row limit follows the KV width") {
   // llama-1b (8 KV heads of 64) and llama-8b (8 of 128): the split-KV kernel from 9 rows; gpt2
   // (12 of 64, one query head each) from 7. SmolLM2-135M (3 KV heads of 64: 192 wide) keeps the
-  // cluster kernel to 16.
+  // cluster kernel to 32.
   CHECK(cluster_attention_max_rows(preset("llama-1b")) == 8);
   CHECK(cluster_attention_max_rows(preset("llama-8b")) == 8);
   CHECK(cluster_attention_max_rows(preset("gpt2")) == 6);
@@ -321,7 +321,7 @@ TEST_CASE("the cluster decode attention's row limit follows the KV width") {
   smollm2.num_heads = 9;
   smollm2.num_kv_heads = 3;
   CHECK(smollm2.kv_dim() == 192);
-  CHECK(cluster_attention_max_rows(smollm2) == 16);
+  CHECK(cluster_attention_max_rows(smollm2) == 32);
   // A GPU's shard under tensor parallel: llama-8b over two GPUs keeps 4 x 128 = 512.
   ModelConfig shard = preset("llama-8b");
   shard.num_heads /= 2;
@@ -329,5 +329,5 @@ TEST_CASE("the cluster decode attention's row limit follows the KV width") {
   CHECK(cluster_attention_max_rows(shard) == 8);
   shard.num_heads /= 2;
   shard.num_kv_heads /= 2;
-  CHECK(cluster_attention_max_rows(shard) == 16);  // four GPUs: 256 wide
+  CHECK(cluster_attention_max_rows(shard) == 32);  // four GPUs: 256 wide
 }

@@ -27,10 +27,12 @@ constexpr int kMaxAttentionSplits = 32;
 // tensor parallel). gpt2 (12 KV heads of 64, no GQA group: past the cluster kernel the scalar
 // split-KV kernel, attention.cu mma_rows_apply) gains more and sooner: 0.580 -> 0.492 ms a step at
 // 12 rows, 0.635 -> 0.508 at 16 (results/2026-12-02-cluster-rows/3_rule/), 0.465 -> 0.441 at 8,
-// even at 6 (0.430 / 0.428), the cluster kernel 2% faster at 5 (4_gpt2/).
+// even at 6 (0.430 / 0.428), the cluster kernel 2% faster at 5 (4_gpt2/). SmolLM2's shape stays
+// faster on the cluster kernel to 32 rows (1.033 against 1.204 ms a step at 24, 1.181 against
+// 1.228 at 32) and falls behind from 48 (1.569 against 1.372; 6_smollm2_wide/).
 constexpr int kClusterAttentionMaxRows = 8;         // GQA, kv_dim >= kClusterAttentionWideKvDim
 constexpr int kClusterAttentionNoGroupMaxRows = 6;  // one query head a KV head (gpt2)
-constexpr int kClusterAttentionNarrowMaxRows = 16;  // narrower KV (SmolLM2: 3 x 64 = 192)
+constexpr int kClusterAttentionNarrowMaxRows = 32;  // narrower KV (SmolLM2: 3 x 64 = 192)
 constexpr int kClusterAttentionWideKvDim = 512;     // llama-1b's 8 x 64, the narrowest measured
 inline int cluster_attention_max_rows(const ModelConfig& config) {
   if (config.kv_dim() < kClusterAttentionWideKvDim) return kClusterAttentionNarrowMaxRows;
