@@ -270,8 +270,8 @@ class CudaBackend final : public Backend {
   // Pure-decode steps of at most this many rows run the cluster decode attention (attention.cuh,
   // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
   // cluster_attention_max_rows(config_) (6, 8 or 32 by the model), 4 on the scalar kernel;
-  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons).
-  int cluster_attention_max_rows_ = kClusterAttentionMaxRows;
+  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons). Set in the constructor.
+  int cluster_attention_max_rows_ = 0;
   // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
   // runs unsplit and the row limits are those before split-K (comparisons).
   bool quant_gemm_split_k_ = true;

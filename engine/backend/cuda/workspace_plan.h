@@ -19,9 +19,9 @@ constexpr int kMaxAttentionSplits = 32;
 // rows/, two rounds) is faster than the split-KV kernel at 8 rows too (llama-1b +2.5%, llama-1b
 // Q4_K +4%, llama-8b Q4_K +6%) and at 16 (llama-1b +3.6%, Q4_K +1.5%, llama-8b Q4_K even).
 // Against session 44's split-KV tensor-core rows kernel (H200, results/2026-12-02-cluster-rows/,
-// contexts of 512-640) it is 2-7% faster at 6 and 8 rows; from 10 rows it is 0.2-3.4% slower on
+// contexts of 512-640) it is 2-7% faster at 6 and 8 rows; from 10 rows it is 0.2-3.5% slower on
 // llama-8b and llama-1b Q4_K (llama-1b bf16: 0.3% faster at 10, even at 12-14, 1.0-1.4% slower at
-// 16), but 19-24% faster at 10-16 rows on SmolLM2-135M's shape, whose 30 layers of 3 KV heads x 64
+// 16), but 12-19% faster at 10-16 rows on SmolLM2-135M's shape, whose 30 layers of 3 KV heads x 64
 // probably give the rows kernel too little work a layer to pay for its separate RoPE/KV-write and
 // merge launches (not profiled). Hence the limit by the KV width a layer (a GPU's share under
 // tensor parallel). gpt2 (12 KV heads of 64, no GQA group: past the cluster kernel the scalar
