@@ -1,24 +1,25 @@
 #!/usr/bin/env bash
 # The real SmolLM2 GGUF (98 MB) is larger than the device tool's 64 MiB carry limit, so it travels
-# in four calls made back to back while the GPU machine is warm. Each call also carries the
+# in five calls made back to back while the GPU machine is warm. Each call also carries the
 # tracked tree (~26 MB at the end of 2026-11-24, ~36 MB on 2026-12-01; the limit is 64 MiB =
-# 67.1 MB in all), so the split is 3 x 25 + 23.4 MB. The last call then has room for only ~8 MB
-# more, less than a bundle archive (~22 MB for roseinfer alone): carry the bundle in a call of its
-# own before the parts and unpack it to /tmp there.
-#   here:       scripts/model_parts.sh split      # .model-part1/ .. .model-part4/
+# 67.1 MB in all). On 2026-12-02 a 25 MB part beside the tree was refused, and so was a 24.8 MB
+# bundle archive (22.8 MB passed): the tool counts the tree as more than its bytes, so the split
+# is now 4 x 20 + 18.4 MB. Carry the bundle in a call of its own before the parts and unpack it to
+# /tmp there.
+#   here:       scripts/model_parts.sh split      # .model-part1/ .. .model-part5/
 #   call 0:     carry ["bundle-pack"], command:
 #               mkdir -p /tmp/new && tar xJf bundle-pack/bundle.tar.xz -C /tmp/new
-#   calls 1-3:  carry [".model-partK"], command: scripts/model_parts.sh stage K
-#   call 4:     carry [".model-part4"], command: scripts/model_parts.sh stage 4 &&
+#   calls 1-4:  carry [".model-partK"], command: scripts/model_parts.sh stage K
+#   call 5:     carry [".model-part5"], command: scripts/model_parts.sh stage 5 &&
 #               MODEL=$(scripts/model_parts.sh join) && cp -r /tmp/new/bundle . && ...
-#               (results/2026-12-01-smollm2/script.sh does this)
+#               (results/2026-12-02-h100/3_smollm2/script.sh does this)
 # join concatenates the parts in /tmp/rose-model, checks the sha256 and prints the model's path.
 set -euo pipefail
 NAME=SmolLM2-135M-Instruct.Q4_1.gguf
 SHA256=b179c9523d0e6a0f98a330c7562b682750a6f8c8c15e5bc70ea373728110db53
 DEST=/tmp/rose-model
-PARTS=4
-PART_BYTES=25000000
+PARTS=5
+PART_BYTES=20000000
 case "${1:-}" in
   split)
     src=$(scripts/fetch_default_model.sh)
