@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # The real SmolLM2 GGUF (98 MB) is larger than the device tool's 64 MiB carry limit, so it travels
-# in five calls made back to back while the GPU machine is warm. Each call also carries the
-# tracked tree (~26 MB at the end of 2026-11-24, ~36 MB on 2026-12-01; the limit is 64 MiB =
-# 67.1 MB in all). On 2026-12-02 a 25 MB part beside the tree was refused, and so was a 24.8 MB
-# bundle archive (22.8 MB passed): the tool counts the tree as more than its bytes, so the split
-# is now 4 x 20 + 18.4 MB. Carry the bundle in a call of its own before the parts and unpack it to
-# /tmp there.
+# in five calls made back to back while the GPU machine is warm. Each call also carries the working
+# tree: tracked files and untracked files git does not ignore, such as device outputs copied into
+# results/ and not yet committed (the tracked files were 9.9 MB on 2026-12-03; the limit is 64 MiB
+# = 67.1 MB in all). On 2026-12-02 a 25 MB part was refused, and so was a 24.8 MB bundle archive
+# (22.8 MB passed), probably because such uncommitted outputs travelled too (not checked). The
+# split is now 4 x 20 + 18.4 MB for margin. Carry the bundle in a call of its own before the parts
+# and unpack it to /tmp there.
 #   here:       scripts/model_parts.sh split      # .model-part1/ .. .model-part5/
 #   call 0:     carry ["bundle-pack"], command:
 #               mkdir -p /tmp/new && tar xJf bundle-pack/bundle.tar.xz -C /tmp/new
