@@ -106,6 +106,21 @@ bench_with() {  # BINARY NAME BATCH [VAR=VALUE...] ARGS...
   bench_summary "$name" "$OUT/$name.json"
 }
 
+# One bench_with of $B/roseinfer for each batch in BATCHES and weight type in TYPES (bf16, or a
+# --quantize type): step MODEL_bB_TYPE (MODEL without '-'), e.g. grid_cells llama-1b "1 16" "bf16
+# q4_k" runs llama1b_b1_bf16, llama1b_b1_q4_k, llama1b_b16_bf16 and llama1b_b16_q4_k. SUFFIX, when
+# set, ends every step name (a second round: SUFFIX=_r2).
+grid_cells() {  # MODEL "BATCHES" "TYPES"
+  local model=$1 b q quant
+  for b in $2; do
+    for q in $3; do
+      quant=()
+      [[ $q == bf16 ]] || quant=(--quantize "$q")
+      bench_with "$B/roseinfer" "${model//-/}_b${b}_$q${SUFFIX:-}" "$b" --model "$model" "${quant[@]}"
+    done
+  done
+}
+
 # transformers' batch-1 decode on random checkpoints of the gpt2 / llama-1b shapes
 # (.peers/make_models.py, carried from ../shared/peers), one summary line each: MODELS are
 # make_models.py's names (gpt2, llama1b). Does nothing when .peers is not carried.

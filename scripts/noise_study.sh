@@ -6,7 +6,7 @@
 #
 #   BUNDLE_DIR=/path/to/unpacked/bundle bash scripts/noise_study.sh
 #
-# For each configuration (seed000 as scripts/bench_device.sh runs it, on gpt2, here in offline mode
+# For each configuration (seed000 as scripts/device/bench_device.sh runs it, on gpt2, here in offline mode
 # with the prefix cache on, the reference's headline run; and the decode grid at B=1 on llama-1b,
 # grid:1:512:128), it runs two sets, A and B, of REPEATS single runs, each in its own process (two
 # "commits" of one binary), and REPEAT_SETS runs of `bench --repeat REPEATS`. Then it calls

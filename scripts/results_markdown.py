@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Turns one scripts/bench_device.sh result folder into the markdown tables of results/.
+"""Turns one scripts/device/bench_device.sh result folder into the markdown tables of results/.
 
 Usage: python3 scripts/results_markdown.py RESULTS_DIR > RESULTS_DIR/README.md
 Reads NAME.json (roseinfer bench --json), NAME.cmd (the exact command), peer_*.json (the

@@ -4,7 +4,7 @@
 # roseinfer-base = the same tree with kernels/cuda/gemv.cu and gemv_quant.cu as of f63369e (plain
 # weight loads; --version says a732c84-dirty).
 #   single/: batch-1 decode on GPU 0, base then new, two rounds;
-#   tp/: llama-8b batch 1 at TP=1 and TP=2, base and new (scripts/tp_b1_device.sh).
+#   tp/: llama-8b batch 1 at TP=1 and TP=2, base and new (scripts/device/tp_b1_device.sh).
 set -uo pipefail
 FINAL=$OUT
 source scripts/device_step.sh
@@ -26,5 +26,5 @@ for round in 1 2; do
 done
 decode_step_table
 device_pack
-OUT=$FINAL/tp TESTS=0 ROUNDS=2 DEADLINE=1 timeout 150 bash scripts/tp_b1_device.sh >/dev/null 2>&1
+OUT=$FINAL/tp TESTS=0 ROUNDS=2 DEADLINE=1 timeout 150 bash scripts/device/tp_b1_device.sh >/dev/null 2>&1
 [[ -f $FINAL/tp/outputs.tgz ]] || (OUT=$FINAL/tp; SUMMARY=$OUT/summary.txt; device_pack)

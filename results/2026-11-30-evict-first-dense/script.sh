@@ -4,7 +4,7 @@
 # (ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST), each against its switch off, in one binary:
 #   single/: the GPU tests covering the changed loads, then batch-1 decode on GPU 0;
 #   tp_tests/, tp/: the two-GPU test and llama-8b batch 1 at TP=1 and TP=2 with the dense switch on and
-#        off (scripts/tp_b1_device.sh).
+#        off (scripts/device/tp_b1_device.sh).
 set -uo pipefail
 FINAL=$OUT
 source scripts/device_step.sh
@@ -35,5 +35,5 @@ device_begin "$OUT"
 step gpu_test_cuda_tensor_parallel 150 "$B/gpu_test_cuda_tensor_parallel"
 device_pack
 OUT=$FINAL/tp TESTS=0 ROUNDS=2 DEADLINE=100 PROBES="$DENSE0 $DENSE0,$KV0" timeout 170 \
-  bash scripts/tp_b1_device.sh >/dev/null 2>&1
+  bash scripts/device/tp_b1_device.sh >/dev/null 2>&1
 [[ -f $FINAL/tp/outputs.tgz ]] || (OUT=$FINAL/tp; SUMMARY=$OUT/summary.txt; device_pack)

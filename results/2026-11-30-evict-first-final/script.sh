@@ -3,7 +3,7 @@
 # and the dense GEMV's weights, K/V loads as before) measured as it ships:
 #   single/: the GPU tests, batch-1 decode on GPU 0 in bf16 and Q4_K, and Q4_K with both
 #            switches off (the GEMVs as before this session);
-#   tp_tests/, tp/: the two-GPU test and llama-8b batch 1 at TP=1 and TP=2 (scripts/tp_b1_device.sh).
+#   tp_tests/, tp/: the two-GPU test and llama-8b batch 1 at TP=1 and TP=2 (scripts/device/tp_b1_device.sh).
 set -uo pipefail
 FINAL=$OUT
 source scripts/device_step.sh
@@ -29,5 +29,5 @@ OUT=$FINAL/tp_tests
 device_begin "$OUT"
 step gpu_test_cuda_tensor_parallel 150 "$B/gpu_test_cuda_tensor_parallel"
 device_pack
-OUT=$FINAL/tp TESTS=0 ROUNDS=2 DEADLINE=60 timeout 150 bash scripts/tp_b1_device.sh >/dev/null 2>&1
+OUT=$FINAL/tp TESTS=0 ROUNDS=2 DEADLINE=60 timeout 150 bash scripts/device/tp_b1_device.sh >/dev/null 2>&1
 [[ -f $FINAL/tp/outputs.tgz ]] || (OUT=$FINAL/tp; SUMMARY=$OUT/summary.txt; device_pack)

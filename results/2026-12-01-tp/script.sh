@@ -4,4 +4,4 @@
 # then llama-8b at batch 64 and llama-70b at batch 1 at TP=2 while time is left.
 set -uo pipefail
 export OUT TESTS=0 ROUNDS=3 DEADLINE=110
-bash scripts/tp_b1_device.sh
+bash scripts/device/tp_b1_device.sh

@@ -3,7 +3,7 @@
 # then Q4_K_M beside Q4_K and bf16 at 8-32 rows.
 set -uo pipefail
 FINAL=$OUT
-DEADLINE=330 bash scripts/issue12_device.sh bench >"$FINAL/bench_stdout.txt" 2>&1
+DEADLINE=330 bash scripts/device/issue12_device.sh bench >"$FINAL/bench_stdout.txt" 2>&1
 source scripts/device_step.sh
 OUT=$FINAL/q4km
 device_begin "$OUT"
