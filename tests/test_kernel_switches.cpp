@@ -26,7 +26,8 @@ KernelSwitches from(const std::map<std::string, std::string>& vars) {
 bool same(const KernelSwitches& a, const KernelSwitches& b) {
   return a.pdl == b.pdl && a.cluster_attention_mma == b.cluster_attention_mma &&
          a.attention_kv_evict_first == b.attention_kv_evict_first &&
-         a.attention_rows_mma == b.attention_rows_mma && a.gemv_wave == b.gemv_wave &&
+         a.attention_rows_mma == b.attention_rows_mma &&
+         a.cluster_attention_splits == b.cluster_attention_splits && a.gemv_wave == b.gemv_wave &&
          a.gemv_max_split == b.gemv_max_split &&
          a.gemv_rows_specialized == b.gemv_rows_specialized &&
          a.gemv_prefetch_bytes == b.gemv_prefetch_bytes &&
@@ -51,6 +52,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.cluster_attention_mma);
   CHECK(s.attention_kv_evict_first);
   CHECK(s.attention_rows_mma);
+  CHECK(s.cluster_attention_splits == 0);
   CHECK(s.gemv_wave == -1);
   CHECK(s.gemv_max_split == 4);
   CHECK(s.gemv_rows_specialized);
@@ -117,6 +119,15 @@ TEST_CASE("the dense GEMV's switches") {
     CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_GEMV_PREFETCH", bad}}),
                          doctest::Contains("a non-negative whole number"), Error);
   }
+}
+
+TEST_CASE("the cluster decode attention's blocks a cluster: 4, 8 or 16") {
+  CHECK(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", "4"}}).cluster_attention_splits == 4);
+  CHECK(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", "8"}}).cluster_attention_splits == 8);
+  CHECK(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", "16"}}).cluster_attention_splits == 16);
+  CHECK(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", ""}}).cluster_attention_splits == 0);
+  CHECK_THROWS_WITH_AS(from({{"ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", "2"}}),
+                       doctest::Contains("want 4, 8 or 16 (blocks a cluster)"), Error);
 }
 
 TEST_CASE("the dense tensor-core GEMV's row tiles: 1, 2 or 4") {

@@ -310,6 +310,28 @@ TEST_CASE("shared-prefix attention: rows per prefix block and prefix splits") {
   CHECK(attention_prefix_splits(64, 1, 8, 528, 32) == 0);    // off
 }
 
+TEST_CASE(
+    "the cluster decode attention takes 16 blocks a cluster for few clusters past 1,024 keys") {
+  // 8 blocks of 4 warps have two 16-key chunks each in flight before the PDL wait: 1,024 keys.
+  const ModelConfig llama = preset("llama-1b");  // 8 KV heads: a cluster a KV head and row
+  CHECK(cluster_attention_splits(llama, 1, 1) == 8);
+  CHECK(cluster_attention_splits(llama, 1, 640) == 8);
+  CHECK(cluster_attention_splits(llama, 1, 1024) == 8);
+  CHECK(cluster_attention_splits(llama, 1, 1025) == 16);
+  CHECK(cluster_attention_splits(llama, 2, 4096) == 16);  // 16 clusters
+  CHECK(cluster_attention_splits(llama, 3, 4096) == 8);   // 24
+  ModelConfig smollm2 = llama;
+  smollm2.num_heads = 9;
+  smollm2.num_kv_heads = 3;
+  CHECK(cluster_attention_splits(smollm2, 4, 2176) == 16);  // 12
+  CHECK(cluster_attention_splits(smollm2, 8, 2176) == 8);   // 24
+  ModelConfig wide_group = llama;  // a GQA group of 16: two blocks' worth of heads a KV head
+  wide_group.num_heads = 32;
+  wide_group.num_kv_heads = 2;
+  CHECK(cluster_attention_splits(wide_group, 4, 2048) == 16);  // 4 x 2 x 2
+  CHECK(cluster_attention_splits(wide_group, 5, 2048) == 8);   // 20
+}
+
 TEST_CASE("the cluster decode attention's row limit follows the KV width") {
   // llama-1b (8 KV heads of 64) and llama-8b (8 of 128): the split-KV kernel from 9 rows; gpt2
   // (12 of 64, one query head each) from 7. SmolLM2-135M (3 KV heads of 64: 192 wide) keeps the

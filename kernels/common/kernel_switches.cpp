@@ -31,6 +31,9 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
       switch_on_off(lookup, "ROSEINFER_CUDA_ATTENTION_KV_EVICT_FIRST", s.attention_kv_evict_first);
   s.attention_rows_mma =
       switch_on_off(lookup, "ROSEINFER_CUDA_ATTENTION_ROWS_MMA", s.attention_rows_mma);
+  s.cluster_attention_splits = switch_one_of(
+      lookup, "ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS", {{"4", 4}, {"8", 8}, {"16", 16}},
+      s.cluster_attention_splits, "4, 8 or 16 (blocks a cluster)");
 
   s.gemv_wave = switch_one_of(lookup, "ROSEINFER_CUDA_GEMV_WAVE", {{"0", 0}, {"1", 1}}, s.gemv_wave,
                               "0 (never the one-wave kernel) or 1 (always)");

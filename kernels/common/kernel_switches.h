@@ -24,6 +24,11 @@ struct KernelSwitches {
   // past the cluster kernel's, no shared prefix, GQA groups of two or more) on the scalar rows
   // kernel instead of its tensor-core form (attention.cu, paged_attention_mma_rows_kernel).
   bool attention_rows_mma = true;
+  // ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS=4, 8 or 16: the blocks of each cluster of the
+  // tensor-core cluster decode attention, for every launch (0, unset:
+  // AttentionArgs::cluster_splits, the backend's rule). A shape whose merge does not fit that many
+  // (a block's share of the heads x head_dim outputs past its 128 threads) keeps 8.
+  int cluster_attention_splits = 0;
 
   // Dense GEMV (gemv.cu). ROSEINFER_CUDA_GEMV_WAVE=0 / =1: the one-wave kernel never / always;
   // -1 (unset): the rule (rows its pre-wait chunks cover whole).

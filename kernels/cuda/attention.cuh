@@ -60,10 +60,15 @@ struct AttentionArgs {
   const int32_t* shares_prefix = nullptr;  // (num_seqs,) 1 for the rows that share it
   int prefix_splits = 0;
   // Small-batch decode (head_dim 64 or 128, no split_keys, no shared_keys): each (row, KV head)
-  // runs as one cluster of 8 thread blocks that split its keys and merge through distributed
-  // shared memory, with the keys of earlier steps loaded before the PDL wait. It needs neither
-  // partial buffers, merge counters nor num_splits. Its bits differ from the split-KV kernel's.
+  // runs as one cluster of thread blocks (cluster_splits) that split its keys and merge through
+  // distributed shared memory, with the keys of earlier steps loaded before the PDL wait. It needs
+  // neither partial buffers, merge counters nor num_splits. Its bits differ from the split-KV
+  // kernel's.
   bool cluster_decode = false;
+  // The blocks each cluster of the tensor-core cluster kernel splits a row's keys over: 8 or 16
+  // (CudaBackend picks by the step's longest row, workspace_plan.h); a shape whose merge does not
+  // fit 16 runs 8. KernelSwitches::cluster_attention_splits, when set, overrides it.
+  int cluster_splits = 8;
   // With cluster_decode, when every row is its sequence's one decode row: this step's qkv bias,
   // RoPE and K/V cache write are done here instead of by launch_rope_kv_write (one launch fewer
   // per layer). `q` is then the raw qkv output and `rope` says how to finish it (its qkv, k_cache,

@@ -366,32 +366,30 @@ __device__ __forceinline__ void cluster_wait() {
 }
 
 // The blocks' results meet in their owners' shared memory: element i (of the block's heads x D
-// outputs, i = head * D + d) is merged by block i % kClusterSplits, which keeps source r's value
-// at value[r][i / kClusterSplits] and its head's log-sum-exp at lse[r][head]. Sources 0 ..
-// kClusterSplits - 1 are the cluster's blocks, source kClusterSplits the fused RoPE's new key.
+// outputs, i = head * D + d) is merged by block i % S (S: the cluster's blocks), which keeps source
+// r's value at value[r][i / S] and its head's log-sum-exp at lse[r][head]. Sources 0 .. S - 1 are
+// the cluster's blocks, source S the fused RoPE's new key.
 // Every word arrives by st.async, which counts its bytes on the owner's mbarrier `full`: the
-// owner expects (sources x (heads x D / kClusterSplits + heads)) words and waits on its own
+// owner expects (sources x (heads x D / S + heads)) words and waits on its own
 // shared memory. A cluster barrier with release / acquire semantics costs a GPU-wide memory fence
 // on sm_90 (MEMBAR.ALL.GPU in the SASS), this none.
-template <int D, int G>
+template <int D, int G, int S>
 struct MergeInbox {
-  static constexpr int kSources = kClusterSplits + 1;
-  static constexpr int kOwned = G * D / kClusterSplits;  // elements a block merges, at most
+  static constexpr int kSources = S + 1;
+  static constexpr int kOwned = G * D / S;  // elements a block merges, at most
   static_assert(kOwned % 4 == 0 && kOwned <= kThreads,
                 "four-word posts; one owned element a thread");
   __align__(16) float value[kSources][kOwned];  // rows of kOwned (a multiple of 4) words
   float lse[kSources][G];
   uint64_t full;  // mbarrier: complete once every expected word has landed
   // The sources that post: the blocks, and the new key when the RoPE is fused.
-  static __device__ __forceinline__ int sources(bool fused) {
-    return fused ? kSources : kClusterSplits;
-  }
+  static __device__ __forceinline__ int sources(bool fused) { return fused ? kSources : S; }
 };
 
 // Arms the inbox for `words` 4-byte words (thread 0, before the cluster barrier that tells the
 // other blocks it is ready).
-template <int D, int G>
-__device__ __forceinline__ void arm_inbox(MergeInbox<D, G>& inbox, int words) {
+template <int D, int G, int S>
+__device__ __forceinline__ void arm_inbox(MergeInbox<D, G, S>& inbox, int words) {
   const uint32_t full = shared_address(&inbox.full);
   asm volatile("mbarrier.init.shared::cta.b64 [%0], 1;" ::"r"(full) : "memory");
   asm volatile("mbarrier.arrive.expect_tx.shared::cta.b64 _, [%0], %1;" ::"r"(full), "r"(4 * words)
@@ -410,9 +408,9 @@ __device__ __forceinline__ uint32_t cluster_address(const void* local, int rank)
 
 // One word into block `rank`'s inbox at the place `local` has in this block's (remote
 // shared-memory store; no round trip).
-template <int D, int G>
-__device__ __forceinline__ void post_to_inbox(MergeInbox<D, G>& inbox, const float* local, int rank,
-                                              float value) {
+template <int D, int G, int S>
+__device__ __forceinline__ void post_to_inbox(MergeInbox<D, G, S>& inbox, const float* local,
+                                              int rank, float value) {
   const uint32_t remote = cluster_address(local, rank);
   const uint32_t remote_full = cluster_address(&inbox.full, rank);
   asm volatile(
@@ -422,8 +420,8 @@ __device__ __forceinline__ void post_to_inbox(MergeInbox<D, G>& inbox, const flo
 }
 
 // Four words into block `rank`'s inbox at `local`'s place (16-byte aligned) and after.
-template <int D, int G>
-__device__ __forceinline__ void post4_to_inbox(MergeInbox<D, G>& inbox, const float* local,
+template <int D, int G, int S>
+__device__ __forceinline__ void post4_to_inbox(MergeInbox<D, G, S>& inbox, const float* local,
                                                int rank, const float (&values)[4]) {
   const uint32_t remote = cluster_address(local, rank);
   const uint32_t remote_full = cluster_address(&inbox.full, rank);
@@ -437,8 +435,8 @@ __device__ __forceinline__ void post4_to_inbox(MergeInbox<D, G>& inbox, const fl
 
 // Waits until every expected word is in this block's inbox (acquire at cluster scope: the
 // senders' stores are visible after).
-template <int D, int G>
-__device__ __forceinline__ void wait_inbox(MergeInbox<D, G>& inbox) {
+template <int D, int G, int S>
+__device__ __forceinline__ void wait_inbox(MergeInbox<D, G, S>& inbox) {
   const uint32_t full = shared_address(&inbox.full);
   uint32_t done = 0;
   do {
@@ -458,15 +456,15 @@ __device__ __forceinline__ void wait_inbox(MergeInbox<D, G>& inbox) {
 // block reads another's shared memory, so no cluster barrier closes the kernel. Block-level timing
 // (clock64, H200, SmolLM2's shape, results/2026-11-29-attention-inbox/) had the two cluster
 // barriers and the pulled merge at ~3,200 of the ~7,200 cycles after the PDL wait.
-template <typename T, int D, int G>
+template <typename T, int D, int G, int S>
 __global__ void __launch_bounds__(kThreads)
     cluster_decode_attention_mma_kernel(AttentionArgs args) {
-  constexpr int kStride = kWarps * kClusterSplits;  // chunks between one warp's chunks
-  __shared__ __align__(16) T q_s[G][D];             // the block's query heads, finished
+  constexpr int kStride = kWarps * S;    // chunks between one warp's chunks
+  __shared__ __align__(16) T q_s[G][D];  // the block's query heads, finished
   __shared__ float m_s[kWarps][G];
   __shared__ float l_s[kWarps][G];
   __shared__ __align__(16) float o_s[kWarps][G][D];
-  __shared__ MergeInbox<D, G> inbox;
+  __shared__ MergeInbox<D, G, S> inbox;
 
   trace_probe::Stamps stamps;  // probe builds only (trace_probe.cuh)
   stamps.start();
@@ -483,15 +481,15 @@ __global__ void __launch_bounds__(kThreads)
   // into another's shared memory: the cluster barrier's arrive here (heads needs no load), its
   // wait just before the first remote store, by which time it has long completed.
   if (threadIdx.x == 0) {
-    arm_inbox(inbox, MergeInbox<D, G>::sources(fused) * (heads * D / kClusterSplits + heads));
+    arm_inbox(inbox, MergeInbox<D, G, S>::sources(fused) * (heads * D / S + heads));
   }
   cluster_arrive_relaxed();
   const int keys_end = fused ? first_new_key : num_keys;  // the keys the chunks cover
   const int num_chunks = (keys_end + kChunkKeys - 1) / kChunkKeys;
-  const int first_chunk = warp * kClusterSplits + split;
+  const int first_chunk = warp * S + split;
   const int32_t* table = row.table;
   const bool kv_first = kv_evict_first(args, num_keys);
-  // The warp's first two chunks (up to 1,024 keys a row, every chunk) are in flight before the
+  // The warp's first two chunks (up to 128 S keys a row, every chunk) are in flight before the
   // wait; the loop below keeps one chunk ahead after that.
   ChunkKv<D> kv, next;
   clear_chunk(kv);
@@ -535,7 +533,7 @@ __global__ void __launch_bounds__(kThreads)
   const T* q_row = static_cast<const T*>(args.q) + int64_t(token) * args.q_stride;
   const T* qkv_bias = static_cast<const T*>(args.rope.qkv_bias);
   const int q_dim = args.num_heads * D, kv_dim = args.num_kv_heads * D;
-  const bool new_key_warp = fused && split == kClusterSplits - 1 && warp == kWarps - 1;
+  const bool new_key_warp = fused && split == S - 1 && warp == kWarps - 1;
   const bool new_key_lane = new_key_warp && lane < D / 8;
   QkvSlice new_k, new_v;
   if (new_key_lane) {
@@ -594,17 +592,17 @@ __global__ void __launch_bounds__(kThreads)
   cluster_wait();  // the arrive near the top: every block has started and armed its inbox
   // This block's result for its keys (its warps combined as combine_warps does), into the
   // owners' inboxes as source `split`, four of an owner's consecutive slots a post: thread u
-  // takes owner u % kClusterSplits's slots 4q .. 4q + 3 (q = u / kClusterSplits), elements
-  // (4q + k) * kClusterSplits + owner, all of head 32q / D; the thread with the head's first
+  // takes owner u % S's slots 4q .. 4q + 3 (q = u / S), elements (4q + k) * S + owner, all of
+  // head 4Sq / D; the thread with the head's first
   // slots also posts the head's log-sum-exp to its owner.
   for (int u = int(threadIdx.x); u < heads * D / 4; u += kThreads) {
-    const int owner = u % kClusterSplits, q = u / kClusterSplits;
-    const int head = 4 * kClusterSplits * q / D, first_d = 4 * kClusterSplits * q % D;
+    const int owner = u % S, q = u / S;
+    const int head = 4 * S * q / D, first_d = 4 * S * q % D;
     const WarpWeights ww = warp_weights<G>(m_s, l_s, head);
     float values[4];
 #pragma unroll
     for (int k = 0; k < 4; ++k) {
-      const int d = first_d + k * kClusterSplits + owner;
+      const int d = first_d + k * S + owner;
       values[k] = ww.value([&](int w) { return o_s[w][head][d]; });
     }
     post4_to_inbox(inbox, &inbox.value[split][4 * q], owner, values);
@@ -625,27 +623,27 @@ __global__ void __launch_bounds__(kThreads)
 #pragma unroll
       for (int offset = 16; offset > 0; offset >>= 1)
         dot += __shfl_xor_sync(0xffffffffu, dot, offset);
-      if (lane < kClusterSplits)
-        post_to_inbox(inbox, &inbox.lse[kClusterSplits][h], lane, dot * qscale);
+      if (lane < S) post_to_inbox(inbox, &inbox.lse[S][h], lane, dot * qscale);
       if (new_key_lane) {
-        // Element h * D + col + e belongs to block (col + e) % kClusterSplits = e (col is a
-        // multiple of 8).
+        // Element i = h * D + col + e belongs to block i % S, at its slot i / S (D is a multiple
+        // of S).
 #pragma unroll
-        for (int e = 0; e < 8; ++e)
-          post_to_inbox(inbox, &inbox.value[kClusterSplits][(h * D + col) / kClusterSplits], e,
-                        v[e]);
+        for (int e = 0; e < 8; ++e) {
+          const int i = h * D + col + e;
+          post_to_inbox(inbox, &inbox.value[S][i / S], i % S, v[e]);
+        }
       }
     }
   }
-  // The owned elements (at most one a thread: G * D / kClusterSplits <= kThreads), merged as
+  // The owned elements (at most one a thread: G * D / S <= kThreads), merged as
   // merge_column weighs partials: the blocks in rank order, then the new key.
-  const int j = threadIdx.x, i = j * kClusterSplits + split;
+  const int j = threadIdx.x, i = j * S + split;
   if (i >= heads * D) return;
   wait_inbox(inbox);
-  const int h = i / D, sources = MergeInbox<D, G>::sources(args.fuse_rope);
-  float lse[MergeInbox<D, G>::kSources], value[MergeInbox<D, G>::kSources];
+  const int h = i / D, sources = MergeInbox<D, G, S>::sources(args.fuse_rope);
+  float lse[MergeInbox<D, G, S>::kSources], value[MergeInbox<D, G, S>::kSources];
 #pragma unroll
-  for (int r = 0; r < MergeInbox<D, G>::kSources; ++r) {
+  for (int r = 0; r < MergeInbox<D, G, S>::kSources; ++r) {
     lse[r] = r < sources ? inbox.lse[r][h] : -INFINITY;
     value[r] = r < sources ? inbox.value[r][j] : 0.0f;
   }
@@ -657,14 +655,54 @@ __global__ void __launch_bounds__(kThreads)
 // KernelSwitches::cluster_attention_mma false: the scalar kernel (comparisons, tests).
 bool mma_enabled() { return kernel_switches().cluster_attention_mma; }
 
-template <typename T, int D, int G>
-void launch_group(const AttentionArgs& args, dim3 grid, dim3 cluster, cudaStream_t stream) {
-  if (mma_enabled()) {
-    launch_cluster_kernel(cluster_decode_attention_mma_kernel<T, D, G>, grid, kThreads, cluster, 0,
+// Whether the tensor-core kernel's merge fits clusters of S blocks for G heads of D columns a
+// block: a block merges G x D / S elements, at most one a thread and four-word posts, and a post
+// of 4 S consecutive elements stays within one head.
+template <int D, int G, int S>
+constexpr bool splits_fit() {
+  return G * D / S <= kThreads && (G * D / S) % 4 == 0 && D % (4 * S) == 0;
+}
+
+// The blocks of a cluster of the tensor-core kernel: KernelSwitches::cluster_attention_splits when
+// set (measurements: 4, 8 or 16 for every launch), else args.cluster_splits; kClusterSplits where
+// that does not fit the shape.
+template <int D, int G>
+int cluster_splits_for(const AttentionArgs& args) {
+  const int forced = kernel_switches().cluster_attention_splits;
+  const int wanted = forced > 0 ? forced : args.cluster_splits;
+  if (wanted == 4 && splits_fit<D, G, 4>()) return 4;
+  if (wanted == 16 && splits_fit<D, G, 16>()) return 16;
+  return kClusterSplits;
+}
+
+template <typename T, int D, int G, int S>
+void launch_mma_splits(const AttentionArgs& args, int kv_blocks, cudaStream_t stream) {
+  if constexpr (splits_fit<D, G, S>()) {
+    auto* kernel = cluster_decode_attention_mma_kernel<T, D, G, S>;
+    if constexpr (S > 8) allow_non_portable_clusters(reinterpret_cast<const void*>(kernel));
+    launch_cluster_kernel(kernel, dim3(args.num_tokens, kv_blocks, S), kThreads, dim3(1, 1, S), 0,
                           stream, args);
   } else {
-    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, G>, grid, kThreads, cluster, 0,
-                          stream, args);
+    cuda_fail("cluster splits that do not fit the shape", "launch_mma_splits", __FILE__, __LINE__);
+  }
+}
+
+// kv_blocks: the grid's y, one per (KV head, group of up to kAttentionMaxGroup query heads).
+template <typename T, int D, int G>
+void launch_group(const AttentionArgs& args, int kv_blocks, cudaStream_t stream) {
+  if (!mma_enabled()) {
+    launch_cluster_kernel(cluster_decode_attention_kernel<T, D, G>,
+                          dim3(args.num_tokens, kv_blocks, kClusterSplits), kThreads,
+                          dim3(1, 1, kClusterSplits), 0, stream, args);
+  } else {
+    const int splits = cluster_splits_for<D, G>(args);
+    if (splits == 4) {
+      launch_mma_splits<T, D, G, 4>(args, kv_blocks, stream);
+    } else if (splits == 16) {
+      launch_mma_splits<T, D, G, 16>(args, kv_blocks, stream);
+    } else {
+      launch_mma_splits<T, D, G, kClusterSplits>(args, kv_blocks, stream);
+    }
   }
   ROSE_CUDA_CHECK_LAUNCH();
 }
@@ -673,13 +711,12 @@ template <typename T, int D>
 void launch_typed(const AttentionArgs& args, cudaStream_t stream) {
   const int group = args.num_heads / args.num_kv_heads;
   const int chunks = (group + kAttentionMaxGroup - 1) / kAttentionMaxGroup;
-  const dim3 grid(args.num_tokens, args.num_kv_heads * chunks, kClusterSplits);
-  const dim3 cluster(1, 1, kClusterSplits);
+  const int kv_blocks = args.num_kv_heads * chunks;
   const int heads = group < kAttentionMaxGroup ? group : kAttentionMaxGroup;  // per block
-  if (heads <= 1) return launch_group<T, D, 1>(args, grid, cluster, stream);
-  if (heads <= 2) return launch_group<T, D, 2>(args, grid, cluster, stream);
-  if (heads <= 4) return launch_group<T, D, 4>(args, grid, cluster, stream);
-  launch_group<T, D, kAttentionMaxGroup>(args, grid, cluster, stream);
+  if (heads <= 1) return launch_group<T, D, 1>(args, kv_blocks, stream);
+  if (heads <= 2) return launch_group<T, D, 2>(args, kv_blocks, stream);
+  if (heads <= 4) return launch_group<T, D, 4>(args, kv_blocks, stream);
+  launch_group<T, D, kAttentionMaxGroup>(args, kv_blocks, stream);
 }
 
 template <typename T>

@@ -4,6 +4,7 @@
 
 #include <map>
 #include <mutex>
+#include <set>
 #include <utility>
 
 #include "kernels/common/error.h"
@@ -28,6 +29,16 @@ void allow_dynamic_shared_memory(const void* kernel, int bytes) {
   if (done >= bytes) return;
   ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, bytes));
   done = bytes;
+}
+
+void allow_non_portable_clusters(const void* kernel) {
+  static std::mutex mutex;
+  static std::set<std::pair<int, const void*>> allowed;
+  int device = 0;
+  ROSE_CUDA_CHECK(cudaGetDevice(&device));
+  const std::lock_guard<std::mutex> lock(mutex);
+  if (!allowed.insert({device, kernel}).second) return;
+  ROSE_CUDA_CHECK(cudaFuncSetAttribute(kernel, cudaFuncAttributeNonPortableClusterSizeAllowed, 1));
 }
 
 const char* cublas_status_text(cublasStatus_t status) {

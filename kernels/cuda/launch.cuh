@@ -26,6 +26,10 @@ bool pdl_enabled();
 // for a kernel must come before stream capture (the graph cache runs a step eagerly first).
 void allow_dynamic_shared_memory(const void* kernel, int bytes);
 
+// Lets `kernel` launch in thread-block clusters of more than 8 blocks (the portable limit; sm_90
+// allows 16) on the current device, once per kernel and device; the same rules as above.
+void allow_non_portable_clusters(const void* kernel);
+
 __device__ __forceinline__ void pdl_wait() {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
   asm volatile("griddepcontrol.wait;" ::: "memory");

@@ -149,14 +149,15 @@ void check_logits(const StepOutput& gpu, const StepOutput& cpu, const StepPlan& 
 // Runs prefill (in chunks of at most `chunk` tokens) then `decode_steps` decode steps on both
 // backends with the same plans (the CPU's greedy tokens are fed to both), comparing logits.
 void compare_backends(const WeightSource& weights, const std::vector<int>& prompt_lens, int chunk,
-                      int decode_steps, bool graphs, double tolerance, bool invariant = false) {
+                      int decode_steps, bool graphs, double tolerance, bool invariant = false,
+                      int max_model_len = 1024) {
   const ModelConfig& config = weights.config();
   BackendOptions options;
   options.batch_invariant = invariant;
   options.num_kv_blocks = 768;  // up to 11 sequences of 1,024 tokens (make_seqs: 64 blocks each)
   options.max_num_seqs = 32;
   options.max_num_batched_tokens = 512;
-  options.max_model_len = std::min(config.max_position_embeddings, 1024);
+  options.max_model_len = std::min(config.max_position_embeddings, max_model_len);
   options.cuda_graphs = graphs;
   std::unique_ptr<Backend> cpu = make_cpu_backend(weights, options);
   std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
@@ -328,6 +329,22 @@ TEST_CASE("GPT-2 shape (LayerNorm, biases, learned positions): GPU matches CPU")
 TEST_CASE("Llama shape with qkv bias, GQA group 8, llama3 RoPE: GPU matches CPU") {
   Bf16RandomWeights weights(qwen_like_config());
   compare_backends(weights, {100, 9, 16, 47, 5, 1, 2}, 64, 5, true, 0.05);
+}
+
+TEST_CASE("decode rows past 1,024 keys (16-block attention clusters): GPU matches CPU") {
+  // head_dim 64 and a GQA group of 2, so decode runs the cluster attention: 8 blocks a cluster up
+  // to 1,024 keys, 16 past it (cluster_attention_splits), each in its own graph variant. The
+  // decode steps cross from one to the other: 1,021-1,028 keys for one row, then for four.
+  ModelConfig c = qwen_like_config();
+  c.hidden_size = 256;
+  c.num_heads = 4;
+  c.num_kv_heads = 2;
+  c.head_dim = 64;
+  c.max_position_embeddings = 2048;
+  c.qkv_bias = false;
+  Bf16RandomWeights weights(c);
+  compare_backends(weights, {1020}, 512, 8, true, 0.05, false, 2048);
+  compare_backends(weights, {1020, 1023, 700, 1022}, 128, 6, true, 0.05, false, 2048);
 }
 
 TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {

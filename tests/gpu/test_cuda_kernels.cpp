@@ -289,6 +289,18 @@ TEST_CASE("RoPE (plain and llama3-scaled) and qkv bias fused with the paged KV w
 
 namespace {
 
+// The cluster decode attention's kernels: the tensor-core one with the rule's blocks a cluster
+// (splits 0) and with 4 and 16 (shapes whose merge does not fit those keep 8), and the scalar one.
+struct ClusterVariant {
+  bool scalar;
+  int splits;
+  void apply(KernelSwitches& s) const {
+    s.cluster_attention_mma = !scalar;
+    s.cluster_attention_splits = splits;
+  }
+};
+constexpr ClusterVariant kClusterVariants[] = {{false, 0}, {false, 4}, {false, 16}, {true, 0}};
+
 struct AttentionCase {
   int heads, kv_heads, head_dim;
   std::vector<int> query_lens;    // per sequence
@@ -448,13 +460,13 @@ void run_attention_case(const AttentionCase& tc, std::mt19937& rng) {
     cluster.merge_counters = nullptr;
     cluster.num_splits = 1;
     std::vector<uint16_t> tensor_core_bits;
-    for (bool scalar : {false, true}) {
-      CAPTURE(scalar);
-      const ScopedKernelSwitches kernel(
-          [&](KernelSwitches& s) { s.cluster_attention_mma = !scalar; });
+    for (const ClusterVariant variant : kClusterVariants) {
+      CAPTURE(variant.scalar);
+      CAPTURE(variant.splits);
+      const ScopedKernelSwitches kernel([&](KernelSwitches& s) { variant.apply(s); });
       ROSE_CUDA_CHECK(cudaMemset(d_out.get(), 0xff, expected.size() * 2));
       launch_paged_attention(cluster, nullptr);
-      if (!scalar) tensor_core_bits = d_out.download();
+      if (!variant.scalar && variant.splits == 0) tensor_core_bits = d_out.download();
       check_close(to_f32(d_out.download()), expected, kAtol, kRtol, "attention, cluster decode");
     }
     // The tensor-core kernel's K/V loads with the L2 evict_first policy (every row past one key
@@ -551,17 +563,17 @@ TEST_CASE("paged attention: batch decode for every heads-per-block width (1, 2, 
 TEST_CASE("cluster decode attention with the qkv bias, RoPE and KV write fused") {
   // The fused launch against the two it replaces (launch_rope_kv_write, then the cluster kernel
   // reading the rotated q and the written cache), on decode rows whose contexts cover an empty
-  // cache (the new key alone), partial tiles and more tiles than the cluster's 32 warps; for the
-  // tensor-core kernel and the scalar one.
+  // cache (the new key alone), partial tiles and more tiles than the cluster's 32 warps; for each
+  // of kClusterVariants.
   std::mt19937 rng(21);
   struct Shape {
     int heads, kv_heads, head_dim;
     bool rope, bias;
   };
-  for (bool scalar : {false, true}) {
-    CAPTURE(scalar);
-    const ScopedKernelSwitches kernel(
-        [&](KernelSwitches& s) { s.cluster_attention_mma = !scalar; });
+  for (const ClusterVariant variant : kClusterVariants) {
+    CAPTURE(variant.scalar);
+    CAPTURE(variant.splits);
+    const ScopedKernelSwitches kernel([&](KernelSwitches& s) { variant.apply(s); });
     for (Shape sh : {Shape{32, 8, 64, true, false}, Shape{12, 12, 64, false, true},
                      Shape{32, 8, 128, true, true}, Shape{9, 3, 64, true, false},
                      Shape{16, 1, 128, true, false}}) {

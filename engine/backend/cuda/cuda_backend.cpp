@@ -504,6 +504,14 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs, char* host,
   return layout.block_tables + int64_t(padded_seqs) * stride * 4;
 }
 
+// The graph of the next forward()'s launch sequence within its bucket (GraphCache::run): 1 with
+// the shared-prefix launch, 2 with 16-block attention clusters (a shared prefix runs no cluster
+// kernel), 0 else.
+int CudaBackend::graph_variant() const {
+  if (step_shared_keys_ > 0) return 1;
+  return step_cluster_splits_ != kClusterAttentionSplits ? 2 : 0;
+}
+
 int CudaBackend::shared_prefix_keys(const StepPlan& plan) const {
   // Below this the prefix launch saves less than it costs (it reads the prefix once per 8 query
   // vectors instead of once per row, but is one more launch per layer).
@@ -563,6 +571,7 @@ void CudaBackend::enqueue(const StepPlan& plan) {
                               : (max_context + kInvariantSplitKeys - 1) / kInvariantSplitKeys;
     step_shared_keys_ = shared_prefix_keys(plan);
     if (step_shared_keys_ > 0) ++stats_.shared_prefix;
+    step_cluster_splits_ = cluster_attention_splits(config_, padded, max_context);
     const double t1 = host_seconds();
     char* host = static_cast<char*>(pinned_meta_) + half * plan_.bytes.meta;
     const int32_t sample_offset = int32_t(half * plan_.max_seqs);
@@ -578,7 +587,7 @@ void CudaBackend::enqueue(const StepPlan& plan) {
       for (int replay = 0; replay < switches_.graph_replays;
            ++replay) {  // measurement: more than 1
         const auto run = graphs_.run(
-            padded, stream_, [&] { forward(padded, padded, 1); }, step_shared_keys_ > 0 ? 1 : 0);
+            padded, stream_, [&] { forward(padded, padded, 1); }, graph_variant());
         ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
       }
     } else {

@@ -138,6 +138,7 @@ class CudaBackend final : public Backend {
   // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
   // when the shared-prefix attention does not apply (attention.cuh).
   int shared_prefix_keys(const StepPlan& plan) const;
+  int graph_variant() const;
   void launch_eager(const StepPlan& plan);
   void copy_logits(const StepPlan& plan, StepOutput& out) const;
 
@@ -256,6 +257,10 @@ class CudaBackend final : public Backend {
   // Keys of the next forward()'s shared prefix (shared_prefix_keys), 0: the plain attention. The
   // graph of a bucket has a variant with the prefix launch (GraphCache variant 1).
   int step_shared_keys_ = 0;
+  // The next forward()'s blocks a cluster of the cluster decode attention
+  // (cluster_attention_splits: 16 for few clusters past 1,024 keys). The graph of a bucket has a
+  // variant with 16 (GraphCache variant 2).
+  int step_cluster_splits_ = kClusterAttentionSplits;
   std::string device_name_;
   int num_sms_ = 0;
   bool print_stats_ = false;

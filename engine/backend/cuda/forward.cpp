@@ -247,6 +247,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   at.shares_prefix = step.shares_prefix;
   at.prefix_splits = step.prefix_splits;
   at.cluster_decode = cluster;
+  at.cluster_splits = step_cluster_splits_;
   at.probe = switches_.attention_probe;
   at.fuse_rope = fuse_rope;
   at.rope = rope;

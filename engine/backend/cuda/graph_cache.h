@@ -31,7 +31,8 @@ class GraphCache {
   // Replays the graph of (bucket, variant) on `stream`; at its first use runs `forward` eagerly
   // (which loads kernels and picks cuBLAS algorithms, and computes this step), then captures the
   // same launches for the next steps without running them. A variant is a different launch
-  // sequence for the same bucket (1: the shared-prefix attention launch, cuda_backend.h).
+  // sequence for the same bucket (1: the shared-prefix attention launch, 2: 16-block attention
+  // clusters; cuda_backend.h).
   Run run(int bucket, cudaStream_t stream, const std::function<void()>& forward, int variant = 0);
 
   // Destroys every graph; errors are ignored (the backend's destructor calls it).

@@ -6,6 +6,7 @@
 #include <cstdint>
 
 #include "engine/model/config.h"
+#include "kernels/common/attention_split.h"
 
 namespace rose {
 
@@ -40,6 +41,30 @@ inline int cluster_attention_max_rows(const ModelConfig& config) {
                                                  : kClusterAttentionMaxRows;
 }
 constexpr int kScalarClusterAttentionMaxRows = 4;  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0
+// The blocks a cluster of the tensor-core cluster attention (AttentionArgs::cluster_splits): each
+// warp has a row's first two 16-key chunks in flight before its PDL wait, so a cluster of 8 blocks
+// of 4 warps covers 1,024 keys that way and a longer row's later chunks cost trips after it; 16
+// blocks cover 2,048. Decode on the H200, one binary each call
+// (results/2026-12-03-cluster-splits/): at 512-640 keys 8 blocks are fastest at one row (16:
+// llama-1b Q4_K 0.417 -> 0.425 ms a step, SmolLM2's shape 0.459 -> 0.477; 4 blocks slower still);
+// past 1,024 keys 16 are (llama-1b Q4_K at 1,024-1,152 keys 0.452 -> 0.439, 2,048-2,176 0.500 ->
+// 0.470, 4,096-4,224 0.605 -> 0.530; SmolLM2's shape 0.504 -> 0.481, 0.589 -> 0.533, 0.759 ->
+// 0.623; llama-1b bf16 and llama-8b Q4_K at 2,048: 0.932 -> 0.897, 1.846 -> 1.735) as long as the
+// step has few clusters: at 2,048 keys 16 blocks win at 8-16 clusters (rows x KV heads: llama-1b at
+// 2 rows 0.626 -> 0.614, SmolLM2 at 4 rows 1.087 -> 1.024) and lose from 24 (SmolLM2 at 8 rows
+// 0.875 -> 1.003, llama-1b at 4 rows 0.926 -> 0.979). So 16 once a step's longest row has more keys
+// than 8 blocks cover and the step has at most kWideClusterMaxClusters clusters.
+constexpr int kClusterAttentionSplits = 8;
+constexpr int kWideClusterAttentionSplits = 16;
+constexpr int kWideClusterMinKeys = 1025;  // past 2 chunks x 16 keys x 4 warps x 8 blocks
+constexpr int kWideClusterMaxClusters = 16;
+// rows: the step's decode rows; config: the model (a GPU's shard under tensor parallel).
+inline int cluster_attention_splits(const ModelConfig& config, int rows, int max_context) {
+  const int64_t clusters = attention_merge_counters(rows, config.num_kv_heads, config.num_heads);
+  return max_context >= kWideClusterMinKeys && clusters <= kWideClusterMaxClusters
+             ? kWideClusterAttentionSplits
+             : kClusterAttentionSplits;
+}
 // Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
 // takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
 // copy and cuBLAS. Decoding a weight costs the GEMM 5-6 instructions, so it wins where it has
