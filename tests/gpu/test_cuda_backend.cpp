@@ -574,7 +574,9 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   // steps add to the residual in the dense GEMV and fuse up to that GEMV's 4 rows. Dense qkv and
   // up fuse on the one-wave kernel (gemv_norm_input_supported: tiny, the qwen-like model, a
   // SmolLM2-135M-shaped one), up to its 4 rows; a llama-1b-shaped layer, whose gate|up is not on
-  // that kernel, and GPT-2 (LayerNorm) never fuse.
+  // that kernel, and GPT-2 (LayerNorm) never fuse. The comparison runs the dense GEMV to its 4
+  // rows (ROSEINFER_CUDA_GEMV_MAX_ROWS=4); by default these small models stop it at 2
+  // (gemv_rows_for), their 3-4 row products going to the tensor-core GEMV unfused.
   const std::unique_ptr<WeightSource> tiny = open_model("tiny");
   const std::unique_ptr<WeightSource> tiny_q4k =
       quantize_weights(open_model("tiny"), GgmlType::kQ4_K);
@@ -609,6 +611,7 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
   // the int8 tensor-core GEMV, which takes no fused norm, stays off (from 5 rows it would run the
   // unfused steps' Q4_K products and the dp4a GEMV the fused ones).
   setenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS", "0", 1);
+  setenv("ROSEINFER_CUDA_GEMV_MAX_ROWS", "4", 1);
   for (const Model& model : {Model{tiny_q4k.get(), 4}, Model{q4k.get(), 8}, Model{q8.get(), 8},
                              Model{tiny.get(), 4}, Model{&qwen, 4}, Model{&smollm2, 4}}) {
     CAPTURE(model.weights->config().name);
@@ -628,11 +631,12 @@ TEST_CASE("norms fused into the decode GEMVs: the add-norm kernels' logits, bit 
     }
   }
   unsetenv("ROSEINFER_CUDA_QUANT_MMA_MAX_ROWS");
-  // By default: up to kFusedNormDefaultRows rows; never with a dense up off the one-wave kernel
-  // or LayerNorm.
+  unsetenv("ROSEINFER_CUDA_GEMV_MAX_ROWS");
+  // By default: up to kFusedNormDefaultRows rows, and the dense GEMV's 2; never with a dense up
+  // off the one-wave kernel or LayerNorm.
   CHECK(greedy_run(*q4k, false, {5}, 1).fused_norm_rows == kFusedNormDefaultRows);
-  CHECK(greedy_run(*tiny_q4k, false, {5}, 1).fused_norm_rows == std::min(4, kFusedNormDefaultRows));
-  CHECK(greedy_run(smollm2, false, {5}, 1).fused_norm_rows == std::min(4, kFusedNormDefaultRows));
+  CHECK(greedy_run(*tiny_q4k, false, {5}, 1).fused_norm_rows == std::min(2, kFusedNormDefaultRows));
+  CHECK(greedy_run(smollm2, false, {5}, 1).fused_norm_rows == std::min(2, kFusedNormDefaultRows));
   setenv("ROSEINFER_CUDA_FUSED_NORM", "8", 1);
   ModelConfig llama1b_layer = qwen_like_config();  // llama-1b's layer: gate|up of in 2048, out 8192
   llama1b_layer.name = "test-llama-1b-layer";

@@ -32,19 +32,6 @@ double host_seconds() {
   return std::chrono::duration<double>(std::chrono::steady_clock::now().time_since_epoch()).count();
 }
 
-// The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
-// compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
-// decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
-// on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
-// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the two were within
-// 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
-// of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows.
-// ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
-int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
-  if (switches.gemv_max_rows >= 0) return switches.gemv_max_rows;
-  return config.hidden_size >= 2048 ? 2 : kGemvMaxRows;
-}
-
 // The most rows a dense product runs on the tensor-core GEMV (gemv_mma.cuh) past the GEMV's. On
 // an H200 (results/2026-12-02-gemv-mma/4_kept) it made decode steps of 5-32 rows 10-33% shorter
 // than cuBLAS on gpt2 (hidden 768) and on SmolLM2-135M's shape (hidden 576), most of all through
@@ -55,6 +42,28 @@ int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
 int gemv_mma_rows_for(const ModelConfig& config, const BackendSwitches& switches) {
   if (switches.gemv_mma_max_rows >= 0) return switches.gemv_mma_max_rows;
   return config.hidden_size < 2048 ? kGemvMmaMaxRows : 0;
+}
+
+// The most rows a dense product takes the GEMV at. Its 3- and 4-row steps run on the kernel
+// compiled for 4 rows, which streams wide rows slower than cuBLAS: on an H200 (bf16, batch-n
+// decode steps, results/2026-11-29-tp-prefetch/8_final) llama-8b took 6.29/6.32 ms at 3/4 rows
+// on the GEMV against 4.91/4.98 on cuBLAS, llama-1b 1.31/1.31 against 1.11/1.12, while gpt2
+// (hidden 768) kept the GEMV's 0.39/0.41 against 0.56/0.59, and at 2 rows the two were within
+// 4-6% either way (llama-1b 1.03 on the GEMV against 1.10, llama-8b 4.90 against 4.70). So models
+// of hidden size 2,048 and up (measured: llama-1b and llama-8b) stop at 2 rows. The smaller ones,
+// whose rows past the GEMV's go to the tensor-core GEMV (gemv_mma_rows_for), stop at 2 as well:
+// against it the 4-row kernel lost at 3 and 4 rows (H200, results/2026-12-03-small-gemv-rows/:
+// SmolLM2-135M's shape 0.894/0.901 ms a step against 0.653/0.660, gpt2 0.391/0.410 against
+// 0.358/0.384) and won at 1 and 2 (SmolLM2 0.458/0.626 against 0.624/0.638, gpt2 0.254/0.297
+// against 0.304/0.324). Without that kernel they keep 4.
+// ROSEINFER_CUDA_GEMV_MAX_ROWS=N (0-4) sets it (comparisons).
+int gemv_rows_for(const ModelConfig& config, const BackendSwitches& switches, int gemv_mma_rows) {
+  constexpr int kGemvMaxRowsBeforeMma = 2;
+  if (switches.gemv_max_rows >= 0) return switches.gemv_max_rows;
+  if (config.hidden_size >= 2048 || gemv_mma_rows > kGemvMaxRowsBeforeMma) {
+    return kGemvMaxRowsBeforeMma;
+  }
+  return kGemvMaxRows;
 }
 
 }  // namespace
@@ -71,8 +80,8 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
       switches_(backend_switches_from_env(
           BackendSwitchLimits{kGemvMaxRows, kGemvQuantMmaMaxRows, kGemvMmaMaxRows})) {
   resolve_options();
-  gemv_max_rows_ = gemv_rows_for(config_, switches_);
   gemv_mma_max_rows_ = gemv_mma_rows_for(config_, switches_);
+  gemv_max_rows_ = gemv_rows_for(config_, switches_, gemv_mma_max_rows_);
   push_max_rows_ = switches_.gemv_push_max_rows;
   if (add_norm_reducer_ && push_max_rows_ > 0) push_target_ = add_norm_reducer_->push_target();
   open_device();
