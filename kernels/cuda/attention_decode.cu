@@ -2,9 +2,10 @@
 // attention reads ~1 MB of K/V per layer, so its time is the chain of dependent memory trips and
 // barriers, not bytes. The split-KV kernel (attention.cu) pays for its spread over the GPU with
 // partials written to global memory, a fence, an atomic count and a merge that reads them back.
-// Here each (query row, KV head) is one thread-block cluster of kClusterSplits blocks:
-//   - tile t of the row's keys goes to warp (t / kClusterSplits) % kWarps of block
-//     t % kClusterSplits, so the first tiles spread over the cluster's 8 SMs;
+// Here each (query row, KV head) is one thread-block cluster of S blocks (kClusterSplits = 8 for
+// the scalar kernel; 8 or 16 for the tensor-core one, AttentionArgs::cluster_splits):
+//   - tile t of the row's keys goes to warp (t / S) % kWarps of block t % S, so the first tiles
+//     spread over the cluster's S SMs;
 //   - a warp's first tile of keys written by earlier steps is loaded before the PDL wait (the
 //     kernel before this one, RoPE + KV write, writes only this step's keys; every kernel of the
 //     step waits on its predecessor before it lets its successor start, so everything older is
@@ -450,7 +451,9 @@ __device__ __forceinline__ void wait_inbox(MergeInbox<D, G, S>& inbox) {
 }
 
 // G (1, 2, 4 or 8): the block's query heads rounded up, which sizes its shared memory (a kernel
-// with less of it can start beside the previous kernel's blocks before the PDL wait).
+// with less of it can start beside the previous kernel's blocks before the PDL wait). S (4, 8 or
+// 16, splits_fit): the cluster's blocks; each warp has its first two chunks, 128 S keys a row in
+// all, in flight before the wait.
 // The end differs from the scalar kernel's merge_cluster_blocks: each block posts its combined
 // result straight into the owners' MergeInbox, every owner merges once its inbox is full, and no
 // block reads another's shared memory, so no cluster barrier closes the kernel. Block-level timing

@@ -501,7 +501,8 @@ __device__ __forceinline__ void publish_chunk_state(float (*m_s)[G], float (*l_s
 
 // The cluster decode kernel (attention_decode.cu): query rows of every kind, head_dim 64 or 128,
 // outside invariant mode and without a shared prefix. Each (row, KV head) is one cluster of
-// kClusterSplits thread blocks that merge their key splits through distributed shared memory.
+// thread blocks that merge their key splits through distributed shared memory: kClusterSplits, or
+// AttentionArgs::cluster_splits for the tensor-core kernel.
 constexpr int kClusterSplits = 8;
 void launch_cluster_decode_attention(const AttentionArgs& args, cudaStream_t stream);
 
