@@ -66,8 +66,9 @@ struct AttentionArgs {
   // kernel's.
   bool cluster_decode = false;
   // The blocks each cluster of the tensor-core cluster kernel splits a row's keys over: 8 or 16
-  // (CudaBackend picks by the step's longest row, workspace_plan.h); a shape whose merge does not
-  // fit 16 runs 8. KernelSwitches::cluster_attention_splits, when set, overrides it.
+  // (CudaBackend picks by the step's longest row and its clusters, cluster_attention_splits in
+  // workspace_plan.h); a shape whose merge does not fit 16 runs 8.
+  // KernelSwitches::cluster_attention_splits, when set, overrides it.
   int cluster_splits = 8;
   // With cluster_decode, when every row is its sequence's one decode row: this step's qkv bias,
   // RoPE and K/V cache write are done here instead of by launch_rope_kv_write (one launch fewer

@@ -138,6 +138,7 @@ class CudaBackend final : public Backend {
   // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
   // when the shared-prefix attention does not apply (attention.cuh).
   int shared_prefix_keys(const StepPlan& plan) const;
+  // The GraphCache variant of the next forward() (shared prefix, 16-block attention clusters).
   int graph_variant() const;
   void launch_eager(const StepPlan& plan);
   void copy_logits(const StepPlan& plan, StepOutput& out) const;
