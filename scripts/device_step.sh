@@ -95,13 +95,19 @@ q4k_rows_bench() {  # MODEL "BATCHES"
 bench_with() {  # BINARY NAME BATCH [VAR=VALUE...] ARGS...
   local bin=$1 name=$2 batch=$3
   shift 3
+  dataset_bench "$bin" "$name" "grid:$batch:512:128" "$@"
+}
+# bench_with on any --dataset-name (e.g. grid:1:2048:128 for longer prompts).
+dataset_bench() {  # BINARY NAME DATASET [VAR=VALUE...] ARGS...
+  local bin=$1 name=$2 dataset=$3
+  shift 3
   local vars=()
   while [[ $# -gt 0 && $1 == [A-Z]*=* ]]; do
     vars+=("$1")
     shift
   done
   step "$name" 150 env "${vars[@]}" "$bin" bench --device cuda --mode offline \
-    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "grid:$batch:512:128" "$@" \
+    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "$dataset" "$@" \
     --json "$OUT/$name.json"
   bench_summary "$name" "$OUT/$name.json"
 }

@@ -8,15 +8,12 @@
 set -uo pipefail
 source scripts/device_step.sh
 device_begin /tmp/cluster_rows_long
-rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...
-  local name=$1 rows=$2 dataset=$3
+rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...: dataset_bench with ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS unless default
+  local name=$1 value=$2 dataset=$3
   shift 3
   local env_args=()
-  [[ $rows == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS="$rows")
-  step "$name" 150 env "${env_args[@]}" "$B/roseinfer" bench --device cuda --mode offline \
-    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "$dataset" "$@" \
-    --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
+  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS="$value")
+  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
 }
 cells=()
 for model in "llama1b_q4_k --model llama-1b --quantize q4_k" "llama1b_bf16 --model llama-1b"; do

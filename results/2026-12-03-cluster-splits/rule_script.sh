@@ -11,15 +11,12 @@ device_begin /tmp/cluster_rule
 step gpu_test_attention 300 "$B/gpu_test_cuda_kernels" -tc='*attention*'
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-rule_bench() {  # NAME SPLITS(rule|8|16) DATASET ARGS...
-  local name=$1 splits=$2 dataset=$3
+rule_bench() {  # NAME SPLITS(rule|8|16) DATASET ARGS...: dataset_bench with ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS unless rule
+  local name=$1 value=$2 dataset=$3
   shift 3
   local env_args=()
-  [[ $splits == rule ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$splits")
-  step "$name" 150 env "${env_args[@]}" "$B/roseinfer" bench --device cuda --mode offline \
-    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "$dataset" "$@" \
-    --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
+  [[ $value == rule ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$value")
+  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
 }
 cells=()
 for p in 512 896 1024 1536 2048 4096; do

@@ -9,15 +9,12 @@ source scripts/device_step.sh
 device_begin /tmp/cluster_splits
 step gpu_test_attention 300 "$B/gpu_test_cuda_kernels" -tc='*attention*'
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-splits_bench() {  # NAME SPLITS DATASET ARGS...
-  local name=$1 splits=$2 dataset=$3
+splits_bench() {  # NAME SPLITS DATASET ARGS...: dataset_bench with ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS unless 8
+  local name=$1 value=$2 dataset=$3
   shift 3
   local env_args=()
-  [[ $splits == 8 ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$splits")
-  step "$name" 150 env "${env_args[@]}" "$B/roseinfer" bench --device cuda --mode offline \
-    --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name "$dataset" "$@" \
-    --json "$OUT/$name.json"
-  bench_summary "$name" "$OUT/$name.json"
+  [[ $value == 8 ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$value")
+  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
 }
 for round in 1 2; do
   for spec in "llama1b_bf16 grid:1:512:128 --model llama-1b" \
