@@ -332,24 +332,34 @@ TEST_CASE(
   CHECK(cluster_attention_splits(wide_group, 5, 2048) == 8);   // 20
 }
 
-TEST_CASE("the cluster decode attention's row limit follows the KV width") {
+TEST_CASE("the cluster decode attention's row limit follows the KV width and the context") {
   // llama-1b (8 KV heads of 64) and llama-8b (8 of 128): the split-KV kernel from 9 rows; gpt2
   // (12 of 64, one query head each) from 7. SmolLM2-135M (3 KV heads of 64: 192 wide) keeps the
   // cluster kernel to 32.
-  CHECK(cluster_attention_max_rows(preset("llama-1b")) == 8);
-  CHECK(cluster_attention_max_rows(preset("llama-8b")) == 8);
-  CHECK(cluster_attention_max_rows(preset("gpt2")) == 6);
+  CHECK(cluster_attention_max_rows(preset("llama-1b"), 640) == 8);
+  CHECK(cluster_attention_max_rows(preset("llama-8b"), 640) == 8);
+  CHECK(cluster_attention_max_rows(preset("gpt2"), 640) == 6);
   ModelConfig smollm2 = preset("llama-1b");
   smollm2.num_heads = 9;
   smollm2.num_kv_heads = 3;
   CHECK(smollm2.kv_dim() == 192);
-  CHECK(cluster_attention_max_rows(smollm2) == 32);
+  CHECK(cluster_attention_max_rows(smollm2, 640) == 32);
   // A GPU's shard under tensor parallel: llama-8b over two GPUs keeps 4 x 128 = 512.
   ModelConfig shard = preset("llama-8b");
   shard.num_heads /= 2;
   shard.num_kv_heads /= 2;
-  CHECK(cluster_attention_max_rows(shard) == 8);
+  CHECK(cluster_attention_max_rows(shard, 640) == 8);
   shard.num_heads /= 2;
   shard.num_kv_heads /= 2;
-  CHECK(cluster_attention_max_rows(shard) == 32);  // four GPUs: 256 wide
+  CHECK(cluster_attention_max_rows(shard, 640) == 32);  // four GPUs: 256 wide
+  // Long rows: the wide GQA models keep the cluster kernel to 4 rows only from 1,536 keys (the
+  // graph bucket of 8 goes to the split-KV kernel), SmolLM2's shape to 8 from 2,048; gpt2 keeps
+  // its limit (its rows end at 1,024 keys).
+  CHECK(cluster_attention_max_rows(preset("llama-1b"), 1535) == 8);
+  CHECK(cluster_attention_max_rows(preset("llama-1b"), 1536) == 4);
+  CHECK(cluster_attention_max_rows(preset("llama-8b"), 4224) == 4);
+  CHECK(cluster_attention_max_rows(preset("gpt2"), 4224) == 6);
+  CHECK(cluster_attention_max_rows(smollm2, 2047) == 32);
+  CHECK(cluster_attention_max_rows(smollm2, 2048) == 8);
+  CHECK(cluster_attention_max_rows(smollm2, 4224) == 8);
 }

@@ -154,10 +154,12 @@ void compare_backends(const WeightSource& weights, const std::vector<int>& promp
   const ModelConfig& config = weights.config();
   BackendOptions options;
   options.batch_invariant = invariant;
-  options.num_kv_blocks = 768;  // up to 11 sequences of 1,024 tokens (make_seqs: 64 blocks each)
+  options.max_model_len = std::min(config.max_position_embeddings, max_model_len);
+  // make_seqs gives each sequence the blocks of max_model_len from block 3 on: at least 768.
+  const int blocks_per_seq = (options.max_model_len + options.block_size - 1) / options.block_size;
+  options.num_kv_blocks = std::max(768, 3 + int(prompt_lens.size()) * blocks_per_seq);
   options.max_num_seqs = 32;
   options.max_num_batched_tokens = 512;
-  options.max_model_len = std::min(config.max_position_embeddings, max_model_len);
   options.cuda_graphs = graphs;
   std::unique_ptr<Backend> cpu = make_cpu_backend(weights, options);
   std::unique_ptr<Backend> gpu = make_cuda_backend(weights, options);
@@ -345,6 +347,24 @@ TEST_CASE("decode rows past 1,024 keys (16-block attention clusters): GPU matche
   Bf16RandomWeights weights(c);
   compare_backends(weights, {1020}, 512, 8, true, 0.05, false, 2048);
   compare_backends(weights, {1020, 1023, 700, 1022}, 128, 6, true, 0.05, false, 2048);
+}
+
+TEST_CASE("8 decode rows, one past 1,536 keys (the split-KV kernel in place of clusters)") {
+  // 8 KV heads of 64 (512 wide, as llama-1b) with a GQA group of 2: a bucket of 8 decode rows
+  // runs the cluster attention while its longest row is short, the split-KV kernel from
+  // kLongRowClusterMinKeys keys (cluster_attention_max_rows), in graph variant 3. The decode
+  // steps cross it: the longest row goes from 1,533 to 1,540 keys, the others stay short. Both
+  // kernels compute the same attention, so this holds each against the CPU across the switch.
+  static_assert(kLongRowClusterMinKeys > 1533 && kLongRowClusterMinKeys <= 1540);
+  ModelConfig c = qwen_like_config();
+  c.hidden_size = 256;
+  c.num_heads = 16;
+  c.num_kv_heads = 8;
+  c.head_dim = 64;
+  c.max_position_embeddings = 1600;
+  c.qkv_bias = false;
+  Bf16RandomWeights weights(c);
+  compare_backends(weights, {1532, 30, 41, 52, 63, 74, 85, 96}, 512, 8, true, 0.05, false, 1600);
 }
 
 TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {

@@ -116,12 +116,7 @@ CudaBackend::CudaBackend(const WeightSource& weights, const BackendOptions& opti
                                        prefill_attention_supported(layer_args_[0].attention);
   }
   quant_gemm_split_k_ = !gemm_quant_split_k_disabled();
-  cluster_attention_max_rows_ = cluster_attention_uses_tensor_cores()
-                                    ? cluster_attention_max_rows(config_)
-                                    : kScalarClusterAttentionMaxRows;
-  if (switches_.cluster_attention_max_rows >= 0) {
-    cluster_attention_max_rows_ = switches_.cluster_attention_max_rows;
-  }
+  cluster_attention_tensor_cores_ = cluster_attention_uses_tensor_cores();
   if (switches_.fused_norm_rows >= 0) fused_norm_cap_ = switches_.fused_norm_rows;
   quant_mma_min_rows_ = std::max(fused_norm_cap_, kFusedNormDefaultRows) + 1;
   if (switches_.quant_mma_min_rows >= 0) quant_mma_min_rows_ = switches_.quant_mma_min_rows;
@@ -515,10 +510,20 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs, char* host,
 
 // The graph of the next forward()'s launch sequence within its bucket (GraphCache::run): 1 with
 // the shared-prefix launch, 2 with 16-block attention clusters (a shared prefix runs no cluster
-// kernel), 0 else.
-int CudaBackend::graph_variant() const {
+// kernel), 3 when the step's long rows send a bucket that short rows run on the cluster kernel to
+// the split-KV kernel (cluster_attention_max_rows; only past 4 rows, where clusters have 8
+// blocks), 0 else.
+int CudaBackend::graph_variant(int padded) const {
   if (step_shared_keys_ > 0) return 1;
-  return step_cluster_splits_ != kClusterAttentionSplits ? 2 : 0;
+  if (step_cluster_splits_ != kClusterAttentionSplits) return 2;
+  const bool short_rows_cluster = padded <= cluster_max_rows(0);
+  return short_rows_cluster && padded > step_cluster_max_rows_ ? 3 : 0;
+}
+
+int CudaBackend::cluster_max_rows(int max_context) const {
+  if (switches_.cluster_attention_max_rows >= 0) return switches_.cluster_attention_max_rows;
+  return cluster_attention_tensor_cores_ ? cluster_attention_max_rows(config_, max_context)
+                                         : kScalarClusterAttentionMaxRows;
 }
 
 int CudaBackend::shared_prefix_keys(const StepPlan& plan) const {
@@ -581,6 +586,7 @@ void CudaBackend::enqueue(const StepPlan& plan) {
     step_shared_keys_ = shared_prefix_keys(plan);
     if (step_shared_keys_ > 0) ++stats_.shared_prefix;
     step_cluster_splits_ = cluster_attention_splits(config_, padded, max_context);
+    step_cluster_max_rows_ = cluster_max_rows(max_context);
     const double t1 = host_seconds();
     char* host = static_cast<char*>(pinned_meta_) + half * plan_.bytes.meta;
     const int32_t sample_offset = int32_t(half * plan_.max_seqs);
@@ -596,7 +602,7 @@ void CudaBackend::enqueue(const StepPlan& plan) {
       for (int replay = 0; replay < switches_.graph_replays;
            ++replay) {  // measurement: more than 1
         const auto run = graphs_.run(
-            padded, stream_, [&] { forward(padded, padded, 1); }, graph_variant());
+            padded, stream_, [&] { forward(padded, padded, 1); }, graph_variant(padded));
         ++(run == GraphCache::Run::kReplayed ? stats_.replays : stats_.captures);
       }
     } else {

@@ -138,8 +138,13 @@ class CudaBackend final : public Backend {
   // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
   // when the shared-prefix attention does not apply (attention.cuh).
   int shared_prefix_keys(const StepPlan& plan) const;
-  // The GraphCache variant of the next forward() (shared prefix, 16-block attention clusters).
-  int graph_variant() const;
+  // The GraphCache variant of the next forward() of `padded` rows (shared prefix, 16-block
+  // attention clusters, long rows off the cluster attention).
+  int graph_variant(int padded) const;
+  // The most rows a pure-decode step whose longest row has `max_context` keys runs on the cluster
+  // decode attention: ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS when set, 4 on the scalar kernel,
+  // else cluster_attention_max_rows (by the model and the context).
+  int cluster_max_rows(int max_context) const;
   void launch_eager(const StepPlan& plan);
   void copy_logits(const StepPlan& plan, StepOutput& out) const;
 
@@ -273,11 +278,11 @@ class CudaBackend final : public Backend {
   // when it supports the model; ROSEINFER_CUDA_INVARIANT_ATTENTION=split keeps the split-KV
   // kernel with fixed splits (the schedule before, for comparisons).
   bool invariant_tensor_core_attention_ = false;
-  // Pure-decode steps of at most this many rows run the cluster decode attention (attention.cuh,
-  // cluster_decode), outside --batch-invariant and the shared-prefix launch; 0 turns it off.
-  // cluster_attention_max_rows(config_) (6, 8 or 32 by the model), 4 on the scalar kernel;
-  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS sets it (comparisons). Set in the constructor.
-  int cluster_attention_max_rows_ = 0;
+  // The next forward()'s pure-decode steps of at most this many rows run the cluster decode
+  // attention (attention.cuh, cluster_decode), outside --batch-invariant and the shared-prefix
+  // launch; 0: none. cluster_max_rows of the step's longest row, set in enqueue.
+  int step_cluster_max_rows_ = 0;
+  bool cluster_attention_tensor_cores_ = true;  // cluster_attention_uses_tensor_cores()
   // False when ROSEINFER_GEMM_QUANT_SPLIT_K is 0 or 1 (gemm_quant_split_k_disabled): the GEMM
   // runs unsplit and the row limits are those before split-K (comparisons).
   bool quant_gemm_split_k_ = true;

@@ -229,7 +229,7 @@ void CudaBackend::attention_block(const LayerArgs& layer, const LayerWeights& w,
   const bool tc_decode =
       tc_min_seqs > 0 && max_query_len == 1 && step.num_seqs >= tc_min_seqs && !step.shared_keys;
   const bool cluster = !options_.batch_invariant && max_query_len == 1 && !step.shared_keys &&
-                       !tc_decode && n <= cluster_attention_max_rows_ &&
+                       !tc_decode && n <= step_cluster_max_rows_ &&
                        (config_.head_dim == 64 || config_.head_dim == 128);
   const bool fuse_rope = cluster && switches_.fused_rope;
   if (!skipped(kSkipRope) && !fuse_rope) launch_rope_kv_write(rope, stream_);

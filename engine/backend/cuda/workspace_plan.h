@@ -12,8 +12,8 @@ namespace rose {
 
 // Attention key splits at most, for any batch (the split-KV grid's third dimension).
 constexpr int kMaxAttentionSplits = 32;
-// Pure-decode steps of up to cluster_attention_max_rows(config) rows run the cluster decode
-// attention (attention.cuh, cluster_decode). Measured on the H100: the scalar kernel
+// Pure-decode steps of up to cluster_attention_max_rows(config, max_context) rows run the cluster
+// decode attention (attention.cuh, cluster_decode). Measured on the H100: the scalar kernel
 // (results/2026-11-24-b1-latency/) saved 3-6 us a layer at batch 1, gpt2 gained 10-12% at batch
 // 2-4 and llama-1b 8% at 2, nothing at 4; at 8 it was 2-5% slower, at 16 (8 blocks per row and KV
 // head: 1,024 blocks for llama) 8-16%. The tensor-core kernel (results/2026-11-25-attention-mma/
@@ -35,10 +35,33 @@ constexpr int kClusterAttentionMaxRows = 8;         // GQA, kv_dim >= kClusterAt
 constexpr int kClusterAttentionNoGroupMaxRows = 6;  // one query head a KV head (gpt2)
 constexpr int kClusterAttentionNarrowMaxRows = 32;  // narrower KV (SmolLM2: 3 x 64 = 192)
 constexpr int kClusterAttentionWideKvDim = 512;     // llama-1b's 8 x 64, the narrowest measured
-inline int cluster_attention_max_rows(const ModelConfig& config) {
-  if (config.kv_dim() < kClusterAttentionWideKvDim) return kClusterAttentionNarrowMaxRows;
-  return config.num_heads == config.num_kv_heads ? kClusterAttentionNoGroupMaxRows
-                                                 : kClusterAttentionMaxRows;
+// Those limits were set at 512-640 keys. With longer rows the split-KV kernel, which spreads a
+// row's keys over the whole GPU, overtakes the cluster kernel sooner. H200, one binary, decode
+// steps of grid:B:P:128 against ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS
+// (results/2026-12-03-cluster-rows-context/), cluster -> split-KV, ms a step:
+//   llama-1b Q4_K, 8 rows: P=1,024 1.057 -> 1.078, 1,536 1.127 -> 1.113, 2,048 1.194 -> 1.153,
+//     4,096 1.400 -> 1.278 (bf16 alike: 1.320 -> 1.332 ... 1.666 -> 1.531); 6 rows (the same
+//     bucket of 8) even at 1,536-2,048, 7-8% faster on split-KV at 4,096; 4 rows at 4,096 still
+//     8-9% faster on the cluster kernel (1.031 against 1.126); llama-8b Q4_K, 8 rows: 4.052 ->
+//     4.035 at 1,024, 5.251 -> 4.745 at 4,096.
+//   SmolLM2's shape: 16 rows even at 2,048 (1.205 -> 1.197), 1.584 -> 1.377 at 4,096; 32 rows
+//     1.677 -> 1.509 at 2,048, 2.266 -> 1.903 at 4,096.
+// So from a step's longest row of kLongRowClusterMinKeys keys the wide GQA models keep the
+// cluster kernel to kLongRowClusterMaxRows rows, and from kNarrowLongRowClusterMinKeys the narrow
+// ones to kNarrowLongRowClusterMaxRows. A graph bucket whose path that changes has a graph
+// variant of its own (CudaBackend::graph_variant).
+constexpr int kLongRowClusterMinKeys = 1536;
+constexpr int kLongRowClusterMaxRows = 4;
+constexpr int kNarrowLongRowClusterMinKeys = 2048;
+constexpr int kNarrowLongRowClusterMaxRows = 8;
+// max_context: the step's longest row (keys, this step's included).
+inline int cluster_attention_max_rows(const ModelConfig& config, int max_context) {
+  if (config.kv_dim() < kClusterAttentionWideKvDim) {
+    return max_context >= kNarrowLongRowClusterMinKeys ? kNarrowLongRowClusterMaxRows
+                                                       : kClusterAttentionNarrowMaxRows;
+  }
+  if (config.num_heads == config.num_kv_heads) return kClusterAttentionNoGroupMaxRows;
+  return max_context >= kLongRowClusterMinKeys ? kLongRowClusterMaxRows : kClusterAttentionMaxRows;
 }
 constexpr int kScalarClusterAttentionMaxRows = 4;  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0
 // The blocks a cluster of the tensor-core cluster attention (AttentionArgs::cluster_splits): each
