@@ -352,10 +352,12 @@ TEST_CASE("decode rows past 1,024 keys (16-block attention clusters): GPU matche
 TEST_CASE("8 decode rows, one past 1,536 keys (the split-KV kernel in place of clusters)") {
   // 8 KV heads of 64 (512 wide, as llama-1b) with a GQA group of 2: a bucket of 8 decode rows
   // runs the cluster attention while its longest row is short, the split-KV kernel from
-  // kLongRowClusterMinKeys keys (cluster_attention_max_rows), in graph variant 3. The decode
-  // steps cross it: the longest row goes from 1,533 to 1,540 keys, the others stay short. Both
-  // kernels compute the same attention, so this holds each against the CPU across the switch.
-  static_assert(kLongRowClusterMinKeys > 1533 && kLongRowClusterMinKeys <= 1540);
+  // kWideClusterRowLimits[1].min_keys keys (cluster_attention_max_rows), in graph variant 3. The
+  // decode steps cross it: the longest row goes from 1,533 to 1,540 keys, the others stay short.
+  // Both kernels compute the same attention, so this holds each against the CPU across the
+  // switch.
+  static_assert(kWideClusterRowLimits[1].min_keys > 1533 &&
+                kWideClusterRowLimits[1].min_keys <= 1540 && kWideClusterRowLimits[1].max_rows < 8);
   ModelConfig c = qwen_like_config();
   c.hidden_size = 256;
   c.num_heads = 16;
@@ -364,7 +366,7 @@ TEST_CASE("8 decode rows, one past 1,536 keys (the split-KV kernel in place of c
   c.max_position_embeddings = 1600;
   c.qkv_bias = false;
   Bf16RandomWeights weights(c);
-  compare_backends(weights, {1532, 30, 41, 52, 63, 74, 85, 96}, 512, 8, true, 0.05, false, 1600);
+  compare_backends(weights, {1532, 30, 41, 52, 63, 74, 85, 96}, 64, 8, true, 0.05, false, 1600);
 }
 
 TEST_CASE("weights kept quantized (--quantize): GPU matches the CPU on the same blocks") {

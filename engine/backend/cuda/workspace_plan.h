@@ -4,6 +4,7 @@
 // (tests/test_workspace_plan.cpp). The backend allocates exactly these bytes; the shapes here are
 // the buffers' shapes there.
 #include <cstdint>
+#include <span>
 
 #include "engine/model/config.h"
 #include "kernels/common/attention_split.h"
@@ -31,37 +32,45 @@ constexpr int kMaxAttentionSplits = 32;
 // even at 6 (0.430 / 0.428), the cluster kernel 2% faster at 5 (4_gpt2/). SmolLM2's shape stays
 // faster on the cluster kernel to 32 rows (1.033 against 1.204 ms a step at 24, 1.181 against
 // 1.228 at 32) and falls behind from 48 (1.569 against 1.372; 6_smollm2_wide/).
-constexpr int kClusterAttentionMaxRows = 8;         // GQA, kv_dim >= kClusterAttentionWideKvDim
-constexpr int kClusterAttentionNoGroupMaxRows = 6;  // one query head a KV head (gpt2)
-constexpr int kClusterAttentionNarrowMaxRows = 32;  // narrower KV (SmolLM2: 3 x 64 = 192)
-constexpr int kClusterAttentionWideKvDim = 512;     // llama-1b's 8 x 64, the narrowest measured
 // Those limits were set at 512-640 keys. With longer rows the split-KV kernel, which spreads a
-// row's keys over the whole GPU, overtakes the cluster kernel sooner. H200, one binary, decode
-// steps of grid:B:P:128 against ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS
+// row's keys over the whole GPU, overtakes the cluster kernel sooner. H200, one binary a call,
+// decode steps of grid:B:P:128 against ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS
 // (results/2026-12-03-cluster-rows-context/), cluster -> split-KV, ms a step:
 //   llama-1b Q4_K, 8 rows: P=1,024 1.057 -> 1.078, 1,536 1.127 -> 1.113, 2,048 1.194 -> 1.153,
 //     4,096 1.400 -> 1.278 (bf16 alike: 1.320 -> 1.332 ... 1.666 -> 1.531); 6 rows (the same
 //     bucket of 8) even at 1,536-2,048, 7-8% faster on split-KV at 4,096; 4 rows at 4,096 still
 //     8-9% faster on the cluster kernel (1.031 against 1.126); llama-8b Q4_K, 8 rows: 4.052 ->
-//     4.035 at 1,024, 5.251 -> 4.745 at 4,096.
-//   SmolLM2's shape: 16 rows even at 2,048 (1.205 -> 1.197), 1.584 -> 1.377 at 4,096; 32 rows
-//     1.677 -> 1.509 at 2,048, 2.266 -> 1.903 at 4,096.
-// So from a step's longest row of kLongRowClusterMinKeys keys the wide GQA models keep the
-// cluster kernel to kLongRowClusterMaxRows rows, and from kNarrowLongRowClusterMinKeys the narrow
-// ones to kNarrowLongRowClusterMaxRows. A graph bucket whose path that changes has a graph
-// variant of its own (CudaBackend::graph_variant).
-constexpr int kLongRowClusterMinKeys = 1536;
-constexpr int kLongRowClusterMaxRows = 4;
-constexpr int kNarrowLongRowClusterMinKeys = 2048;
-constexpr int kNarrowLongRowClusterMaxRows = 8;
-// max_context: the step's longest row (keys, this step's included).
+//     4.035 at 1,024, 4.475 -> 4.273 at 2,048, 5.251 -> 4.745 at 4,096.
+//   SmolLM2's shape by rows: 8 stay far faster on clusters (0.875 against 1.257 at 2,048, 1.071
+//     against 1.380 at 4,096); 16 faster on clusters at 1,536 (1.118 / 1.160), even at 2,048
+//     (1.205 / 1.197), 13% faster on split-KV at 4,096 (1.600 -> 1.381); 24 2% faster on
+//     clusters at 2,048 (1.388 / 1.420); 32 faster on split-KV from 1,024 keys (1.389 -> 1.330,
+//     1,536 1.540 -> 1.418, 2,048 1.690 -> 1.521).
+// So each kind of model has a limit by its step's longest row (the last entry whose min_keys it
+// reaches). A graph bucket whose path that changes has a graph variant of its own
+// (CudaBackend::graph_variant).
+struct ClusterRowLimit {
+  int min_keys;  // from this many keys in the step's longest row (this step's key included)
+  int max_rows;
+};
+// GQA, kv_dim >= kClusterAttentionWideKvDim (llama-1b, llama-8b).
+constexpr ClusterRowLimit kWideClusterRowLimits[] = {{0, 8}, {1536, 4}};
+// One query head a KV head (gpt2; its rows end at 1,024 keys).
+constexpr ClusterRowLimit kNoGroupClusterRowLimits[] = {{0, 6}};
+// Narrower KV (SmolLM2: 3 x 64 = 192).
+constexpr ClusterRowLimit kNarrowClusterRowLimits[] = {{0, 32}, {1024, 24}, {4096, 8}};
+constexpr int kClusterAttentionWideKvDim = 512;  // llama-1b's 8 x 64, the narrowest measured
 inline int cluster_attention_max_rows(const ModelConfig& config, int max_context) {
-  if (config.kv_dim() < kClusterAttentionWideKvDim) {
-    return max_context >= kNarrowLongRowClusterMinKeys ? kNarrowLongRowClusterMaxRows
-                                                       : kClusterAttentionNarrowMaxRows;
+  using Limits = std::span<const ClusterRowLimit>;
+  const Limits limits = config.kv_dim() < kClusterAttentionWideKvDim
+                            ? Limits(kNarrowClusterRowLimits)
+                        : config.num_heads == config.num_kv_heads ? Limits(kNoGroupClusterRowLimits)
+                                                                  : Limits(kWideClusterRowLimits);
+  int rows = limits[0].max_rows;
+  for (const ClusterRowLimit& limit : limits) {
+    if (max_context >= limit.min_keys) rows = limit.max_rows;
   }
-  if (config.num_heads == config.num_kv_heads) return kClusterAttentionNoGroupMaxRows;
-  return max_context >= kLongRowClusterMinKeys ? kLongRowClusterMaxRows : kClusterAttentionMaxRows;
+  return rows;
 }
 constexpr int kScalarClusterAttentionMaxRows = 4;  // ROSEINFER_CUDA_CLUSTER_ATTENTION_MMA=0
 // The blocks a cluster of the tensor-core cluster attention (AttentionArgs::cluster_splits): each
