@@ -354,14 +354,14 @@ TEST_CASE("the cluster decode attention's row limit follows the KV width and the
   CHECK(cluster_attention_max_rows(shard, 640) == 32);  // four GPUs: 256 wide
   // Long rows: the wide GQA models keep the cluster kernel to 4 rows only from 1,536 keys (the
   // graph bucket of 8 goes to the split-KV kernel); SmolLM2's shape to 24 rows from 1,024 keys
-  // and to 8 from 4,096; gpt2 keeps its limit (its rows end at 1,024 keys).
+  // and to 8 from 3,072; gpt2 keeps its limit (its rows end at 1,024 keys).
   CHECK(cluster_attention_max_rows(preset("llama-1b"), 1535) == 8);
   CHECK(cluster_attention_max_rows(preset("llama-1b"), 1536) == 4);
   CHECK(cluster_attention_max_rows(preset("llama-8b"), 4224) == 4);
   CHECK(cluster_attention_max_rows(preset("gpt2"), 4224) == 6);
   CHECK(cluster_attention_max_rows(smollm2, 1023) == 32);
   CHECK(cluster_attention_max_rows(smollm2, 1024) == 24);
-  CHECK(cluster_attention_max_rows(smollm2, 4095) == 24);
-  CHECK(cluster_attention_max_rows(smollm2, 4096) == 8);
+  CHECK(cluster_attention_max_rows(smollm2, 3071) == 24);
+  CHECK(cluster_attention_max_rows(smollm2, 3072) == 8);
   CHECK(cluster_attention_max_rows(smollm2, 1 << 20) == 8);
 }

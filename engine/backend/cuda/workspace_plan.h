@@ -45,7 +45,9 @@ constexpr int kMaxAttentionSplits = 32;
 //     against 1.380 at 4,096); 16 faster on clusters at 1,536 (1.118 / 1.160), even at 2,048
 //     (1.205 / 1.197), 13% faster on split-KV at 4,096 (1.600 -> 1.381); 24 2% faster on
 //     clusters at 2,048 (1.388 / 1.420); 32 faster on split-KV from 1,024 keys (1.389 -> 1.330,
-//     1,536 1.540 -> 1.418, 2,048 1.690 -> 1.521).
+//     1,536 1.540 -> 1.418, 2,048 1.690 -> 1.521). Call 3: 16 rows 8% faster on split-KV at
+//     3,072 (1.405 -> 1.294); 24 rows faster on clusters at 1,024 (1.180 / 1.285), even at 3,072
+//     (1.580 / 1.567), 4% faster on split-KV at 4,096 (1.774 -> 1.711).
 // So each kind of model has a limit by its step's longest row (the last entry whose min_keys it
 // reaches). A graph bucket whose path that changes has a graph variant of its own
 // (CudaBackend::graph_variant).
@@ -58,7 +60,7 @@ constexpr ClusterRowLimit kWideClusterRowLimits[] = {{0, 8}, {1536, 4}};
 // One query head a KV head (gpt2; its rows end at 1,024 keys).
 constexpr ClusterRowLimit kNoGroupClusterRowLimits[] = {{0, 6}};
 // Narrower KV (SmolLM2: 3 x 64 = 192).
-constexpr ClusterRowLimit kNarrowClusterRowLimits[] = {{0, 32}, {1024, 24}, {4096, 8}};
+constexpr ClusterRowLimit kNarrowClusterRowLimits[] = {{0, 32}, {1024, 24}, {3072, 8}};
 constexpr int kClusterAttentionWideKvDim = 512;  // llama-1b's 8 x 64, the narrowest measured
 inline int cluster_attention_max_rows(const ModelConfig& config, int max_context) {
   using Limits = std::span<const ClusterRowLimit>;
