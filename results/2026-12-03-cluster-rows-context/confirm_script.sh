@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
-# Session 53, call 4 on an nvidia-h200 (carry ["bundle-pack"]: roseinfer, gpu_test_cuda_backend and
-# gpu_test_cuda_engine at the final limits, SmolLM2's shape {0: 32, 1,024: 24, 3,072: 8} rows). The
-# backend and engine tests; the rule (default) against the other kernel forced on the cells the last
+# Session 53, call 4 on an nvidia-h200 (carry ["bundle-pack"]: roseinfer and gpu_test_cuda_backend at
+# the final limits, SmolLM2's shape {0: 32, 1,024: 24, 3,072: 8} rows). The
+# backend test; the rule (default) against the other kernel forced on the cells the last
 # change moved and its neighbours; then, measurement only for a later session, how much of a
 # long-context step of many rows is the split-KV attention (ROSEINFER_CUDA_SKIP=attention: outputs
 # wrong, times real).
@@ -9,7 +9,6 @@ set -uo pipefail
 source scripts/device_step.sh
 device_begin /tmp/cluster_rows_confirm
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
-step gpu_test_cuda_engine 300 "$B/gpu_test_cuda_engine"
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
 rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...
   local name=$1 value=$2 dataset=$3
