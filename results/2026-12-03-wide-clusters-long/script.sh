@@ -1,0 +1,39 @@
+#!/usr/bin/env bash
+# Session 53, call 5 on an nvidia-h200 (carry ["bundle-pack"]: roseinfer of b020156, the bundle of
+# results/2026-12-03-cluster-rows-context/ call 4). Measurement: the 16-block clusters
+# (cluster_attention_splits) are taken for at most 16 clusters (rows x KV heads) past 1,024 keys;
+# at 2,048 keys they lost from 24 clusters (results/2026-12-03-cluster-splits/). Do they win at
+# 24-32 clusters with longer rows? Default (8 blocks there) against
+# ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS=16, two rounds.
+set -uo pipefail
+source scripts/device_step.sh
+device_begin /tmp/wide_clusters_long
+step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
+splits_bench() {  # NAME SPLITS(default|N) DATASET ARGS...
+  local name=$1 value=$2 dataset=$3
+  shift 3
+  local env_args=()
+  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$value")
+  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
+}
+cells=(
+  "llama1b_q4_k 4 3072 --model llama-1b --quantize q4_k"
+  "llama1b_q4_k 4 4096 --model llama-1b --quantize q4_k"
+  "llama1b_q4_k 4 8192 --model llama-1b --quantize q4_k"
+  "llama1b_bf16 4 4096 --model llama-1b"
+  "smollm2 8 3072 --model /tmp/models/smollm2-shape"
+  "smollm2 8 4096 --model /tmp/models/smollm2-shape"
+  "llama8b_q4_k 4 4096 --model llama-8b --quantize q4_k"
+)
+for round in 1 2; do
+  for cell in "${cells[@]}"; do
+    read -r tag b p args <<<"$cell"
+    [[ $round == 2 && $tag == llama8b* ]] && continue  # one round: ~20 s a run
+    for splits in default 16; do
+      # shellcheck disable=SC2086
+      splits_bench "${tag}_b${b}_p${p}_splits${splits}_r$round" "$splits" "grid:$b:$p:128" $args
+    done
+  done
+done
+decode_step_table
+device_pack
