@@ -332,6 +332,37 @@ TEST_CASE(
   CHECK(cluster_attention_splits(wide_group, 5, 2048) == 8);   // 20
 }
 
+TEST_CASE("a decode bucket's graph variant follows its launch sequence") {
+  // The variant of a bucket of `rows` on `config` at `keys` (the step's longest row), as the CUDA
+  // backend composes it: the step's splits and limit against the short rows' limit.
+  const auto variant = [](const ModelConfig& config, int rows, int keys, bool shared = false) {
+    return decode_graph_variant(shared, cluster_attention_splits(config, rows, keys), rows,
+                                cluster_attention_max_rows(config, 0),
+                                cluster_attention_max_rows(config, keys));
+  };
+  const ModelConfig llama = preset("llama-1b");
+  CHECK(variant(llama, 8, 640) == 0);   // clusters of 8 blocks
+  CHECK(variant(llama, 8, 1536) == 3);  // split-KV in place of them
+  CHECK(variant(llama, 4, 4096) == 0);  // 32 clusters: still 8 blocks
+  CHECK(variant(llama, 2, 2048) == 2);  // 16 clusters past 1,024 keys: 16 blocks
+  CHECK(variant(llama, 16, 640) == 0);  // split-KV at any context
+  CHECK(variant(llama, 16, 4096) == 0);
+  CHECK(variant(llama, 8, 1536, true) == 1);  // the shared-prefix launch
+  ModelConfig smollm2 = llama;
+  smollm2.num_heads = 9;
+  smollm2.num_kv_heads = 3;
+  CHECK(variant(smollm2, 32, 1023) == 0);
+  CHECK(variant(smollm2, 32, 1024) == 3);
+  CHECK(variant(smollm2, 24, 2048) == 0);
+  CHECK(variant(smollm2, 24, 3072) == 3);
+  CHECK(variant(smollm2, 16, 3072) == 3);
+  CHECK(variant(smollm2, 8, 4096) == 0);
+  CHECK(variant(smollm2, 4, 2048) == 2);  // 12 clusters
+  CHECK(variant(smollm2, 40, 512) == 0);  // past every limit
+  // One forced limit (ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS): the same at every context.
+  CHECK(decode_graph_variant(false, kClusterAttentionSplits, 8, 4, 4) == 0);
+}
+
 TEST_CASE("the cluster decode attention's row limit follows the KV width and the context") {
   // llama-1b (8 KV heads of 64) and llama-8b (8 of 128): the split-KV kernel from 9 rows; gpt2
   // (12 of 64, one query head each) from 7. SmolLM2-135M (3 KV heads of 64: 192 wide) keeps the

@@ -508,16 +508,9 @@ int64_t CudaBackend::pack(const StepPlan& plan, int padded_seqs, char* host,
   return layout.block_tables + int64_t(padded_seqs) * stride * 4;
 }
 
-// The graph of the next forward()'s launch sequence within its bucket (GraphCache::run): 1 with
-// the shared-prefix launch, 2 with 16-block attention clusters (a shared prefix runs no cluster
-// kernel), 3 when the step's long rows send a bucket that short rows run on the cluster kernel to
-// the split-KV kernel (cluster_attention_max_rows; only past 4 rows, where clusters have 8
-// blocks), 0 else.
 int CudaBackend::graph_variant(int padded) const {
-  if (step_shared_keys_ > 0) return 1;
-  if (step_cluster_splits_ != kClusterAttentionSplits) return 2;
-  const bool short_rows_cluster = padded <= cluster_max_rows(0);
-  return short_rows_cluster && padded > step_cluster_max_rows_ ? 3 : 0;
+  return decode_graph_variant(step_shared_keys_ > 0, step_cluster_splits_, padded,
+                              cluster_max_rows(0), step_cluster_max_rows_);
 }
 
 int CudaBackend::cluster_max_rows(int max_context) const {

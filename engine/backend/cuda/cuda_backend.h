@@ -138,8 +138,8 @@ class CudaBackend final : public Backend {
   // row keeping at least one key of its own), or 0 when too few to be worth the prefix launch or
   // when the shared-prefix attention does not apply (attention.cuh).
   int shared_prefix_keys(const StepPlan& plan) const;
-  // The GraphCache variant of the next forward() of `padded` rows (shared prefix, 16-block
-  // attention clusters, long rows off the cluster attention).
+  // The GraphCache variant of the next forward() of `padded` rows (decode_graph_variant: shared
+  // prefix, 16-block attention clusters, long rows off the cluster attention).
   int graph_variant(int padded) const;
   // The most rows a pure-decode step whose longest row has `max_context` keys runs on the cluster
   // decode attention: ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS when set, 4 on the scalar kernel,

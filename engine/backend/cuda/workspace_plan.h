@@ -99,6 +99,19 @@ inline int cluster_attention_splits(const ModelConfig& config, int rows, int max
              ? kWideClusterAttentionSplits
              : kClusterAttentionSplits;
 }
+// A decode bucket's CUDA graph variant (GraphCache::run), one for each launch sequence a step of
+// `padded` rows can take: 1 with the shared-prefix launch, 2 with 16-block attention clusters (a
+// shared prefix runs no cluster kernel), 3 when the step's long rows send a bucket that short rows
+// run on the cluster kernel to the split-KV kernel (which launches RoPE/KV-write on its own), 0
+// else. cluster_splits: the step's cluster_attention_splits; short_rows_max / step_max: the
+// cluster attention's row limit for short rows and for this step (cluster_attention_max_rows, or
+// the switch's one limit).
+inline int decode_graph_variant(bool shared_prefix, int cluster_splits, int padded,
+                                int short_rows_max, int step_max) {
+  if (shared_prefix) return 1;
+  if (cluster_splits != kClusterAttentionSplits) return 2;
+  return padded <= short_rows_max && padded > step_max ? 3 : 0;
+}
 // Kept quantized matrices: how many rows of a product the tile-decoding GEMM (gemm_quant.cuh)
 // takes, by the matrix's shape; past it (and from 1 to 8 rows, the quantized GEMV's) a decoded
 // copy and cuBLAS. Decoding a weight costs the GEMM 5-6 instructions, so it wins where it has
