@@ -112,6 +112,32 @@ dataset_bench() {  # BINARY NAME DATASET [VAR=VALUE...] ARGS...
   bench_summary "$name" "$OUT/$name.json"
 }
 
+# A rule against one forced setting: dataset_bench of $B/roseinfer with VAR=VALUE in its
+# environment, or without it when VALUE is "default".
+switch_bench() {  # NAME VAR VALUE DATASET ARGS...
+  local name=$1 var=$2 value=$3 dataset=$4
+  shift 4
+  local env_args=()
+  [[ $value == default ]] || env_args=("$var=$value")
+  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
+}
+
+# For each CELL "TAG BATCH PROMPT OTHER ARGS...", switch_bench on grid:BATCH:PROMPT:128 by default,
+# then with VAR=OTHER: steps TAG_bBATCH_pPROMPT_LABEL{default,OTHER}SUFFIX, e.g. switch_cells
+# ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS rows _r1 "llama1b 8 2048 4 --model llama-1b" runs
+# llama1b_b8_p2048_rowsdefault_r1 and llama1b_b8_p2048_rows4_r1.
+switch_cells() {  # VAR LABEL SUFFIX CELL...
+  local var=$1 label=$2 suffix=$3 cell tag b p other args value
+  shift 3
+  for cell in "$@"; do
+    read -r tag b p other args <<<"$cell"
+    for value in default "$other"; do
+      # shellcheck disable=SC2086
+      switch_bench "${tag}_b${b}_p${p}_$label$value$suffix" "$var" "$value" "grid:$b:$p:128" $args
+    done
+  done
+}
+
 # One bench_with of $B/roseinfer for each batch in BATCHES and weight type in TYPES (bf16, or a
 # --quantize type): step MODEL_bB_TYPE (MODEL without '-'), e.g. grid_cells llama-1b "1 16" "bf16
 # q4_k" runs llama1b_b1_bf16, llama1b_b1_q4_k, llama1b_b16_bf16 and llama1b_b16_q4_k. SUFFIX, when

@@ -10,15 +10,8 @@ source scripts/device_step.sh
 device_begin /tmp/cluster_rows_confirm
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...
-  local name=$1 value=$2 dataset=$3
-  shift 3
-  local env_args=()
-  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS="$value")
-  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
-}
 cells=(
-  # tag batch prompt other-kernel's-limit args...
+  # tag batch prompt other-limit args...
   "smollm2 16 3072 32 --model /tmp/models/smollm2-shape"
   "smollm2 24 3072 32 --model /tmp/models/smollm2-shape"
   "smollm2 16 2048 8 --model /tmp/models/smollm2-shape"
@@ -26,13 +19,7 @@ cells=(
   "llama1b_q4_k 8 1536 8 --model llama-1b --quantize q4_k"
   "llama1b_bf16 8 4096 8 --model llama-1b"
 )
-for cell in "${cells[@]}"; do
-  read -r tag b p other args <<<"$cell"
-  for rows in default "$other"; do
-    # shellcheck disable=SC2086
-    rows_bench "${tag}_b${b}_p${p}_rows$rows" "$rows" "grid:$b:$p:128" $args
-  done
-done
+switch_cells ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS rows "" "${cells[@]}"
 for cell in "64 2048" "256 1024" "64 512"; do
   read -r b p <<<"$cell"
   dataset_bench "$B/roseinfer" "llama1b_bf16_b${b}_p${p}_full" "grid:$b:$p:128" --model llama-1b

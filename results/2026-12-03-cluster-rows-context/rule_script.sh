@@ -10,15 +10,8 @@ source scripts/device_step.sh
 device_begin /tmp/cluster_rows_rule
 step gpu_test_cuda_backend 300 "$B/gpu_test_cuda_backend"
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...
-  local name=$1 value=$2 dataset=$3
-  shift 3
-  local env_args=()
-  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS="$value")
-  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
-}
 cells=(
-  # tag batch prompt old-limit args...
+  # tag batch prompt other-limit args...
   "llama1b_q4_k 8 1536 8 --model llama-1b --quantize q4_k"
   "llama1b_q4_k 8 4096 8 --model llama-1b --quantize q4_k"
   "llama1b_q4_k 8 1024 4 --model llama-1b --quantize q4_k"
@@ -36,13 +29,7 @@ cells=(
   "smollm2 32 1024 8 --model /tmp/models/smollm2-shape"
 )
 for round in 1 2; do
-  for cell in "${cells[@]}"; do
-    read -r tag b p old args <<<"$cell"
-    for rows in default "$old"; do
-      # shellcheck disable=SC2086
-      rows_bench "${tag}_b${b}_p${p}_rows${rows}_r$round" "$rows" "grid:$b:$p:128" $args
-    done
-  done
+  switch_cells ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS rows "_r$round" "${cells[@]}"
   [[ $SECONDS -gt 420 ]] && break  # one round is enough when the first ran long
 done
 decode_step_table

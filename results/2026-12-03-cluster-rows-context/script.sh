@@ -10,39 +10,22 @@ set -uo pipefail
 source scripts/device_step.sh
 device_begin /tmp/cluster_rows_context
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-rows_bench() {  # NAME MAX_ROWS(default|N) DATASET ARGS...
-  local name=$1 value=$2 dataset=$3
-  shift 3
-  local env_args=()
-  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS="$value")
-  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
-}
+cells=()
 for model in "llama1b_q4_k --model llama-1b --quantize q4_k" "llama1b_bf16 --model llama-1b"; do
   read -r tag args <<<"$model"
   for p in 1024 1536 2048 4096; do
-    for b in 8 6; do
-      for rows in default 4; do
-        # shellcheck disable=SC2086
-        rows_bench "${tag}_b${b}_p${p}_rows$rows" "$rows" "grid:$b:$p:128" $args
-      done
-    done
+    cells+=("$tag 8 $p 4 $args" "$tag 6 $p 4 $args")
   done
-  for rows in default 2; do
-    # shellcheck disable=SC2086
-    rows_bench "${tag}_b4_p4096_rows$rows" "$rows" "grid:4:4096:128" $args
-  done
+  cells+=("$tag 4 4096 2 $args")
 done
 for p in 1024 4096; do
-  for rows in default 4; do
-    rows_bench "llama8b_q4_k_b8_p${p}_rows$rows" "$rows" "grid:8:$p:128" --model llama-8b --quantize q4_k
-  done
+  cells+=("llama8b_q4_k 8 $p 4 --model llama-8b --quantize q4_k")
 done
 for b in 16 32; do
   for p in 2048 4096; do
-    for rows in default 8; do
-      rows_bench "smollm2_b${b}_p${p}_rows$rows" "$rows" "grid:$b:$p:128" --model /tmp/models/smollm2-shape
-    done
+    cells+=("smollm2 $b $p 8 --model /tmp/models/smollm2-shape")
   done
 done
+switch_cells ROSEINFER_CUDA_CLUSTER_ATTENTION_MAX_ROWS rows "" "${cells[@]}"
 decode_step_table
 device_pack

@@ -9,31 +9,17 @@ set -uo pipefail
 source scripts/device_step.sh
 device_begin /tmp/wide_clusters_long
 step make_smollm2_shape 150 python3 scripts/make_smollm2_shape.py /tmp/models
-splits_bench() {  # NAME SPLITS(default|N) DATASET ARGS...
-  local name=$1 value=$2 dataset=$3
-  shift 3
-  local env_args=()
-  [[ $value == default ]] || env_args=(ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS="$value")
-  dataset_bench "$B/roseinfer" "$name" "$dataset" "${env_args[@]}" "$@"
-}
 cells=(
-  "llama1b_q4_k 4 3072 --model llama-1b --quantize q4_k"
-  "llama1b_q4_k 4 4096 --model llama-1b --quantize q4_k"
-  "llama1b_q4_k 4 8192 --model llama-1b --quantize q4_k"
-  "llama1b_bf16 4 4096 --model llama-1b"
-  "smollm2 8 3072 --model /tmp/models/smollm2-shape"
-  "smollm2 8 4096 --model /tmp/models/smollm2-shape"
-  "llama8b_q4_k 4 4096 --model llama-8b --quantize q4_k"
+  # tag batch prompt other-splits args...
+  "llama1b_q4_k 4 3072 16 --model llama-1b --quantize q4_k"
+  "llama1b_q4_k 4 4096 16 --model llama-1b --quantize q4_k"
+  "llama1b_q4_k 4 8192 16 --model llama-1b --quantize q4_k"
+  "llama1b_bf16 4 4096 16 --model llama-1b"
+  "smollm2 8 3072 16 --model /tmp/models/smollm2-shape"
+  "smollm2 8 4096 16 --model /tmp/models/smollm2-shape"
 )
-for round in 1 2; do
-  for cell in "${cells[@]}"; do
-    read -r tag b p args <<<"$cell"
-    [[ $round == 2 && $tag == llama8b* ]] && continue  # one round: ~20 s a run
-    for splits in default 16; do
-      # shellcheck disable=SC2086
-      splits_bench "${tag}_b${b}_p${p}_splits${splits}_r$round" "$splits" "grid:$b:$p:128" $args
-    done
-  done
-done
+llama8b="llama8b_q4_k 4 4096 16 --model llama-8b --quantize q4_k"
+switch_cells ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS splits _r1 "${cells[@]}" "$llama8b"
+switch_cells ROSEINFER_CUDA_CLUSTER_ATTENTION_SPLITS splits _r2 "${cells[@]}"  # llama-8b once: ~20 s a run
 decode_step_table
 device_pack
