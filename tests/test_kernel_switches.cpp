@@ -40,7 +40,8 @@ bool same(const KernelSwitches& a, const KernelSwitches& b) {
          a.gemv_quant_mma_staged == b.gemv_quant_mma_staged &&
          a.gemv_mma_row_tiles == b.gemv_mma_row_tiles &&
          a.gemm_quant_split_k == b.gemm_quant_split_k && a.gemm_quant_wgmma == b.gemm_quant_wgmma &&
-         a.gemm_quant_split_tiles == b.gemm_quant_split_tiles;
+         a.gemm_quant_split_tiles == b.gemm_quant_split_tiles &&
+         a.gemm_quant_pipeline == b.gemm_quant_pipeline;
 }
 
 }  // namespace
@@ -69,6 +70,7 @@ TEST_CASE("with nothing set, every switch keeps the measured default") {
   CHECK(s.gemm_quant_split_k == -1);
   CHECK(s.gemm_quant_wgmma);
   CHECK(s.gemm_quant_split_tiles);
+  CHECK(s.gemm_quant_pipeline);
 }
 
 TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused by name") {
@@ -85,6 +87,7 @@ TEST_CASE("a flag that is on by default takes 0 or 1; anything else is refused b
       {"ROSEINFER_CUDA_GEMV_QUANT_MMA_STAGED", &KernelSwitches::gemv_quant_mma_staged},
       {"ROSEINFER_GEMM_QUANT_WGMMA", &KernelSwitches::gemm_quant_wgmma},
       {"ROSEINFER_GEMM_QUANT_SPLIT_TILES", &KernelSwitches::gemm_quant_split_tiles},
+      {"ROSEINFER_GEMM_QUANT_PIPELINE", &KernelSwitches::gemm_quant_pipeline},
   };
   for (const auto& [name, member] : flags) {
     CAPTURE(name);

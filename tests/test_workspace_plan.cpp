@@ -234,6 +234,15 @@ TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, i
   CHECK(quant_gemm_row_limit(28672, 4096) == kQuantGemmLargeWideMaxRows);   // gate | up
   CHECK(quant_gemm_row_limit(128256, 4096) == kQuantGemmLargeWideMaxRows);  // lm_head
   CHECK(quant_gemm_row_limit(16380, 4095) == kQuantGemmWideMaxRows);
+  // Matrices in 32-element blocks: wide products up to kQuantGemmSmallBlockWideMaxRows, the rest
+  // as the K-quants.
+  CHECK(quant_gemm_row_limit(16384, 2048, true, true) == kQuantGemmSmallBlockWideMaxRows);
+  CHECK(quant_gemm_row_limit(128256, 4096, true, true) == kQuantGemmSmallBlockWideMaxRows);
+  CHECK(quant_gemm_row_limit(3072, 2048, true, true) == kQuantGemmMaxRows);
+  CHECK(quant_gemm_row_limit(2048, 8192, true, true) == kQuantGemmDownMaxRows);
+  CHECK(quant_gemm_row_limit(4096, 14336, true, true) == kQuantGemmLargeDownMaxRows);
+  CHECK(quant_gemm_row_limit(16384, 2048, false, true) == kQuantGemmWideMaxRows);
+  CHECK(kQuantGemmSmallBlockWideMaxRows > kQuantGemmLargeWideMaxRows);
   // Without (the comparison switch): the rule before split-K, no down projection.
   CHECK(quant_gemm_row_limit(3072, 2048, false) == kQuantGemmMaxRows);
   CHECK(quant_gemm_row_limit(16384, 2048, false) == kQuantGemmWideMaxRows);

@@ -69,6 +69,8 @@ KernelSwitches kernel_switches_from(const SwitchLookup& lookup) {
   s.gemm_quant_wgmma = switch_on_off(lookup, "ROSEINFER_GEMM_QUANT_WGMMA", s.gemm_quant_wgmma);
   s.gemm_quant_split_tiles =
       switch_on_off(lookup, "ROSEINFER_GEMM_QUANT_SPLIT_TILES", s.gemm_quant_split_tiles);
+  s.gemm_quant_pipeline =
+      switch_on_off(lookup, "ROSEINFER_GEMM_QUANT_PIPELINE", s.gemm_quant_pipeline);
   return s;
 }
 

@@ -78,6 +78,9 @@ struct KernelSwitches {
   bool gemm_quant_wgmma = true;
   // ROSEINFER_GEMM_QUANT_SPLIT_TILES=0: the tile choice as before split-K, whatever the slices.
   bool gemm_quant_split_tiles = true;
+  // ROSEINFER_GEMM_QUANT_PIPELINE=0: the wgmma tiles decode a sub-step only after the previous
+  // sub-step's wgmmas are done (the loop before the software pipeline).
+  bool gemm_quant_pipeline = true;
 };
 
 // The switches a lookup (a variable's value, or null when unset) gives: each variable is read as

@@ -519,7 +519,10 @@ __device__ __forceinline__ void add_partials(const float* partials, int64_t slic
 // and the last block of a tile to arrive adds the S partials in slice order and writes y. Dynamic
 // shared memory: Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset
 // Tile::kXStages x buffers (kBN, 128 bytes).
-template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
+// kPipelined (wgmma tiles only): each warpgroup decodes sub-step j + 1 while its wgmmas of j run;
+// false: the loop before (decode, multiply, wait), kept for comparison
+// (ROSEINFER_GEMM_QUANT_PIPELINE=0).
+template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma, bool kPipelined>
 __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
     gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
                       bool f32_out, int32_t* counters, float* partials) {
@@ -641,22 +644,25 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     }
   }
 
-  for (int j = j_begin; j < j_end; ++j) {
-    cp_async_wait<S::kPrefetch - 1>();          // this thread's copies of sub-step j have landed
-    if constexpr (kWgmma) fence_proxy_async();  // ... and are visible to wgmma's reads
-    // Everyone's copies have landed, and the buffers refilled below are consumed.
-    __syncthreads();
-    const int next = j + S::kPrefetch;
+  // The copies of sub-step `next` (x, and the weights' big step when it starts one) as the next
+  // cp.async group, empty past the slice: one group per call either way.
+  const auto issue_sub_step = [&](int next) {
     if (next < j_end) {
       issue_x(next);
       if (next % kSubPerBig == 0) issue_weights(next / kSubPerBig);
     }
-    cp_async_commit();  // one group per iteration, empty or not: group j + kPrefetch
-
+    cp_async_commit();
+  };
+  // Each weight row of this thread at sub-step j, ready for D::step; and the mma steps of the
+  // sub-step inside `in` (steps past it -- only in a 32-element type's last sub-step, when
+  // in % 64 == 32 -- still run, with zero weights against zero-filled x, so every sub-step issues
+  // the same instructions, with no branch around an mma: a wgmma under a branch is serialized by
+  // ptxas).
+  using Rows = typename D::Row[S::kMTiles][S::kRowHalves];
+  const auto prepare_rows = [&](int j, Rows& rows) {
     const int big = j / kSubPerBig, sub = j % kSubPerBig;
     const uint8_t* weights = raw_ring + (big & 1) * S::kRawBytes;
     const int big_misalign = int((int64_t(big) * S::kStepBytes) & 15);
-    typename D::Row rows[S::kMTiles][S::kRowHalves];
 #pragma unroll
     for (int mt = 0; mt < S::kMTiles; ++mt) {
 #pragma unroll
@@ -666,35 +672,41 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
             weights + r * S::kSlotBytes + ((row_misalign[mt][hr] + big_misalign) & 15), sub);
       }
     }
-    const uint32_t x_base = shared_address(x_ring + (j % S::kXStages) * S::kXBytes);
-    // Steps past `in` (only in a 32-element type's last sub-step, when in % 64 == 32) still run,
-    // with zero weights against zero-filled x: every sub-step issues the same instructions, with
-    // no branch around an mma (a wgmma under a branch is serialized by ptxas).
-    const int steps = D::kElems == 256 ? 4 : std::min(4, (in - kSubK * j) / 16);
-    // wgmma: no wgmma input register may be written while one is in flight (ptxas would serialize
-    // every wgmma of the kernel), so a warpgroup decodes the whole sub-step, then issues its 8
-    // wgmmas at once and waits; the block's two warpgroups overlap one's decode with the other's
-    // wgmmas.
-    uint32_t a_all[4][S::kMTiles][4];
+    return D::kElems == 256 ? 4 : std::min(4, (in - kSubK * j) / 16);
+  };
+  // The A fragments of mma step s (16 k values) of this thread's rows.
+  using Fragments = uint32_t[S::kMTiles][4];
+  const auto decode_step = [&](const Rows& rows, int s, int steps, Fragments& a) {
 #pragma unroll
-    for (int s = 0; s < 4; ++s) {
-      uint32_t(&a)[S::kMTiles][4] = a_all[s];
-#pragma unroll
-      for (int mt = 0; mt < S::kMTiles; ++mt) {
-        a[mt][0] = a[mt][1] = a[mt][2] = a[mt][3] = 0u;  // rows g + 8 of an 8-row warp: zeros
-        if (D::kElems == 256 || s < steps) {
-          float lo[2], hi[2];
-          D::step(rows[mt][0], s, t, lo, hi);
-          a[mt][0] = pack2<T>(lo[0], lo[1]);
-          a[mt][2] = pack2<T>(hi[0], hi[1]);
-          if constexpr (S::kRowHalves == 2) {
-            D::step(rows[mt][1], s, t, lo, hi);
-            a[mt][1] = pack2<T>(lo[0], lo[1]);
-            a[mt][3] = pack2<T>(hi[0], hi[1]);
-          }
+    for (int mt = 0; mt < S::kMTiles; ++mt) {
+      a[mt][0] = a[mt][1] = a[mt][2] = a[mt][3] = 0u;  // rows g + 8 of an 8-row warp: zeros
+      if (D::kElems == 256 || s < steps) {
+        float lo[2], hi[2];
+        D::step(rows[mt][0], s, t, lo, hi);
+        a[mt][0] = pack2<T>(lo[0], lo[1]);
+        a[mt][2] = pack2<T>(hi[0], hi[1]);
+        if constexpr (S::kRowHalves == 2) {
+          D::step(rows[mt][1], s, t, lo, hi);
+          a[mt][1] = pack2<T>(lo[0], lo[1]);
+          a[mt][3] = pack2<T>(hi[0], hi[1]);
         }
       }
-      if constexpr (!kWgmma) {
+    }
+  };
+
+  if constexpr (!kWgmma) {
+    for (int j = j_begin; j < j_end; ++j) {
+      cp_async_wait<S::kPrefetch - 1>();  // this thread's copies of sub-step j have landed
+      // Everyone's copies have landed, and the buffers refilled below are consumed.
+      __syncthreads();
+      issue_sub_step(j + S::kPrefetch);  // group j + kPrefetch
+      Rows rows;
+      const int steps = prepare_rows(j, rows);
+      const uint32_t x_base = shared_address(x_ring + (j % S::kXStages) * S::kXBytes);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+        Fragments a;
+        decode_step(rows, s, steps, a);
 #pragma unroll
         for (int np = 0; np < kBN / 16; ++np) {
           uint32_t b[4];
@@ -707,21 +719,77 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
         }
       }
     }
-    if constexpr (kWgmma) {
-      const uint64_t desc = make_b_descriptor(x_base);
-      wgmma_fence();  // a_all (and, the first time, the accumulators) were written by other code
+  } else if constexpr (!kPipelined) {
+    // wgmma, in turns: a warpgroup decodes the whole sub-step, then issues its wgmmas and waits;
+    // only the block's two warpgroups overlap one's decode with the other's wgmmas.
+    for (int j = j_begin; j < j_end; ++j) {
+      cp_async_wait<S::kPrefetch - 1>();
+      fence_proxy_async();
+      __syncthreads();
+      issue_sub_step(j + S::kPrefetch);
+      Rows rows;
+      const int steps = prepare_rows(j, rows);
+      Fragments a_all[4];
+#pragma unroll
+      for (int s = 0; s < 4; ++s) decode_step(rows, s, steps, a_all[s]);
+      const uint64_t desc =
+          make_b_descriptor(shared_address(x_ring + (j % S::kXStages) * S::kXBytes));
+      wgmma_fence();
 #pragma unroll
       for (int s = 0; s < 4; ++s) {
 #pragma unroll
         for (int mt = 0; mt < S::kMTiles; ++mt)
-          wgmma_rs<T, kBN>(acc[mt], a_all[s][mt], desc + uint64_t(2 * s));  // + 32 s bytes
+          wgmma_rs<T, kBN>(acc[mt], a_all[s][mt], desc + uint64_t(2 * s));
       }
       wgmma_commit();
-      // Waiting here, right after the issue, leaves no instruction between a wgmma and its wait
-      // (ptxas serializes the wgmmas of a kernel where anything runs there, even a register
-      // move); the block's other warpgroup keeps the tensor cores busy meanwhile.
       wgmma_wait<0>();
     }
+  } else {
+    // wgmma, software-pipelined: a warpgroup decodes sub-step j + 1 into one set of A registers
+    // while its wgmmas of sub-step j read the other set, so the decode (the kernel's bound) runs
+    // beside the tensor cores instead of between their turns. The two sets alternate, named
+    // statically (the loop is unrolled by two) so they stay in registers.
+    const auto decode_sub_step = [&](int j, Fragments (&a_all)[4]) {
+      Rows rows;
+      const int steps = prepare_rows(j, rows);
+#pragma unroll
+      for (int s = 0; s < 4; ++s) decode_step(rows, s, steps, a_all[s]);
+    };
+    // Iteration j: multiply sub-step j (decoded in a_now), and meanwhile wait for sub-step j + 1's
+    // copies (group j + 1: groups up to j + kPrefetch - 1 are committed), refill the x buffer of
+    // sub-step j - 1 (every warpgroup has waited for its wgmmas before the barrier) and decode
+    // sub-step j + 1 into a_next. Past the slice's end that decode reads stale shared memory
+    // whose values are never multiplied: a branch-free iteration keeps ptxas from serializing
+    // the wgmmas.
+    const auto iteration = [&](int j, Fragments (&a_now)[4], Fragments (&a_next)[4]) {
+      const uint64_t desc =
+          make_b_descriptor(shared_address(x_ring + (j % S::kXStages) * S::kXBytes));
+      wgmma_fence();  // a_now (and, the first time, the accumulators) were written by other code
+#pragma unroll
+      for (int s = 0; s < 4; ++s) {
+#pragma unroll
+        for (int mt = 0; mt < S::kMTiles; ++mt)
+          wgmma_rs<T, kBN>(acc[mt], a_now[s][mt], desc + uint64_t(2 * s));  // + 32 s bytes
+      }
+      wgmma_commit();
+      cp_async_wait<S::kPrefetch - 2>();  // this thread's copies of sub-step j + 1 have landed
+      fence_proxy_async();                // ... and are visible to wgmma's reads
+      __syncthreads();
+      issue_sub_step(j + S::kPrefetch);  // into sub-step j - 1's buffers
+      decode_sub_step(j + 1, a_next);
+      wgmma_wait<0>();
+    };
+    Fragments a_even[4], a_odd[4];
+    cp_async_wait<S::kPrefetch - 1>();  // sub-step j_begin's copies
+    fence_proxy_async();
+    __syncthreads();
+    decode_sub_step(j_begin, a_even);
+    int j = j_begin;
+    for (; j + 1 < j_end; j += 2) {
+      iteration(j, a_even, a_odd);
+      iteration(j + 1, a_odd, a_even);
+    }
+    if (j < j_end) iteration(j, a_even, a_odd);
   }
   cp_async_wait<0>();  // only empty groups remain; nothing in flight at exit
   if constexpr (kWgmma) {
@@ -866,6 +934,7 @@ int current_sm_count() {
 }
 
 bool wgmma_enabled() { return kernel_switches().gemm_quant_wgmma; }
+bool pipeline_enabled() { return kernel_switches().gemm_quant_pipeline; }
 
 int available_shapes() { return wgmma_enabled() ? kNumShapes : kNumMmaSyncShapes; }
 
@@ -939,6 +1008,12 @@ int choose_tile(bool k_quant, int n, int out, int splits) {
                            : kWg128;
   } else if (n <= 256) {
     shape = out <= 2048 ? k16x4n64 : out <= 4096 ? k32x4n64 : out <= 6144 ? kWg16x128 : kWg128;
+    // The 32-element types' wide products from 129 rows: one m64 x n256 tile per warpgroup, since
+    // the software pipeline (Q8_0 gate|up at 256 rows, us: llama-1b 41.6 against 60.0 on 32x8w
+    // n128, llama-8b 149 against 220; results/2026-12-03-wgmma-pipeline/call1).
+    if (pipeline_enabled() && !k_quant && n > 128 && out > 6144 &&
+        ((out + 127) / 128) * ((n + 255) / 256) >= 100)
+      shape = kWg256;
   } else if (n <= 512 && out <= 4096) {
     shape = kWg16x128;
   } else {
@@ -966,7 +1041,11 @@ struct LaunchArgs {
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
 void launch_tile(const LaunchArgs& a) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
-  auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma>;
+  auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma, kWgmma>;
+  if constexpr (kWgmma) {
+    if (!kernel_switches().gemm_quant_pipeline)
+      kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma, false>;
+  }
   prepare_kernel(reinterpret_cast<const void*>(kernel), S::kThreads, S::kSmem);
   const dim3 grid(unsigned((a.n + kBN - 1) / kBN), unsigned((a.out + S::kBM - 1) / S::kBM),
                   unsigned(a.splits));

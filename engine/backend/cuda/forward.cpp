@@ -474,7 +474,14 @@ bool CudaBackend::use_quant_mma(const DeviceMatrix& w, int n, const GemvFusion& 
 
 int CudaBackend::quant_gemm_limit(const DeviceMatrix& w) const {
   const int forced = switches_.gemm_quant_rows[size_t(quant_gemm_shape(w.rows, w.cols))];
-  return forced >= 0 ? forced : quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_);
+  if (forced >= 0) return forced;
+  const bool small_blocks =
+      std::all_of(w.ranges.begin(), w.ranges.end(), [](const QuantRange& range) {
+        return range.type == GgmlType::kQ8_0 || range.type == GgmlType::kQ4_0 ||
+               range.type == GgmlType::kQ4_1;
+      });
+  return quant_gemm_row_limit(w.rows, w.cols, quant_gemm_split_k_,
+                              small_blocks && kernel_switches().gemm_quant_pipeline);
 }
 
 bool CudaBackend::quant_gemm_in_some_product(int n) const {

@@ -147,6 +147,11 @@ constexpr int kQuantGemmDownMaxRows = 16;
 constexpr int kQuantGemmLargeOut = 4096;
 constexpr int kQuantGemmLargeDownMaxRows = 64;
 constexpr int kQuantGemmLargeWideMaxRows = 128;
+// Wide matrices in 32-element blocks (Q8_0, Q4_0, Q4_1) up to this many rows: since the wgmma
+// tiles' software pipeline, the m64 x n256 tile multiplies Q8_0 gate|up at 256 rows in 41.6 us
+// against 54.6 for decode + cuBLAS (llama-1b; llama-8b 149 against 187), while the K-quants, whose
+// per-sub-block scales cost more to decode, stay slower there (results/2026-12-03-wgmma-pipeline).
+constexpr int kQuantGemmSmallBlockWideMaxRows = 256;
 // The three classes of kept (out, in) matrix the row rule tells apart (the values index
 // CudaBackend's per-class override): output at least 4x the input (gate|up, lm_head), input wider
 // than output (the MLP's down projection), and the rest (qkv, o).
@@ -157,10 +162,13 @@ constexpr QuantGemmShape quant_gemm_shape(int64_t out, int64_t in) {
                        : QuantGemmShape::kSquare;
 }
 // The most rows of a product with a kept (out, in) matrix that the tile-decoding GEMM takes;
-// split_k false: the rule before split-K, for the comparison switch.
-constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true) {
+// split_k false: the rule before split-K, for the comparison switch; small_blocks: the matrix is
+// all in 32-element block types (Q8_0, Q4_0, Q4_1).
+constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true,
+                                   bool small_blocks = false) {
   switch (quant_gemm_shape(out, in)) {
     case QuantGemmShape::kWide:
+      if (split_k && small_blocks) return kQuantGemmSmallBlockWideMaxRows;
       return split_k && in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows
                                                  : kQuantGemmWideMaxRows;
     case QuantGemmShape::kDown:
