@@ -47,9 +47,11 @@ echo "bundle/: $(ls bundle | wc -l) files, $(du -sh bundle | cut -f1)"
 # 64 MiB carry limit together: carry the xz archive and unpack it there with
 # `tar xJf bundle-pack/bundle.tar.xz`. The executables share that code byte for byte, so a
 # dictionary larger than one executable compresses each copy after the first to almost nothing
-# (five of them: 64 MB with xz's default 8 MiB dictionary, 18 MB with 128 MiB).
+# (five of them: 64 MB with xz's default 8 MiB dictionary, 18 MB with 128 MiB). Built as above
+# (uncompressed SASS, ~150 MB an executable) the window must span them: roseinfer and two GPU
+# executables pack into 23.8 MB with 128 MiB, 9.3 MB with 512 MiB (~4 min, ~5 GB of memory).
 mkdir -p bundle-pack
-tar cf - bundle | xz -6 --lzma2=dict=128MiB -T1 >bundle-pack/bundle.tar.xz
+tar cf - bundle | xz -6 --lzma2=dict=512MiB -T1 >bundle-pack/bundle.tar.xz
 echo "bundle-pack/bundle.tar.xz: $(du -sh bundle-pack/bundle.tar.xz | cut -f1) (carry [\"bundle-pack\"])"
 if [[ $build_status != 0 ]]; then
   echo "warning: the build failed (status $build_status); bundle/ holds only what was built" >&2
