@@ -242,6 +242,8 @@ TEST_CASE("weights kept quantized: the tile-decoding GEMM's row limit by (out, i
   CHECK(quant_gemm_row_limit(2048, 8192, true, true) == kQuantGemmDownMaxRows);
   CHECK(quant_gemm_row_limit(4096, 14336, true, true) == kQuantGemmLargeDownMaxRows);
   CHECK(quant_gemm_row_limit(16384, 2048, false, true) == kQuantGemmWideMaxRows);
+  CHECK(quant_gemm_row_limit(3072, 576, true, true) == kQuantGemmWideMaxRows);  // SmolLM2
+  CHECK(quant_gemm_row_limit(8188, 2047, true, true) == kQuantGemmWideMaxRows);
   CHECK(kQuantGemmSmallBlockWideMaxRows > kQuantGemmLargeWideMaxRows);
   // Without (the comparison switch): the rule before split-K, no down projection.
   CHECK(quant_gemm_row_limit(3072, 2048, false) == kQuantGemmMaxRows);

@@ -51,9 +51,14 @@
 //     16 rows, Q4_K, 20.4 us in 4 slices against 44.8 unsplit (results/2026-11-24-splitk/final).
 //   - The first version's copy code (64-bit address math and a branchy chunk permutation per copy)
 //     made the k loop 4x longer than its work; the copies now come from per-thread addresses.
-//   - wgmma needs no instruction between its issue and its wait that writes a wgmma register, and
-//     no branch around it, or ptxas serializes every wgmma of the kernel; so a warpgroup decodes a
-//     whole sub-step, issues its wgmmas and waits, and the block's two warpgroups overlap.
+//   - wgmma: no wgmma under a branch (ptxas serializes every wgmma of the kernel then). The tiles
+//     of one block an SM are software-pipelined: a warpgroup issues sub-step j's wgmmas, then
+//     waits for j + 1's copies, refills j - 1's buffers and decodes j + 1 into a second set of A
+//     registers before it waits for the wgmmas (ptxas keeps them asynchronous: the A registers
+//     written meanwhile are not those in flight). Against decode, multiply, wait: 10-25% faster
+//     on the large tiles (Q8_0 gate|up at 256 rows on 16x8w n256: llama-1b 52.3 -> 41.5 us,
+//     llama-8b 197 -> 152; results/2026-12-03-wgmma-pipeline). The K-quants' products stay slower
+//     than decode + cuBLAS at 256 rows even so (llama-1b Q4_K gate|up 72 against 51 us).
 #include <algorithm>
 #include <atomic>
 #include <cstdint>
@@ -520,8 +525,8 @@ __device__ __forceinline__ void add_partials(const float* partials, int64_t slic
 // shared memory: Tile::kSmem = 2 weight buffers (kBM, kSlotBytes), then from kXOffset
 // Tile::kXStages x buffers (kBN, 128 bytes).
 // kPipelined (wgmma tiles only): each warpgroup decodes sub-step j + 1 while its wgmmas of j run;
-// false: the loop before (decode, multiply, wait), kept for comparison
-// (ROSEINFER_GEMM_QUANT_PIPELINE=0).
+// false: decode, multiply, wait (the 16x8w n128 tile, and every wgmma tile with
+// ROSEINFER_GEMM_QUANT_PIPELINE=0).
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma, bool kPipelined>
 __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgmma>::kMinBlocks))
     gemm_quant_kernel(const T* x, const uint8_t* w, void* y, int n, int in, int out, int y_stride,
@@ -759,8 +764,7 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     // copies (group j + 1: groups up to j + kPrefetch - 1 are committed), refill the x buffer of
     // sub-step j - 1 (every warpgroup has waited for its wgmmas before the barrier) and decode
     // sub-step j + 1 into a_next. Past the slice's end that decode reads stale shared memory
-    // whose values are never multiplied: a branch-free iteration keeps ptxas from serializing
-    // the wgmmas.
+    // whose values are never multiplied, so no branch surrounds the wgmmas.
     const auto iteration = [&](int j, Fragments (&a_now)[4], Fragments (&a_next)[4]) {
       const uint64_t desc =
           make_b_descriptor(shared_address(x_ring + (j % S::kXStages) * S::kXBytes));
@@ -1041,8 +1045,13 @@ struct LaunchArgs {
 template <typename D, typename T, int kRows, int kWarps, int kBN, bool kWgmma>
 void launch_tile(const LaunchArgs& a) {
   using S = Tile<D, kRows, kWarps, kBN, kWgmma>;
-  auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma, kWgmma>;
-  if constexpr (kWgmma) {
+  // The software pipeline on the wgmma tiles of one block an SM: faster in 358 of 360 products
+  // timed (5 types, llama-1b / llama-8b, 64-256 rows); the 16x8w n128 tile, two blocks an SM under
+  // a 128-register cap (it spills the second set of A registers), was slower in 43 of 120, up to
+  // 21% (results/2026-12-03-wgmma-pipeline/call2), and keeps the loop before.
+  constexpr bool kPipelined = kWgmma && S::kMinBlocks == 1;
+  auto* kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma, kPipelined>;
+  if constexpr (kPipelined) {
     if (!kernel_switches().gemm_quant_pipeline)
       kernel = gemm_quant_kernel<D, T, kRows, kWarps, kBN, kWgmma, false>;
   }

@@ -151,7 +151,9 @@ constexpr int kQuantGemmLargeWideMaxRows = 128;
 // tiles' software pipeline, the m64 x n256 tile multiplies Q8_0 gate|up at 256 rows in 41.6 us
 // against 54.6 for decode + cuBLAS (llama-1b; llama-8b 149 against 187), while the K-quants, whose
 // per-sub-block scales cost more to decode, stay slower there (results/2026-12-03-wgmma-pipeline).
+// Measured on llama-1b's and llama-8b's widths; narrower matrices (SmolLM2's 576) keep the rule.
 constexpr int kQuantGemmSmallBlockWideMaxRows = 256;
+constexpr int kQuantGemmSmallBlockMinIn = 2048;
 // The three classes of kept (out, in) matrix the row rule tells apart (the values index
 // CudaBackend's per-class override): output at least 4x the input (gate|up, lm_head), input wider
 // than output (the MLP's down projection), and the rest (qkv, o).
@@ -168,7 +170,8 @@ constexpr int quant_gemm_row_limit(int64_t out, int64_t in, bool split_k = true,
                                    bool small_blocks = false) {
   switch (quant_gemm_shape(out, in)) {
     case QuantGemmShape::kWide:
-      if (split_k && small_blocks) return kQuantGemmSmallBlockWideMaxRows;
+      if (split_k && small_blocks && in >= kQuantGemmSmallBlockMinIn)
+        return kQuantGemmSmallBlockWideMaxRows;
       return split_k && in >= kQuantGemmLargeOut ? kQuantGemmLargeWideMaxRows
                                                  : kQuantGemmWideMaxRows;
     case QuantGemmShape::kDown:

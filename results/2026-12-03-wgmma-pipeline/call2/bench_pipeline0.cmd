@@ -1,0 +1,1 @@
+env ROSEINFER_GEMM_QUANT_PIPELINE=0 ROSEINFER_BENCH_N=64,128,256 ROSEINFER_BENCH_MODELS=llama-1b,llama-8b ROSEINFER_BENCH_MS=6 /work/main/bundle/gpu_bench_gemm_quant --no-skip
