@@ -1,0 +1,1 @@
+env ROSEINFER_GEMM_QUANT_PIPELINE=0 /work/main/bundle/gpu_test_cuda_gemm_quant

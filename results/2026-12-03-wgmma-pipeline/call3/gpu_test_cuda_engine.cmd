@@ -1,0 +1,1 @@
+/work/main/bundle/gpu_test_cuda_engine

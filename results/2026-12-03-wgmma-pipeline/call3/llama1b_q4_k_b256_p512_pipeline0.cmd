@@ -1,0 +1,1 @@
+env ROSEINFER_GEMM_QUANT_PIPELINE=0 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:256:512:128 --model llama-1b --quantize q4_k --json /root/out/llama1b_q4_k_b256_p512_pipeline0.json

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:128:512:128 --model llama-1b --quantize q8_0 --json /root/out/llama1b_q8_0_b128_p512_pipelinedefault.json

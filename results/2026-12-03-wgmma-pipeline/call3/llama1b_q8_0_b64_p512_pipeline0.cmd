@@ -1,0 +1,1 @@
+env ROSEINFER_GEMM_QUANT_PIPELINE=0 /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:64:512:128 --model llama-1b --quantize q8_0 --json /root/out/llama1b_q8_0_b64_p512_pipeline0.json

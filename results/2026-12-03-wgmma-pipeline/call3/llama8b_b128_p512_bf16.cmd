@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:128:512:128 --model llama-8b --json /root/out/llama8b_b128_p512_bf16.json

@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:64:512:128 --model llama-8b --quantize q4_k --json /root/out/llama8b_q4_k_b64_p512_pipelinedefault.json

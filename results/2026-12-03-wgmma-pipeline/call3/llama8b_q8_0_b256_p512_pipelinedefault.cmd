@@ -1,0 +1,1 @@
+env /work/main/bundle/roseinfer bench --device cuda --mode offline --max-num-seqs 256 --max-num-batched-tokens 16384 --dataset-name grid:256:512:128 --model llama-8b --quantize q8_0 --json /root/out/llama8b_q8_0_b256_p512_pipelinedefault.json
