@@ -55,9 +55,10 @@
 //     of one block an SM are software-pipelined: a warpgroup issues sub-step j's wgmmas, then
 //     waits for j + 1's copies, refills j - 1's buffers and decodes j + 1 into a second set of A
 //     registers before it waits for the wgmmas (ptxas keeps them asynchronous: the A registers
-//     written meanwhile are not those in flight). Against decode, multiply, wait: 10-25% faster
-//     on the large tiles (Q8_0 gate|up at 256 rows on 16x8w n256: llama-1b 52.3 -> 41.5 us,
-//     llama-8b 197 -> 152; results/2026-12-03-wgmma-pipeline). The K-quants' products stay slower
+//     written meanwhile are not those in flight). Against decode, multiply, wait: faster in 358
+//     of 360 products timed on those tiles (Q8_0 gate|up at 256 rows on 16x8w n256: llama-1b
+//     52.3 -> 41.5 us, llama-8b 197 -> 152; Q4_K's on 32x8w n128 9-12%;
+//     results/2026-12-03-wgmma-pipeline). The K-quants' products stay slower
 //     than decode + cuBLAS at 256 rows even so (llama-1b Q4_K gate|up 72 against 51 us).
 #include <algorithm>
 #include <atomic>
@@ -754,7 +755,7 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     // while its wgmmas of sub-step j read the other set, so the decode (the kernel's bound) runs
     // beside the tensor cores instead of between their turns. The two sets alternate, named
     // statically (the loop is unrolled by two) so they stay in registers.
-    const auto decode_sub_step = [&](int j, Fragments (&a_all)[4]) {
+    const auto decode_sub_step = [&](int j, Fragments(&a_all)[4]) {
       Rows rows;
       const int steps = prepare_rows(j, rows);
 #pragma unroll
@@ -765,7 +766,7 @@ __global__ void __launch_bounds__(kWarps * 32, (Tile<D, kRows, kWarps, kBN, kWgm
     // sub-step j - 1 (every warpgroup has waited for its wgmmas before the barrier) and decode
     // sub-step j + 1 into a_next. Past the slice's end that decode reads stale shared memory
     // whose values are never multiplied, so no branch surrounds the wgmmas.
-    const auto iteration = [&](int j, Fragments (&a_now)[4], Fragments (&a_next)[4]) {
+    const auto iteration = [&](int j, Fragments(&a_now)[4], Fragments(&a_next)[4]) {
       const uint64_t desc =
           make_b_descriptor(shared_address(x_ring + (j % S::kXStages) * S::kXBytes));
       wgmma_fence();  // a_now (and, the first time, the accumulators) were written by other code

@@ -150,8 +150,10 @@ constexpr int kQuantGemmLargeWideMaxRows = 128;
 // Wide matrices in 32-element blocks (Q8_0, Q4_0, Q4_1) up to this many rows: since the wgmma
 // tiles' software pipeline, the m64 x n256 tile multiplies Q8_0 gate|up at 256 rows in 41.6 us
 // against 54.6 for decode + cuBLAS (llama-1b; llama-8b 149 against 187), while the K-quants, whose
-// per-sub-block scales cost more to decode, stay slower there (results/2026-12-03-wgmma-pipeline).
-// Measured on llama-1b's and llama-8b's widths; narrower matrices (SmolLM2's 576) keep the rule.
+// per-sub-block scales cost more to decode, stay slower there (results/2026-12-03-wgmma-pipeline;
+// end to end, Q8_0's decode step against the rule before: llama-1b 3.075 -> 2.834 ms at 128 rows,
+// 4.125 -> 3.913 at 256; llama-8b 19.410 -> 18.007 at 256). Measured on llama-1b's and llama-8b's
+// widths; narrower matrices (SmolLM2's 576) keep the rule.
 constexpr int kQuantGemmSmallBlockWideMaxRows = 256;
 constexpr int kQuantGemmSmallBlockMinIn = 2048;
 // The three classes of kept (out, in) matrix the row rule tells apart (the values index
